@@ -1,0 +1,33 @@
+package feed
+
+import "time"
+
+// Status is a snapshot of a consumer group's health over its streams, as
+// shown by /status, /api/status and feedctl status.
+type Status struct {
+	Group     string         `json:"group"`
+	At        time.Time      `json:"at"`
+	Renderers []string       `json:"renderers"` // consumer names holding a live lease
+	Streams   []StreamStatus `json:"streams"`
+}
+
+// StreamStatus is one stream's row of a Status.
+type StreamStatus struct {
+	Stream            string           `json:"stream"`
+	Game              string           `json:"game,omitempty"`
+	Length            int64            `json:"length"`
+	Lag               int64            `json:"lag"` // entries not yet delivered to the group; -1 when unknown
+	Pending           int64            `json:"pending"`
+	OldestPendingIdle time.Duration    `json:"oldest_pending_idle_ns"`
+	Dead              int64            `json:"dead"` // length of the dead-letter stream
+	Consumers         []ConsumerStatus `json:"consumers"`
+	Err               string           `json:"error,omitempty"` // e.g. WRONGTYPE: loud, per stream
+}
+
+// ConsumerStatus is one consumer of a stream's group.
+type ConsumerStatus struct {
+	Name    string        `json:"name"`
+	Pending int64         `json:"pending"`
+	Idle    time.Duration `json:"idle_ns"`
+	Alive   bool          `json:"alive"` // holds a live lease
+}

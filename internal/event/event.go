@@ -1,0 +1,243 @@
+// Package event holds the codemojex domain contracts shared by the writer,
+// the consumer, the store and the web: EVT ids, game names, Redis keys and
+// the entry kinds with their fields (see shared/design.md).
+package event
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Redis keys and channels that are not per game.
+const (
+	// RegistryKey is the sorted set of games: member GAME, score = unix ms
+	// of its last event.
+	RegistryKey = "codemojex:games"
+	// DoorbellChannel is the pub/sub channel a renderer publishes on after
+	// each committed batch: a hint that the store moved, never the truth.
+	DoorbellChannel = "codemojex:feed:doorbell"
+)
+
+// MaxEntryBytes is the largest entry (sum of field names and values) that is
+// accepted; larger entries are malformed.
+const MaxEntryBytes = 8 << 10
+
+// Limits on untrusted text fields.
+const (
+	MaxPlayerRunes = 64
+	MaxChatRunes   = 280
+	MaxTitleRunes  = 120
+)
+
+// Entry field names every entry may carry.
+const (
+	FieldID   = "id"
+	FieldKind = "kind"
+	FieldAt   = "at"
+)
+
+// Kinds of events known to this version. An unknown kind is stored and
+// rendered as a neutral line, never dead-lettered.
+const (
+	KindGameStarted  = "game_started"
+	KindPlayerJoined = "player_joined"
+	KindPlayerLeft   = "player_left"
+	KindRoundStarted = "round_started"
+	KindGuess        = "guess"
+	KindRoundWon     = "round_won"
+	KindChat         = "chat"
+	KindGameOver     = "game_over"
+)
+
+// Errors of this package. Validation errors wrap ErrInvalid.
+var (
+	ErrInvalid = errors.New("invalid entry")
+)
+
+var gameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// ValidGame reports whether s is a valid game name.
+func ValidGame(s string) bool { return gameRe.MatchString(s) }
+
+// StreamKey returns the event stream key of game.
+func StreamKey(game string) string { return "codemojex:{" + game + "}:events" }
+
+// DeadKey returns the dead-letter stream key of game.
+func DeadKey(game string) string { return "codemojex:{" + game + "}:dead" }
+
+// GameOfKey returns the game of a per-game key (events or dead stream).
+func GameOfKey(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, "codemojex:{")
+	if !ok {
+		return "", false
+	}
+	game, _, ok := strings.Cut(rest, "}")
+	if !ok || !ValidGame(game) {
+		return "", false
+	}
+	return game, true
+}
+
+// DeadKeyOf returns the dead-letter key that goes with an events stream key.
+func DeadKeyOf(streamKey string) string {
+	if game, ok := GameOfKey(streamKey); ok {
+		return DeadKey(game)
+	}
+	return streamKey + ":dead"
+}
+
+// Known reports whether kind is one this version renders specifically.
+func Known(kind string) bool {
+	_, ok := required[kind]
+	return ok
+}
+
+type fieldRule func(string) error
+
+var required = map[string]map[string]fieldRule{
+	KindGameStarted:  {"title": text(MaxTitleRunes), "rounds": intRange(1, 100), "code_length": intRange(1, 12), "palette": emoji(64)},
+	KindPlayerJoined: {"player": player, "avatar": emoji(1)},
+	KindPlayerLeft:   {"player": player},
+	KindRoundStarted: {"round": intRange(1, 1000)},
+	KindGuess:        {"player": player, "round": intRange(1, 1000), "guess": emoji(12), "exact": intRange(0, 12), "near": intRange(0, 12)},
+	KindRoundWon:     {"player": player, "round": intRange(1, 1000), "code": emoji(12), "guesses": intRange(1, 1_000_000), "points": intRange(0, 1_000_000)},
+	KindChat:         {"player": player, "text": text(MaxChatRunes)},
+	KindGameOver:     {"winner": optionalPlayer},
+}
+
+// Validate checks the fields of a known kind (fields excludes "id"). An
+// unknown kind is valid here: it is rendered neutrally. The error says which
+// field is wrong and wraps ErrInvalid.
+func Validate(kind string, fields map[string]string) error {
+	rules, ok := required[kind]
+	if !ok {
+		return nil
+	}
+	// Deterministic order so the reason is stable.
+	for _, name := range sortedKeys(rules) {
+		v, ok := fields[name]
+		if !ok {
+			return fmt.Errorf("%w: %s: missing field %q", ErrInvalid, kind, name)
+		}
+		if err := rules[name](v); err != nil {
+			return fmt.Errorf("%w: %s: field %q: %v", ErrInvalid, kind, name, err)
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]fieldRule) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// insertion sort: maps here hold at most five keys
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+func intRange(lo, hi int) fieldRule {
+	return func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("out of range %d..%d", lo, hi)
+		}
+		return nil
+	}
+}
+
+func text(maxRunes int) fieldRule {
+	return func(s string) error {
+		if strings.TrimSpace(s) == "" {
+			return errors.New("empty")
+		}
+		if utf8.RuneCountInString(s) > maxRunes {
+			return fmt.Errorf("longer than %d characters", maxRunes)
+		}
+		return nil
+	}
+}
+
+func player(s string) error { return text(MaxPlayerRunes)(s) }
+
+func optionalPlayer(s string) error {
+	if s == "" {
+		return nil
+	}
+	return player(s)
+}
+
+// emoji accepts a non-empty string of at most max symbols, where a symbol is
+// counted loosely (runes that are not joiners or variation selectors), so
+// that composed emoji such as flags and skin tones count as one or two.
+func emoji(max int) fieldRule {
+	return func(s string) error {
+		n := Symbols(s)
+		if n == 0 {
+			return errors.New("empty")
+		}
+		if n > max*2 || len(s) > max*32 {
+			return fmt.Errorf("more than %d symbols", max)
+		}
+		for _, r := range s {
+			if r < 0x80 {
+				return errors.New("not emoji")
+			}
+		}
+		return nil
+	}
+}
+
+// Symbols counts the visible symbols of an emoji string, leaving out zero
+// width joiners, variation selectors and skin tone modifiers.
+func Symbols(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case r == 0x200D, r >= 0xFE00 && r <= 0xFE0F, r >= 0x1F3FB && r <= 0x1F3FF:
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// SplitEmoji splits an emoji string into its symbols, keeping joiners,
+// variation selectors and modifiers with the symbol they follow.
+func SplitEmoji(s string) []string {
+	var out []string
+	join := false
+	for _, r := range s {
+		switch {
+		case r == 0x200D:
+			if len(out) > 0 {
+				out[len(out)-1] += string(r)
+			}
+			join = true
+			continue
+		case r >= 0xFE00 && r <= 0xFE0F, r >= 0x1F3FB && r <= 0x1F3FF:
+			if len(out) > 0 {
+				out[len(out)-1] += string(r)
+				continue
+			}
+		}
+		if join && len(out) > 0 {
+			out[len(out)-1] += string(r)
+			join = false
+			continue
+		}
+		out = append(out, string(r))
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+// Package redistest starts real redis-server (or valkey-server) processes
+// for tests, each on a free port with its data in a temporary directory. It
+// never touches a server it did not start.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Options configure a Server.
+type Options struct {
+	// AOF turns on the append-only file (appendfsync always), so a SIGKILL
+	// loses nothing that was acknowledged.
+	AOF bool
+}
+
+// Server is a redis-server process owned by a test.
+type Server struct {
+	Addr string // host:port
+	Port int
+	Dir  string // data directory, kept across restarts
+
+	bin  string
+	opts Options
+
+	mu     sync.Mutex
+	proc   *os.Process
+	exited chan error // receives once when proc exits
+}
+
+// Binary returns the path of valkey-server or redis-server, or an error that
+// names the package to install.
+func Binary() (string, error) {
+	for _, name := range []string{"redis-server", "valkey-server"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("redistest: neither redis-server nor valkey-server is on PATH: install Debian's package (apt-get install -y redis-server)")
+}
+
+// MustStart starts a server on a free port and stops it when the test ends.
+func MustStart(tb testing.TB, opts ...Options) *Server {
+	tb.Helper()
+	bin, err := Binary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Server{bin: bin, Dir: tb.TempDir()}
+	if len(opts) > 0 {
+		s.opts = opts[0]
+	}
+	var lastErr error
+	for range 5 { // a free port can be taken between probe and bind
+		s.Port = freePort(tb)
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
+		if lastErr = s.start(); lastErr == nil {
+			break
+		}
+	}
+	if lastErr != nil {
+		tb.Fatal(lastErr)
+	}
+	tb.Cleanup(s.stop)
+	return s
+}
+
+// URL returns the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+
+// Client returns a client of the server, closed when the test ends.
+func (s *Server) Client(tb testing.TB) *redis.Client {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Start starts the server again on the same port and data directory.
+func (s *Server) Start(tb testing.TB) {
+	tb.Helper()
+	if err := s.start(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Kill stops the server with SIGKILL and waits for it to exit.
+func (s *Server) Kill(tb testing.TB) {
+	tb.Helper()
+	s.stop()
+}
+
+// Restart kills the server with SIGKILL and starts it on the same port and
+// data: with AOF on, nothing acknowledged is lost; without it, everything is.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	s.Kill(tb)
+	s.Start(tb)
+}
+
+// Pause stops the server process with SIGSTOP: connections stay open but
+// nothing answers, as in a network partition.
+func (s *Server) Pause(tb testing.TB) { tb.Helper(); s.signal(tb, syscall.SIGSTOP) }
+
+// Resume continues a paused server with SIGCONT.
+func (s *Server) Resume(tb testing.TB) { tb.Helper(); s.signal(tb, syscall.SIGCONT) }
+
+func (s *Server) signal(tb testing.TB, sig syscall.Signal) {
+	tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		tb.Fatalf("redistest: server on %s is not running", s.Addr)
+	}
+	if err := s.proc.Signal(sig); err != nil {
+		tb.Fatalf("redistest: signal %v: %v", sig, err)
+	}
+}
+
+func (s *Server) start() error {
+	args := []string{
+		"--port", strconv.Itoa(s.Port),
+		"--bind", "127.0.0.1",
+		"--dir", s.Dir,
+		"--save", "",
+		"--daemonize", "no",
+		"--logfile", filepath.Join(s.Dir, "redis.log"),
+		"--protected-mode", "no",
+	}
+	if s.opts.AOF {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	cmd := exec.Command(s.bin, args...)
+	// Its own process group, so a Ctrl-C of the test run is not delivered
+	// twice and a killed test binary does not leave the signal unhandled.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redistest: start %s: %w", s.bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case werr := <-exited:
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			return fmt.Errorf("redistest: %s exited on port %d: %v\n%s", s.bin, s.Port, werr, tail(log))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("redistest: %s on port %d did not answer within 10s: %v", s.bin, s.Port, err)
+		}
+	}
+	s.mu.Lock()
+	s.proc, s.exited = cmd.Process, exited
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) stop() {
+	s.mu.Lock()
+	proc, exited := s.proc, s.exited
+	s.proc, s.exited = nil, nil
+	s.mu.Unlock()
+	if proc == nil {
+		return
+	}
+	_ = proc.Kill()
+	<-exited
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("redistest: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

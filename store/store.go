@@ -1,0 +1,88 @@
+// Package store is the SQLite ground truth of the feed: rendered lines keyed
+// by EVT id, the browsers' seq cursor, and per-game state (scoreboard, game
+// status). It knows nothing of Redis or HTTP.
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors of the store.
+var (
+	ErrNotFound       = errors.New("store: not found")
+	ErrSchemaNewer    = errors.New("store: database schema is newer than this binary knows")
+	ErrNotImplemented = errors.New("store: not implemented")
+)
+
+// Event is one entry handed to Upsert: the decoded stream entry and its
+// rendered line.
+type Event struct {
+	EvtID    string            // branded EVT id, the dedup key
+	Game     string            // game name
+	Kind     string            // entry kind (may be unknown to this version)
+	Payload  map[string]string // every field but id (includes kind and at)
+	HTML     string            // rendered line body (templates.RenderLine)
+	StreamID string            // stream position, e.g. 1700000000000-0
+	Renderer string            // consumer name that handled it
+	Attempts int64             // delivery count when handled
+	At       time.Time         // writer's clock ("at"), zero when absent or invalid
+}
+
+// Result is the verdict of one Event in an Upsert batch.
+type Result struct {
+	Inserted bool  // false: the EVT id was already stored (a no-op)
+	Err      error // non-nil: this entry was not stored; leave it pending
+}
+
+// Line is a stored, rendered timeline line.
+type Line struct {
+	Seq   int64  // store insertion order: the browsers' resume cursor
+	EvtID string // timeline order
+	Game  string
+	Kind  string
+	HTML  string // rendered body, without the <li> wrapper
+	At    time.Time
+}
+
+// Game is a game's summary and newer-wins state.
+type Game struct {
+	Name      string
+	Title     string
+	Status    string // "waiting", "playing" or "over"
+	Round     int
+	Rounds    int
+	CodeLen   int
+	Palette   string
+	Winner    string
+	Events    int64     // stored lines
+	LastAt    time.Time // store time of the latest stored line
+	LastEvtID string
+}
+
+// Player is one row of a game's scoreboard.
+type Player struct {
+	Name      string
+	Avatar    string
+	Present   bool   // joined and not left (newer-wins)
+	Score     int64  // sum of round_won points (inserted-only)
+	Wins      int64  // rounds won (inserted-only)
+	Guesses   int64  // guesses made (inserted-only)
+	LastGuess string // newer-wins
+	LastExact int
+	LastNear  int
+}
+
+// Scoreboard is a game's state for the scoreboard panel.
+type Scoreboard struct {
+	Game    Game
+	Players []Player // by score desc, then name
+}
+
+// Page is what a game page is rendered from: the latest lines and the seq
+// they were read at, in one read transaction.
+type Page struct {
+	Lines []Line // newest first (EVT id descending)
+	Seq   int64  // the highest seq in the store at the read
+	Board Scoreboard
+}
