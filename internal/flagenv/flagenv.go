@@ -1,0 +1,112 @@
+// Package flagenv defines command-line flags whose defaults come from
+// environment variables, so every binary's configuration lives in one place:
+// flag > environment > built-in default.
+package flagenv
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// DefaultRedisURL is the Redis URL every binary uses when neither -redis
+// nor $REDIS_URL is given.
+const DefaultRedisURL = "redis://127.0.0.1:6379/0"
+
+// Set wraps a FlagSet and records environment parse errors, reported by Err
+// after parsing, so a bad $FEED_MIN_IDLE is as loud as a bad -min-idle.
+type Set struct {
+	*flag.FlagSet
+	errs []error
+}
+
+// New returns a Set named name that returns errors instead of exiting.
+func New(name string) *Set {
+	return &Set{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
+}
+
+// Parse parses args and reports the first bad environment value, if any.
+func (s *Set) Parse(args []string) error {
+	if err := s.FlagSet.Parse(args); err != nil {
+		return err
+	}
+	if len(s.errs) > 0 {
+		return s.errs[0]
+	}
+	return nil
+}
+
+func (s *Set) env(env string) (string, bool) {
+	v, ok := os.LookupEnv(env)
+	return v, ok && v != ""
+}
+
+func usage(u, env string) string { return fmt.Sprintf("%s (env %s)", u, env) }
+
+// String defines a string flag with an environment fallback.
+func (s *Set) String(p *string, name, env, def, u string) {
+	if v, ok := s.env(env); ok {
+		def = v
+	}
+	s.StringVar(p, name, def, usage(u, env))
+}
+
+// Duration defines a duration flag with an environment fallback.
+func (s *Set) Duration(p *time.Duration, name, env string, def time.Duration, u string) {
+	if v, ok := s.env(env); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("$%s: %w", env, err))
+		} else {
+			def = d
+		}
+	}
+	s.DurationVar(p, name, def, usage(u, env))
+}
+
+// Int defines an int flag with an environment fallback.
+func (s *Set) Int(p *int, name, env string, def int, u string) {
+	if v, ok := s.env(env); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("$%s: %w", env, err))
+		} else {
+			def = n
+		}
+	}
+	s.IntVar(p, name, def, usage(u, env))
+}
+
+// Int64 defines an int64 flag with an environment fallback.
+func (s *Set) Int64(p *int64, name, env string, def int64, u string) {
+	if v, ok := s.env(env); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("$%s: %w", env, err))
+		} else {
+			def = n
+		}
+	}
+	s.Int64Var(p, name, def, usage(u, env))
+}
+
+// Float64 defines a float64 flag with an environment fallback.
+func (s *Set) Float64(p *float64, name, env string, def float64, u string) {
+	if v, ok := s.env(env); ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("$%s: %w", env, err))
+		} else {
+			def = f
+		}
+	}
+	s.Float64Var(p, name, def, usage(u, env))
+}
+
+// Redis defines the -redis flag every binary shares: $REDIS_URL, else
+// DefaultRedisURL.
+func (s *Set) Redis(p *string) {
+	s.String(p, "redis", "REDIS_URL", DefaultRedisURL, "Redis or Valkey URL")
+}
