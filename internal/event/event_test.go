@@ -1,0 +1,161 @@
+package event_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/internal/event"
+)
+
+func TestValidID(t *testing.T) {
+	m := event.NewMinter(1)
+	good := m.Next(time.Now())
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{good, true},
+		{"evt_01HZX3K4M5N6P7Q8R9S0T1V2W3", true},
+		{"evt_01hzx3k4m5n6p7q8r9s0t1v2w3", false}, // lower case
+		{"evt_01HZX3K4M5N6P7Q8R9S0T1V2W", false},  // short
+		{"evt_01HZX3K4M5N6P7Q8R9S0T1V2WI", false}, // I is not Crockford
+		{"evt_81HZX3K4M5N6P7Q8R9S0T1V2W3", false}, // overflows 128 bits
+		{"EVT_01HZX3K4M5N6P7Q8R9S0T1V2W3", false},
+		{"01HZX3K4M5N6P7Q8R9S0T1V2W3", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := event.ValidID(tt.id); got != tt.want {
+			t.Errorf("ValidID(%q) = %v, want %v", tt.id, got, tt.want)
+		}
+	}
+}
+
+func TestMinterStrictlyIncreasing(t *testing.T) {
+	m := event.NewMinter(7)
+	now := time.Now()
+	var mu sync.Mutex
+	var ids []string
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				// The clock steps back now and then: ids must still grow.
+				id := m.Next(now.Add(time.Duration(i%3-1) * time.Millisecond))
+				mu.Lock()
+				ids = append(ids, id)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	// Ids appended under the lock after Next: a later append may hold an
+	// earlier id only by a race of goroutines, so check set order instead.
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !event.ValidID(id) {
+			t.Fatalf("minted invalid id %q", id)
+		}
+		if seen[id] {
+			t.Fatalf("minted %q twice", id)
+		}
+		seen[id] = true
+	}
+	var prev string
+	for i := 0; i < 1000; i++ {
+		id := m.Next(now)
+		if id <= prev {
+			t.Fatalf("id %d %q not greater than %q", i, id, prev)
+		}
+		prev = id
+	}
+}
+
+func TestKeys(t *testing.T) {
+	if got := event.StreamKey("g-1"); got != "codemojex:{g-1}:events" {
+		t.Errorf("StreamKey = %q", got)
+	}
+	if got := event.DeadKeyOf("codemojex:{g-1}:events"); got != "codemojex:{g-1}:dead" {
+		t.Errorf("DeadKeyOf = %q", got)
+	}
+	for _, tt := range []struct {
+		key  string
+		game string
+		ok   bool
+	}{
+		{"codemojex:{abc}:events", "abc", true},
+		{"codemojex:{ABC}:events", "", false},
+		{"codemojex:abc:events", "", false},
+		{"other:{abc}:events", "", false},
+	} {
+		game, ok := event.GameOfKey(tt.key)
+		if game != tt.game || ok != tt.ok {
+			t.Errorf("GameOfKey(%q) = %q, %v; want %q, %v", tt.key, game, ok, tt.game, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{{"a", true}, {"game-01", true}, {"-a", false}, {"A", false}, {"a_b", false}, {strings.Repeat("a", 64), true}, {strings.Repeat("a", 65), false}} {
+		if event.ValidGame(tt.name) != tt.ok {
+			t.Errorf("ValidGame(%q) != %v", tt.name, tt.ok)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		kind   string
+		fields map[string]string
+		bad    string // substring of the reason; "" = valid
+	}{
+		{"game started", "game_started", map[string]string{"title": "Friday", "rounds": "3", "code_length": "4", "palette": "🍎🍌🍇🍒🥝🍑🍍🥥"}, ""},
+		{"joined", "player_joined", map[string]string{"player": "ada", "avatar": "🦊"}, ""},
+		{"joined two avatars", "player_joined", map[string]string{"player": "ada", "avatar": "🦊🦊🦊"}, "avatar"},
+		{"joined ascii avatar", "player_joined", map[string]string{"player": "ada", "avatar": "x"}, "avatar"},
+		{"hostile name is valid", "player_joined", map[string]string{"player": "<script>alert(1)</script>", "avatar": "👩🏽‍🚀"}, ""},
+		{"left", "player_left", map[string]string{"player": "ada"}, ""},
+		{"left empty", "player_left", map[string]string{"player": " "}, "player"},
+		{"round", "round_started", map[string]string{"round": "2"}, ""},
+		{"round zero", "round_started", map[string]string{"round": "0"}, "round"},
+		{"guess", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎🍌🍇🍒", "exact": "1", "near": "2"}, ""},
+		{"guess exact abc", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎🍌🍇🍒", "exact": "abc", "near": "2"}, "exact"},
+		{"guess missing near", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎", "exact": "1"}, "near"},
+		{"won", "round_won", map[string]string{"player": "ada", "round": "1", "code": "🍎🍌🍇🍒", "guesses": "5", "points": "100"}, ""},
+		{"won negative points", "round_won", map[string]string{"player": "ada", "round": "1", "code": "🍎", "guesses": "5", "points": "-1"}, "points"},
+		{"chat", "chat", map[string]string{"player": "ada", "text": "gg ‮ wp"}, ""},
+		{"chat too long", "chat", map[string]string{"player": "ada", "text": strings.Repeat("é", 281)}, "text"},
+		{"chat 280", "chat", map[string]string{"player": "ada", "text": strings.Repeat("é", 280)}, ""},
+		{"over", "game_over", map[string]string{"winner": "ada"}, ""},
+		{"over no winner", "game_over", map[string]string{"winner": ""}, ""},
+		{"over missing", "game_over", map[string]string{}, "winner"},
+		{"unknown kind", "emote", map[string]string{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := event.Validate(tt.kind, tt.fields)
+			if tt.bad == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, event.ErrInvalid) || !strings.Contains(err.Error(), tt.bad) {
+				t.Fatalf("Validate = %v; want ErrInvalid naming %q", err, tt.bad)
+			}
+		})
+	}
+}
+
+func TestSplitEmoji(t *testing.T) {
+	got := event.SplitEmoji("🍎👩🏽‍🚀❤️🍌")
+	if len(got) != 4 || got[0] != "🍎" || got[1] != "👩🏽‍🚀" || got[2] != "❤️" || got[3] != "🍌" {
+		t.Fatalf("SplitEmoji = %q", got)
+	}
+}
