@@ -92,6 +92,19 @@ func (s *Set) Int64(p *int64, name, env string, def int64, u string) {
 	s.Int64Var(p, name, def, usage(u, env))
 }
 
+// Bool defines a bool flag with an environment fallback.
+func (s *Set) Bool(p *bool, name, env string, def bool, u string) {
+	if v, ok := s.env(env); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("$%s: %w", env, err))
+		} else {
+			def = b
+		}
+	}
+	s.BoolVar(p, name, def, usage(u, env))
+}
+
 // Float64 defines a float64 flag with an environment fallback.
 func (s *Set) Float64(p *float64, name, env string, def float64, u string) {
 	if v, ok := s.env(env); ok {
