@@ -1,0 +1,222 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Consumer reads a set of streams in one consumer group by the reader law
+// (docs/reader-law.md). One goroutine runs the loop; another keeps the lease.
+type Consumer struct {
+	cfg    Config
+	rdb    redis.UniversalClient
+	log    *slog.Logger
+	handle BatchHandler
+	lease  *lease
+	stats  counters
+
+	stop     chan struct{} // closed by Close: stop reading
+	stopOnce sync.Once
+	ctx      context.Context // cancelled by Close: loop calls end
+	cancel   context.CancelFunc
+	hctx     context.Context // handler context, cancelled ShutdownGrace after Close
+	hcancel  context.CancelFunc
+	wg       sync.WaitGroup
+	closeErr error
+
+	mu      sync.Mutex // guards the readiness fields
+	running bool
+	lastOK  time.Time
+	lastErr error
+
+	// Owned by the loop goroutine.
+	streams     map[string]*streamState
+	order       []string // stream keys in discovery order
+	nextFind    time.Time
+	nextClaim   time.Time
+	nextCensus  time.Time
+	unacked     map[string][]string // acks that failed, retried each turn
+	loopBackoff backoff
+}
+
+// Open validates cfg, takes the consumer name's lease and starts the loop.
+// It returns ErrConsumerTaken when another live process holds the name. When
+// Redis cannot be reached, Open still succeeds: the loop takes the lease and
+// starts reading once Redis answers, and Ready says why it is not ready
+// meanwhile. ctx bounds Open's own calls only; the consumer runs until Close.
+func Open(ctx context.Context, cfg Config) (*Consumer, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Consumer{
+		cfg:         cfg,
+		rdb:         cfg.Client,
+		log:         cfg.Logger.With("group", cfg.Group, "consumer", cfg.Consumer),
+		handle:      cfg.BatchHandler,
+		stop:        make(chan struct{}),
+		streams:     map[string]*streamState{},
+		unacked:     map[string][]string{},
+		loopBackoff: backoff{min: 50 * time.Millisecond, max: 5 * time.Second},
+	}
+	if c.handle == nil {
+		c.handle = perEntry(cfg.Handler)
+	}
+	c.lease = newLease(c.rdb, LeaseKey(cfg.Group, cfg.Consumer), cfg.LeaseTTL)
+	if err := c.lease.acquire(ctx); err != nil {
+		if errors.Is(err, ErrConsumerTaken) {
+			return nil, err
+		}
+		c.log.Warn("redis unreachable at open; will take the lease when it answers", "err", err)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.hctx, c.hcancel = context.WithCancel(context.Background())
+	c.mu.Lock()
+	c.running = true
+	c.mu.Unlock()
+	leaseStop := make(chan struct{})
+	c.wg.Add(2)
+	go func() {
+		defer c.wg.Done()
+		c.lease.keep(leaseStop)
+	}()
+	go func() {
+		defer c.wg.Done()
+		defer close(leaseStop)
+		c.run()
+	}()
+	c.log.Info("consumer started", "lease", c.lease.key)
+	return c, nil
+}
+
+// Close stops reading, lets the handler finish what is in hand (for up to
+// ShutdownGrace, then its context is cancelled), settles it, releases the
+// lease and waits for the goroutines. Work whose handler did not return nil
+// stays pending. Close is safe to call more than once.
+func (c *Consumer) Close() error {
+	c.stopOnce.Do(func() {
+		close(c.stop)
+		c.cancel()
+		grace := time.AfterFunc(c.cfg.ShutdownGrace, c.hcancel)
+		c.wg.Wait()
+		grace.Stop()
+		c.hcancel()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		c.closeErr = c.lease.release(ctx)
+		c.mu.Lock()
+		c.running = false
+		c.mu.Unlock()
+		c.log.Info("consumer stopped")
+	})
+	return c.closeErr
+}
+
+// Ready returns nil while the loop runs, holds the lease and Redis answered
+// recently; otherwise an error wrapping ErrNotReady that says why. It is
+// meant for /readyz.
+func (c *Consumer) Ready() error {
+	c.mu.Lock()
+	running, lastOK, lastErr := c.running, c.lastOK, c.lastErr
+	c.mu.Unlock()
+	select {
+	case <-c.stop:
+		return fmt.Errorf("%w: %w", ErrNotReady, ErrClosed)
+	default:
+	}
+	switch {
+	case !running:
+		return fmt.Errorf("%w: loop not running", ErrNotReady)
+	case lastErr != nil:
+		return fmt.Errorf("%w: redis: %w", ErrNotReady, lastErr)
+	case lastOK.IsZero():
+		return fmt.Errorf("%w: redis has not answered yet", ErrNotReady)
+	case time.Since(lastOK) > c.staleAfter():
+		return fmt.Errorf("%w: redis has not answered for %v", ErrNotReady, time.Since(lastOK).Round(time.Millisecond))
+	}
+	if err := c.lease.held(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	return nil
+}
+
+// staleAfter is how long a silent Redis is tolerated: a read blocks for up
+// to Block, and a handler may hold the loop for a while.
+func (c *Consumer) staleAfter() time.Duration {
+	return 2*c.cfg.Block + 5*time.Second
+}
+
+// Stats returns a snapshot of the consumer's counters.
+func (c *Consumer) Stats() Stats { return c.stats.snapshot() }
+
+// ok records a successful Redis round trip of the loop.
+func (c *Consumer) ok() {
+	c.mu.Lock()
+	c.lastOK, c.lastErr = time.Now(), nil
+	c.mu.Unlock()
+}
+
+// fail records a failed loop operation.
+func (c *Consumer) fail(op string, err error) {
+	c.stats.loopErrors.Add(1)
+	mLoopErrors.WithLabelValues(op).Inc()
+	if !serverError(err) {
+		c.mu.Lock()
+		c.lastErr = err
+		c.mu.Unlock()
+	}
+}
+
+func (c *Consumer) stopping() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits for d or until Close; it reports whether the loop goes on.
+func (c *Consumer) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.stop:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// perEntry adapts a Handler to a BatchHandler: entries are handled one by
+// one, and once the handler context is cancelled (Close's grace is over) the
+// rest of the batch is left pending unhandled.
+func perEntry(h Handler) BatchHandler {
+	return func(ctx context.Context, ms []Message) []error {
+		errs := make([]error, len(ms))
+		for i, m := range ms {
+			if err := ctx.Err(); err != nil {
+				errs[i] = fmt.Errorf("feed: not handled: %w", err)
+				continue
+			}
+			errs[i] = safeCall(func() error { return h(ctx, m) })
+		}
+		return errs
+	}
+}
+
+// safeCall runs f, turning a panic into an error wrapping ErrPanic.
+func safeCall(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrPanic, r)
+		}
+	}()
+	return f()
+}

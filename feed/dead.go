@@ -1,0 +1,111 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/event"
+)
+
+// DeadLetter is one entry of a dead-letter stream.
+type DeadLetter struct {
+	DeadID   string            // position in the dead-letter stream
+	EvtID    string            // the original id field ("" when it had none)
+	Fields   map[string]string // the original fields, id included
+	Reason   string
+	Attempts int64
+	Consumer string    // who dead-lettered it
+	StreamID string    // its position in the original stream
+	At       time.Time // when
+}
+
+// ListDead returns up to n dead letters of deadKey, oldest first (n <= 0:
+// all of them).
+func ListDead(ctx context.Context, rdb redis.UniversalClient, deadKey string, n int64) ([]DeadLetter, error) {
+	var xs []redis.XMessage
+	var err error
+	if n > 0 {
+		xs, err = rdb.XRangeN(ctx, deadKey, "-", "+", n).Result()
+	} else {
+		xs, err = rdb.XRange(ctx, deadKey, "-", "+").Result()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("feed: list dead %s: %w", deadKey, err)
+	}
+	out := make([]DeadLetter, 0, len(xs))
+	for _, x := range xs {
+		d := DeadLetter{DeadID: x.ID, Fields: map[string]string{}}
+		for k, v := range x.Values {
+			s, _ := v.(string)
+			switch k {
+			case DeadReason:
+				d.Reason = s
+			case DeadAttempts:
+				d.Attempts, _ = strconv.ParseInt(s, 10, 64)
+			case DeadConsumer:
+				d.Consumer = s
+			case DeadStreamID:
+				d.StreamID = s
+			case DeadAt:
+				d.At, _ = time.Parse(time.RFC3339Nano, s)
+			default:
+				d.Fields[k] = s
+			}
+		}
+		d.EvtID = d.Fields[event.FieldID]
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// requeueScript moves a dead letter back to its stream atomically: XADD the
+// original fields (the dead_* ones left out) and XDEL it from the dead
+// stream. Both keys share the game's hash slot.
+var requeueScript = redis.NewScript(`
+local e = redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])
+if #e == 0 then return false end
+local skip = {dead_reason = true, dead_attempts = true, dead_consumer = true, dead_stream_id = true, dead_at = true}
+local f = e[1][2]
+local args = {}
+for i = 1, #f, 2 do
+  if not skip[f[i]] then
+    args[#args + 1] = f[i]
+    args[#args + 1] = f[i + 1]
+  end
+end
+if #args == 0 then return redis.error_reply('ERR dead letter has no original fields') end
+local id = redis.call('XADD', KEYS[1], '*', unpack(args))
+redis.call('XDEL', KEYS[2], ARGV[1])
+return id
+`)
+
+// RequeueDead moves the dead letter deadID of deadKey back to stream with
+// its original fields, atomically, and returns its new stream position. The
+// consumers then handle it as a new entry (a still-malformed entry is
+// dead-lettered again). ErrDeadNotFound if there is no such dead letter.
+func RequeueDead(ctx context.Context, rdb redis.UniversalClient, stream, deadKey, deadID string) (string, error) {
+	pos, err := requeueScript.Run(ctx, rdb, []string{stream, deadKey}, deadID).Text()
+	if isNil(err) {
+		return "", fmt.Errorf("%w: %s %s", ErrDeadNotFound, deadKey, deadID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("feed: requeue %s %s: %w", deadKey, deadID, err)
+	}
+	return pos, nil
+}
+
+// DropDead deletes the dead letter deadID of deadKey for good.
+func DropDead(ctx context.Context, rdb redis.UniversalClient, deadKey, deadID string) error {
+	n, err := rdb.XDel(ctx, deadKey, deadID).Result()
+	if err != nil {
+		return fmt.Errorf("feed: drop dead %s %s: %w", deadKey, deadID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s %s", ErrDeadNotFound, deadKey, deadID)
+	}
+	return nil
+}

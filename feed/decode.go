@@ -1,0 +1,102 @@
+package feed
+
+import (
+	"fmt"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/event"
+)
+
+// Decode turns a stream entry into a Message, applying the generic checks of
+// design.md "Entries": the entry fits in event.MaxEntryBytes, every field name
+// and value is valid UTF-8, id is an EVT id and kind is present. Group and
+// Attempts are left for the consumer to fill. A known kind's own fields are
+// not checked here: that is event.Validate, called by the handler. Errors
+// wrap ErrMalformed and say why in words fit for the dead_reason field.
+func Decode(stream string, x redis.XMessage) (Message, error) {
+	m := Message{Stream: stream, Position: x.ID}
+	if len(x.Values) == 0 {
+		return m, fmt.Errorf("%w: entry has no fields", ErrMalformed)
+	}
+	size := 0
+	for k, v := range x.Values {
+		s, ok := v.(string)
+		if !ok {
+			return m, fmt.Errorf("%w: field %s: value of type %T", ErrMalformed, quote(k), v)
+		}
+		size += len(k) + len(s)
+	}
+	if size > event.MaxEntryBytes {
+		return m, fmt.Errorf("%w: entry of %d bytes is over the %d byte limit", ErrMalformed, size, event.MaxEntryBytes)
+	}
+	// Sorted, so that the first bad field named is the same on every try.
+	for _, k := range sortedFields(x.Values) {
+		if !utf8.ValidString(k) {
+			return m, fmt.Errorf("%w: field name %s is not valid UTF-8", ErrMalformed, quote(k))
+		}
+		if !utf8.ValidString(x.Values[k].(string)) {
+			return m, fmt.Errorf("%w: field %s is not valid UTF-8", ErrMalformed, quote(k))
+		}
+	}
+	id, ok := x.Values[event.FieldID].(string)
+	switch {
+	case !ok:
+		return m, fmt.Errorf("%w: missing id", ErrMalformed)
+	case !event.ValidID(id):
+		return m, fmt.Errorf("%w: invalid id %s", ErrMalformed, quote(id))
+	}
+	kind, _ := x.Values[event.FieldKind].(string)
+	if kind == "" {
+		return m, fmt.Errorf("%w: missing kind", ErrMalformed)
+	}
+	m.ID, m.Kind = id, kind
+	m.Payload = make(map[string]string, len(x.Values)-1)
+	for k, v := range x.Values {
+		if k != event.FieldID {
+			m.Payload[k] = v.(string)
+		}
+	}
+	return m, nil
+}
+
+// quote quotes untrusted text for a reason, cut short so that a hostile
+// entry cannot make its dead letter's reason as large as itself.
+func quote(s string) string {
+	const max = 64
+	if len(s) > max {
+		return fmt.Sprintf("%q…", s[:max])
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// sortedFields returns the field names of values with id, kind and at
+// first, the others in byte order: the order dead letters keep them in
+// (go-redis hands fields over as a map, losing the writer's order).
+func sortedFields(values map[string]any) []string {
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	rank := func(k string) int {
+		switch k {
+		case event.FieldID:
+			return 0
+		case event.FieldKind:
+			return 1
+		case event.FieldAt:
+			return 2
+		}
+		return 3
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ri, rj := rank(keys[i]), rank(keys[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}

@@ -1,0 +1,130 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/event"
+)
+
+// Inspect reports the health of group over streams: per stream its length,
+// lag, pending count and oldest pending entry's idle time, dead letters and
+// consumers; and which consumer names hold a live lease. A stream's own
+// failure (WRONGTYPE, no group yet) is shown in its Err and the others are
+// still reported; the error is for Redis being unreachable. deadKey nil
+// means event.DeadKeyOf.
+func Inspect(ctx context.Context, rdb redis.UniversalClient, group string, streams []string, deadKey func(string) string) (Status, error) {
+	if deadKey == nil {
+		deadKey = event.DeadKeyOf
+	}
+	st := Status{Group: group, At: time.Now().UTC(), Streams: make([]StreamStatus, len(streams))}
+	live, err := liveLeases(ctx, rdb, group)
+	if err != nil {
+		return st, fmt.Errorf("feed: inspect: %w", err)
+	}
+	st.Renderers = live
+	alive := map[string]bool{}
+	for _, n := range live {
+		alive[n] = true
+	}
+	type cmds struct {
+		xlen   *redis.IntCmd
+		groups *redis.XInfoGroupsCmd
+		cons   *redis.XInfoConsumersCmd
+		oldest *redis.XPendingExtCmd
+		dead   *redis.IntCmd
+	}
+	cs := make([]cmds, len(streams))
+	pipe := rdb.Pipeline()
+	for i, key := range streams {
+		cs[i] = cmds{
+			xlen:   pipe.XLen(ctx, key),
+			groups: pipe.XInfoGroups(ctx, key),
+			cons:   pipe.XInfoConsumers(ctx, key, group),
+			oldest: pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: key, Group: group, Start: "-", End: "+", Count: 1}),
+			dead:   pipe.XLen(ctx, deadKey(key)),
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !serverError(err) && !isNil(err) {
+		return st, fmt.Errorf("feed: inspect: %w", err)
+	}
+	for i, key := range streams {
+		ss := StreamStatus{Stream: key, Game: gameOf(key), Lag: -1}
+		c := cs[i]
+		ss.Length = c.xlen.Val()
+		ss.Dead = c.dead.Val()
+		var errs []string
+		for _, e := range []error{c.xlen.Err(), c.groups.Err(), c.dead.Err()} {
+			if e != nil && !isNil(e) {
+				errs = append(errs, e.Error())
+			}
+		}
+		found := false
+		for _, g := range c.groups.Val() {
+			if g.Name == group {
+				found = true
+				ss.Pending, ss.Lag = g.Pending, g.Lag
+			}
+		}
+		if !found && c.groups.Err() == nil {
+			errs = append(errs, fmt.Sprintf("no consumer group %q", group))
+		}
+		if p := c.oldest.Val(); len(p) > 0 {
+			ss.OldestPendingIdle = p[0].Idle
+		}
+		for _, cn := range c.cons.Val() {
+			ss.Consumers = append(ss.Consumers, ConsumerStatus{
+				Name: cn.Name, Pending: cn.Pending, Idle: cn.Idle, Alive: alive[cn.Name],
+			})
+		}
+		if len(errs) > 0 {
+			ss.Err = dedupe(errs)
+		}
+		st.Streams[i] = ss
+	}
+	return st, nil
+}
+
+func dedupe(errs []string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range errs {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// liveLeases lists the consumer names of group holding a lease. The leases
+// share the {GROUP} hash tag, so on a cluster they sit on one node.
+func liveLeases(ctx context.Context, rdb redis.UniversalClient, group string) ([]string, error) {
+	prefix := LeaseKey(group, "")
+	var names []string
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, escapeGlob(prefix)+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			names = append(names, strings.TrimPrefix(iter.Val(), prefix))
+		}
+		return iter.Err()
+	}
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, rdb)
+	}
+	sort.Strings(names)
+	return names, err
+}
+
+func escapeGlob(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`)
+	return r.Replace(s)
+}

@@ -1,0 +1,230 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// delivery is one entry in hand.
+type delivery struct {
+	stream   string
+	x        redis.XMessage
+	attempts int64 // the server's delivery count
+	msg      Message
+	reason   string // dead-letter reason, when it goes there
+	label    string // dead metric label
+}
+
+// process handles and settles one batch that came by path. It returns only
+// connection errors; every entry gets a verdict or stays pending.
+func (c *Consumer) process(path string, batch []delivery) error {
+	var s settlement
+	// Trimmed while pending: the entry is gone, only its id is left. Ack it
+	// so it never comes back; nothing can be handled.
+	live := batch[:0:0]
+	for _, d := range batch {
+		if d.x.Values == nil {
+			s.ack(d.stream, d.x.ID, true)
+			continue
+		}
+		live = append(live, d)
+	}
+	if n := len(batch) - len(live); n > 0 {
+		c.stats.trimmed.Add(int64(n))
+		mTrimmed.WithLabelValues(path).Add(float64(n))
+		c.log.Info("pending entries were deleted from the stream; acknowledged", "path", path, "count", n)
+	}
+	if path != pathNew && len(live) > 0 {
+		var err error
+		if live, err = c.withAttempts(live); err != nil {
+			return err
+		}
+	}
+	c.stats.delivered.Add(int64(len(live)))
+	mDelivered.WithLabelValues(path).Add(float64(len(live)))
+	if path == pathPending {
+		c.stats.recovered.Add(int64(len(live)))
+	}
+
+	var todo []delivery
+	for _, d := range live {
+		m, err := Decode(d.stream, d.x)
+		m.Attempts, m.Group = d.attempts, c.cfg.Group
+		d.msg = m
+		switch {
+		case err != nil:
+			d.reason, d.label = err.Error(), "malformed"
+			c.stats.malformed.Add(1)
+			s.dead = append(s.dead, d)
+		case d.attempts > c.cfg.PoisonAfter:
+			// Delivered this often without any verdict: the handler
+			// crashed the process or hung. Do not try it again.
+			d.reason, d.label = fmt.Sprintf("delivered %d times without a verdict (poison after %d)", d.attempts, c.cfg.PoisonAfter), "attempts"
+			s.dead = append(s.dead, d)
+		default:
+			todo = append(todo, d)
+		}
+	}
+	if len(todo) > 0 {
+		verdicts := c.callHandler(todo)
+		for i, d := range todo {
+			err := verdicts[i]
+			switch {
+			case err == nil:
+				s.ack(d.stream, d.x.ID, false)
+			case errors.Is(err, ErrPoison):
+				d.reason, d.label = "poison: "+err.Error(), "poison"
+				s.dead = append(s.dead, d)
+			case d.attempts >= c.cfg.PoisonAfter:
+				d.reason, d.label = fmt.Sprintf("failed %d times: %v", d.attempts, err), "attempts"
+				s.dead = append(s.dead, d)
+			default:
+				c.stats.failed.Add(1)
+				mFailed.Inc()
+				if errors.Is(err, ErrPanic) {
+					c.stats.panics.Add(1)
+					mPanics.Inc()
+				}
+				c.log.Warn("handler failed; entry left pending", c.entryAttrs(d, "err", err,
+					"retry_after", c.cfg.MinIdle)...)
+			}
+		}
+	}
+	return c.settle(&s)
+}
+
+func (c *Consumer) entryAttrs(d delivery, more ...any) []any {
+	return append([]any{"stream", d.stream, "game", gameOf(d.stream), "evt_id", d.msg.ID,
+		"pos", d.x.ID, "attempts", d.attempts}, more...)
+}
+
+// withAttempts fills each entry's delivery count from XPENDING (extended
+// form, one call per stream of the batch) and drops the entries that are no
+// longer in this consumer's pending list (a peer took them meanwhile).
+func (c *Consumer) withAttempts(batch []delivery) ([]delivery, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	byStream := map[string][]int{}
+	var order []string
+	for i, d := range batch {
+		if _, ok := byStream[d.stream]; !ok {
+			order = append(order, d.stream)
+		}
+		byStream[d.stream] = append(byStream[d.stream], i)
+	}
+	counts := make(map[string]int64, len(batch)) // stream+"\x00"+pos → count
+	for _, stream := range order {
+		idx := byStream[stream]
+		lo, hi := batch[idx[0]].x.ID, batch[idx[0]].x.ID
+		for _, i := range idx {
+			id := batch[i].x.ID
+			if cmpID(id, lo) < 0 {
+				lo = id
+			}
+			if cmpID(id, hi) > 0 {
+				hi = id
+			}
+		}
+		// Other own entries may sit inside the range (failed ones whose
+		// idle time has not come): leave room for them.
+		pend, err := c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: stream, Group: c.cfg.Group, Start: lo, End: hi,
+			Count: int64(len(idx)) + 1000, Consumer: c.cfg.Consumer,
+		}).Result()
+		if err != nil {
+			c.fail("xpending", err)
+			if serverError(err) {
+				if st := c.streams[stream]; st != nil {
+					c.reopen(st, err)
+				}
+				continue
+			}
+			return nil, err
+		}
+		for _, p := range pend {
+			counts[stream+"\x00"+p.ID] = p.RetryCount
+		}
+	}
+	out := batch[:0:0]
+	for _, d := range batch {
+		n, ok := counts[d.stream+"\x00"+d.x.ID]
+		if !ok {
+			c.log.Debug("entry left this consumer before it was handled", "stream", d.stream, "pos", d.x.ID)
+			continue
+		}
+		d.attempts = n
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// callHandler runs the batch handler, recovering a panic into a failure of
+// every entry, and keeps the entries' idle time fresh while it runs past
+// MinIdle/2, so that no peer claims work in progress.
+func (c *Consumer) callHandler(todo []delivery) []error {
+	ms := make([]Message, len(todo))
+	for i, d := range todo {
+		ms[i] = d.msg
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.keepAlive(todo, stop)
+	}()
+	start := time.Now()
+	var verdicts []error
+	err := safeCall(func() error {
+		verdicts = c.handle(c.hctx, ms)
+		return nil
+	})
+	mHandlerSeconds.Observe(time.Since(start).Seconds())
+	close(stop)
+	wg.Wait()
+	if err == nil && len(verdicts) != len(ms) {
+		err = fmt.Errorf("feed: batch handler returned %d verdicts for %d entries", len(verdicts), len(ms))
+	}
+	if err != nil {
+		verdicts = make([]error, len(ms))
+		for i := range verdicts {
+			verdicts[i] = err
+		}
+	}
+	return verdicts
+}
+
+// cmpID compares two stream ids ("ms-seq") numerically.
+func cmpID(a, b string) int {
+	ams, aseq := splitID(a)
+	bms, bseq := splitID(b)
+	switch {
+	case ams != bms:
+		if ams < bms {
+			return -1
+		}
+		return 1
+	case aseq != bseq:
+		if aseq < bseq {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+func splitID(id string) (ms, seq uint64) {
+	var i int
+	for i = 0; i < len(id) && id[i] != '-'; i++ {
+		ms = ms*10 + uint64(id[i]-'0')
+	}
+	for i++; i < len(id); i++ {
+		seq = seq*10 + uint64(id[i]-'0')
+	}
+	return ms, seq
+}

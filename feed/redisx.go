@@ -1,0 +1,62 @@
+package feed
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// serverError reports whether err is a reply from the server (WRONGTYPE,
+// NOGROUP, ...) as opposed to a connection problem. Replies that mean "the
+// server cannot answer now" count as connection problems.
+func serverError(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) || errors.Is(err, redis.Nil) {
+		return false
+	}
+	switch errCode(err) {
+	case "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY":
+		return false
+	}
+	return true
+}
+
+// errCode returns the first word of a server error ("WRONGTYPE").
+func errCode(err error) string {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return "ERR"
+	}
+	code, _, _ := strings.Cut(re.Error(), " ")
+	if code == "" || strings.ToUpper(code) != code {
+		return "ERR"
+	}
+	return code
+}
+
+func isNoGroup(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
+}
+
+// backoff is a capped exponential backoff with full jitter; not safe for
+// concurrent use.
+type backoff struct {
+	min, max time.Duration
+	n        int
+}
+
+func (b *backoff) next() time.Duration {
+	d := b.min << min(b.n, 20)
+	if d > b.max || d <= 0 {
+		d = b.max
+	}
+	b.n++
+	// Half fixed, half random: spreads replicas apart while keeping the
+	// floor, so a wave of reconnects does not hit Redis at one instant.
+	return d/2 + rand.N(d/2+1)
+}
+
+func (b *backoff) reset() { b.n = 0 }

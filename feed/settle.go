@@ -1,0 +1,215 @@
+package feed
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Dead-letter fields added to the original fields of an entry.
+const (
+	DeadReason   = "dead_reason"
+	DeadAttempts = "dead_attempts"
+	DeadConsumer = "dead_consumer"
+	DeadStreamID = "dead_stream_id"
+	DeadAt       = "dead_at"
+)
+
+// maxDeadFields caps the original fields copied into a dead letter, so that
+// an entry of thousands of tiny fields cannot overflow the script's stack.
+const maxDeadFields = 2000
+
+// settlement is what a batch's verdicts ask of Redis.
+type settlement struct {
+	acks    map[string][]string // stream → positions, handler said nil
+	trimmed map[string][]string // stream → positions of deleted entries
+	dead    []delivery
+}
+
+func (s *settlement) ack(stream, pos string, trimmed bool) {
+	m := &s.acks
+	if trimmed {
+		m = &s.trimmed
+	}
+	if *m == nil {
+		*m = map[string][]string{}
+	}
+	(*m)[stream] = append((*m)[stream], pos)
+}
+
+// deadScript dead-letters one entry atomically: XADD to the dead stream and
+// XACK the original, both keys in one hash slot. An entry that is no longer
+// pending (a peer settled it meanwhile) is left alone, so a retried settle
+// does not write a second dead letter.
+var deadScript = redis.NewScript(`
+if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1) == 0 then
+  return false
+end
+local id = redis.call('XADD', KEYS[2], '*', unpack(ARGV, 3))
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+return id
+`)
+
+// settle XACKs (batched per stream) and dead-letters, in one pipeline. Its
+// context is not the loop's: Close cancels that, and what is in hand must
+// still be settled. Failed acks are kept and retried next turn.
+func (c *Consumer) settle(s *settlement) error {
+	if len(s.acks) == 0 && len(s.trimmed) == 0 && len(s.dead) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pipe := c.rdb.Pipeline()
+	type ackCmd struct {
+		stream string
+		ids    []string
+		cmd    *redis.IntCmd
+	}
+	var acks []ackCmd
+	for _, m := range []map[string][]string{s.acks, s.trimmed} {
+		for stream, ids := range m {
+			acks = append(acks, ackCmd{stream, ids, pipe.XAck(ctx, stream, c.cfg.Group, ids...)})
+		}
+	}
+	deads := make([]*redis.Cmd, len(s.dead))
+	at := time.Now().UTC().Format(time.RFC3339Nano)
+	for i, d := range s.dead {
+		args := []any{c.cfg.Group, d.x.ID}
+		for n, k := range sortedFields(d.x.Values) {
+			if n == maxDeadFields {
+				break
+			}
+			args = append(args, k, d.x.Values[k])
+		}
+		args = append(args,
+			DeadReason, d.reason,
+			DeadAttempts, strconv.FormatInt(d.attempts, 10),
+			DeadConsumer, c.cfg.Consumer,
+			DeadStreamID, d.x.ID,
+			DeadAt, at)
+		deads[i] = deadScript.Eval(ctx, pipe, []string{d.stream, c.cfg.DeadKey(d.stream)}, args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	var connErr error
+	nAcked := 0
+	for _, ids := range s.acks {
+		nAcked += len(ids)
+	}
+	for _, a := range acks {
+		if err := a.cmd.Err(); err != nil {
+			c.fail("ack", err)
+			c.log.Warn("ack failed; will retry", "stream", a.stream, "count", len(a.ids), "err", err)
+			c.unacked[a.stream] = append(c.unacked[a.stream], a.ids...)
+			if !serverError(err) {
+				connErr = err
+			}
+		}
+	}
+	c.stats.acked.Add(int64(nAcked))
+	mAcked.Add(float64(nAcked))
+	for i, d := range s.dead {
+		err := deads[i].Err()
+		if isNil(err) {
+			c.log.Info("entry to dead-letter was already settled elsewhere", c.entryAttrs(d)...)
+			continue
+		}
+		if err != nil {
+			// Left pending: it comes back by XAUTOCLAIM and is
+			// dead-lettered then (its attempts are past the threshold).
+			c.fail("dead", err)
+			c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, "reason", d.reason, "err", err)...)
+			if !serverError(err) {
+				connErr = err
+			}
+			continue
+		}
+		c.stats.dead.Add(1)
+		mDead.WithLabelValues(d.label).Inc()
+		c.log.Warn("entry dead-lettered", c.entryAttrs(d, "reason", d.reason,
+			"dead_key", c.cfg.DeadKey(d.stream), "dead_id", deads[i].Val())...)
+	}
+	if connErr == nil {
+		c.ok()
+	}
+	return connErr
+}
+
+// retryAcks re-sends acks that failed (Redis was unreachable); until then
+// the entries are pending and would come back by XAUTOCLAIM.
+func (c *Consumer) retryAcks() error {
+	if len(c.unacked) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pipe := c.rdb.Pipeline()
+	cmds := map[string]*redis.IntCmd{}
+	for stream, ids := range c.unacked {
+		cmds[stream] = pipe.XAck(ctx, stream, c.cfg.Group, ids...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for stream, cmd := range cmds {
+		err := cmd.Err()
+		if err == nil || serverError(err) {
+			// A reply error (NOGROUP) means there is nothing left to ack.
+			delete(c.unacked, stream)
+			continue
+		}
+		c.fail("ack", err)
+		return err
+	}
+	c.ok()
+	return nil
+}
+
+// keepAliveScript refreshes the idle time of the given entries that are
+// still this consumer's (XCLAIM to self, min-idle 0, JUSTID: the delivery
+// count is not incremented), so that a peer's XAUTOCLAIM does not take work
+// in progress. Entries a peer already took are left with it.
+var keepAliveScript = redis.NewScript(`
+local mine = {}
+for i = 3, #ARGV do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if #p == 1 and p[1][2] == ARGV[2] then mine[#mine + 1] = ARGV[i] end
+end
+local n = #mine
+if n == 0 then return 0 end
+mine[n + 1] = 'JUSTID'
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, unpack(mine))
+return n
+`)
+
+// keepAlive refreshes the entries in hand every MinIdle/2 until stop.
+func (c *Consumer) keepAlive(batch []delivery, stop <-chan struct{}) {
+	every := c.cfg.MinIdle / 2
+	t := time.NewTicker(every)
+	defer t.Stop()
+	byStream := map[string][]any{}
+	for _, d := range batch {
+		if byStream[d.stream] == nil {
+			byStream[d.stream] = []any{c.cfg.Group, c.cfg.Consumer}
+		}
+		byStream[d.stream] = append(byStream[d.stream], d.x.ID)
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		for stream, args := range byStream {
+			n, err := keepAliveScript.Run(ctx, c.rdb, []string{stream}, args...).Int64()
+			if err != nil {
+				c.fail("keepalive", err)
+				c.log.Warn("refreshing entries in hand failed", "stream", stream, "err", err)
+				continue
+			}
+			c.stats.keptAlive.Add(n)
+			mKeptAlive.Add(float64(n))
+		}
+		cancel()
+	}
+}

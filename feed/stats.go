@@ -1,0 +1,50 @@
+package feed
+
+import "sync/atomic"
+
+// Stats is a snapshot of one Consumer's counters since Open.
+type Stats struct {
+	Delivered        int64 // entries handed to the handler, all paths
+	Recovered        int64 // of which from the own pending list at start
+	Claimed          int64 // entries taken over by XAUTOCLAIM
+	Acked            int64 // handler returned nil, XACKed
+	Failed           int64 // handler error or panic, left pending
+	Panics           int64 // of which panics
+	Dead             int64 // dead-lettered, all reasons
+	Malformed        int64 // of which malformed entries
+	Trimmed          int64 // pending entries found deleted, acked (pending path)
+	ClaimDeleted     int64 // deleted ids reported by XAUTOCLAIM (claim path)
+	KeptAlive        int64 // idle-time refreshes of entries in hand
+	GroupErrors      int64 // XGROUP CREATE failures other than BUSYGROUP
+	GroupsCreated    int64 // groups created where none was
+	GroupsRecreated  int64 // of which after NOGROUP
+	ConsumersDeleted int64 // idle consumers removed
+	LoopErrors       int64 // failed loop operations (Redis down, ...)
+}
+
+type counters struct {
+	delivered, recovered, claimed, acked, failed, panics, dead, malformed atomic.Int64
+	trimmed, claimDeleted, keptAlive, groupErrors, groupsCreated          atomic.Int64
+	groupsRecreated, consumersDeleted, loopErrors                         atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Delivered:        c.delivered.Load(),
+		Recovered:        c.recovered.Load(),
+		Claimed:          c.claimed.Load(),
+		Acked:            c.acked.Load(),
+		Failed:           c.failed.Load(),
+		Panics:           c.panics.Load(),
+		Dead:             c.dead.Load(),
+		Malformed:        c.malformed.Load(),
+		Trimmed:          c.trimmed.Load(),
+		ClaimDeleted:     c.claimDeleted.Load(),
+		KeptAlive:        c.keptAlive.Load(),
+		GroupErrors:      c.groupErrors.Load(),
+		GroupsCreated:    c.groupsCreated.Load(),
+		GroupsRecreated:  c.groupsRecreated.Load(),
+		ConsumersDeleted: c.consumersDeleted.Load(),
+		LoopErrors:       c.loopErrors.Load(),
+	}
+}
