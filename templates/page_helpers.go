@@ -1,0 +1,94 @@
+package templates
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/codemojex/feed/store"
+)
+
+// statusClass maps a game status to a CSS class suffix; unknown statuses
+// (stored from newer writers) fall back to a neutral one.
+func pgStatusClass(s string) string {
+	switch s {
+	case "waiting", "playing", "over":
+		return s
+	}
+	return "unknown"
+}
+
+func pgStatusText(s string) string {
+	switch s {
+	case "waiting":
+		return "waiting"
+	case "playing":
+		return "playing"
+	case "over":
+		return "game over"
+	case "":
+		return "unknown"
+	}
+	return s
+}
+
+func pgRoundText(g store.Game) string {
+	if g.Rounds <= 0 {
+		return strconv.Itoa(g.Round)
+	}
+	return strconv.Itoa(g.Round) + "/" + strconv.Itoa(g.Rounds)
+}
+
+func pgAvatarOf(p store.Player) string {
+	if p.Avatar == "" {
+		return "👤"
+	}
+	return p.Avatar
+}
+
+func pgGameTitle(g store.Game) string {
+	if g.Title != "" {
+		return g.Title
+	}
+	return g.Name
+}
+
+// rfc3339 is the machine-readable time of a <time> element; the page script
+// derives the relative text from it.
+func pgRfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// absolute is the human-readable absolute time shown as a tooltip.
+func pgAbsolute(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// relative is the server's first rendering of a relative time; the page
+// script keeps it fresh.
+func pgRelative(t, now time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case t.IsZero():
+		return "never"
+	case d < 5*time.Second:
+		return "just now"
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s ago"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m ago"
+	case d < 24*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + "h ago"
+	}
+	return t.UTC().Format("2006-01-02")
+}
+
+func pgItoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// durationText shows a duration rounded for humans (status page).
+func pgDurationText(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "–"
+	case d < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	}
+	return d.Round(time.Second).String()
+}
