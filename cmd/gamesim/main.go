@@ -1,0 +1,67 @@
+// Command gamesim is the codemojex writer: it plays plausible games and
+// appends their events to the games' streams (see internal/gamesim).
+// Ctrl-C stops it cleanly; it exits 0 when done or stopped.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/gamesim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "gamesim:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		url string
+		cfg gamesim.Config
+	)
+	fs := flagenv.New("gamesim")
+	fs.SetOutput(stderr)
+	fs.Redis(&url)
+	fs.Int(&cfg.Games, "games", "GAMESIM_GAMES", 3, "number of games played at once")
+	fs.Int(&cfg.Events, "events", "GAMESIM_EVENTS", 1000, "entries per game; 0 = endless (until Ctrl-C)")
+	fs.Float64(&cfg.Rate, "rate", "GAMESIM_RATE", 0, "entries per second over all games; 0 = as fast as Redis takes them")
+	fs.Int64(&cfg.Seed, "seed", "GAMESIM_SEED", 1, "seed of the games and of which entries are malformed")
+	fs.String(&cfg.Prefix, "prefix", "GAMESIM_PREFIX", gamesim.DefaultPrefix, "game name prefix: games are PREFIX-1, PREFIX-2, ...")
+	fs.Int64(&cfg.MaxLen, "maxlen", "GAMESIM_MAXLEN", 0, "approximate entries kept per stream (XADD MAXLEN ~); 0 = keep all")
+	fs.Float64(&cfg.Bad, "bad", "GAMESIM_BAD", 0, "fraction of malformed entries (dead-lettered by the renderers)")
+	fs.Float64(&cfg.Unknown, "unknown", "GAMESIM_UNKNOWN", 0, "fraction of well-formed entries of an unknown kind")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return fmt.Errorf("-redis: %w", err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis %s: %w", opt.Addr, err)
+	}
+	_, err = gamesim.Run(ctx, rdb, cfg, stdout)
+	return err
+}
