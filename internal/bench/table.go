@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Row is one figure of the table.
+type Row struct {
+	Bench  string // "throughput", "latency", ...
+	Metric string
+	Value  string
+	Target string // "" when the row has no target
+	Met    *bool  // nil when the row has no target
+}
+
+// Verdict is the row's target column.
+func (r Row) Verdict() string {
+	switch {
+	case r.Met == nil:
+		return ""
+	case *r.Met:
+		return "met"
+	default:
+		return "**missed**"
+	}
+}
+
+func verdict(ok bool) *bool { return &ok }
+
+// Machine describes where the table was made.
+type Machine struct {
+	Cores   int
+	CPU     string
+	Go      string
+	OS      string
+	Redis   string
+	Date    time.Time
+	Command string
+}
+
+// ThisMachine describes the running machine; redisVersion and command are
+// filled in by the caller.
+func ThisMachine() Machine {
+	return Machine{
+		Cores: runtime.NumCPU(),
+		CPU:   cpuModel(),
+		Go:    runtime.Version(),
+		OS:    runtime.GOOS + "/" + runtime.GOARCH,
+		Date:  time.Now().UTC(),
+	}
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// WriteTable writes the machine line and the rows as a Markdown table.
+func WriteTable(w io.Writer, m Machine, rows []Row) {
+	fmt.Fprintf(w, "Machine: %d cores (%s), %s, %s, %s; %s\n\n",
+		m.Cores, m.CPU, m.OS, m.Go, m.Redis, m.Date.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintln(w, "| bench | metric | value | target | |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.Bench, r.Metric, r.Value, r.Target, r.Verdict())
+	}
+}

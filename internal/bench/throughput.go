@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/pipeline"
+	"github.com/codemojex/feed/store"
+)
+
+// ThroughputConfig sizes the throughput benchmark.
+type ThroughputConfig struct {
+	Dir        string // scratch directory (Redis files, SQLite files)
+	Games      int    // streams pre-filled
+	Events     int    // entries over all games
+	Rounds     int    // raw and pipeline runs, interleaved
+	Count      int64  // XREADGROUP COUNT of both loops
+	CPUProfile string // profile of the pipeline runs, "" for none
+	Log        io.Writer
+}
+
+// ThroughputResult holds the figures of every round.
+type ThroughputResult struct {
+	Events   int
+	Raw      []float64 // events/s per round
+	Pipeline []float64
+	Ratio    []float64 // pipeline/raw per round
+	Prefill  time.Duration
+}
+
+// Throughput pre-fills the streams with gamesim (unpaced), then, in each
+// round, drains them once with a bare XREADGROUP + XACK loop and once with
+// the renderer's consumer (feed + pipeline + store into a fresh SQLite
+// file), each in a fresh consumer group.
+func Throughput(ctx context.Context, cfg ThroughputConfig) (ThroughputResult, error) {
+	var res ThroughputResult
+	r, err := StartRedis(mkdir(cfg.Dir, "redis-throughput"))
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	rdb := r.Client(0)
+	defer rdb.Close()
+
+	start := time.Now()
+	sum, err := gamesim.Run(ctx, rdb, gamesim.Config{
+		Games: cfg.Games, Events: cfg.Events / cfg.Games, Seed: 1, Prefix: "tp",
+	}, nil)
+	if err != nil {
+		return res, fmt.Errorf("bench: prefill: %w", err)
+	}
+	res.Prefill = time.Since(start)
+	res.Events = int(sum.Written())
+	keys := make([]string, 0, len(sum.Games))
+	for _, g := range sum.Games {
+		keys = append(keys, g.Stream)
+	}
+	fmt.Fprintf(cfg.Log, "throughput: pre-filled %d events over %d streams in %v\n", res.Events, len(keys), res.Prefill.Round(time.Millisecond))
+
+	var prof *os.File
+	if cfg.CPUProfile != "" {
+		if prof, err = os.Create(cfg.CPUProfile); err != nil {
+			return res, err
+		}
+		defer prof.Close()
+	}
+	for round := 1; round <= cfg.Rounds; round++ {
+		d, err := rawLoop(ctx, rdb, keys, fmt.Sprintf("raw-%d", round), cfg.Count, res.Events)
+		if err != nil {
+			return res, err
+		}
+		raw := float64(res.Events) / d.Seconds()
+		fmt.Fprintf(cfg.Log, "throughput: round %d: raw      %8.0f events/s (%v)\n", round, raw, d.Round(time.Millisecond))
+
+		if prof != nil {
+			if err := pprof.StartCPUProfile(prof); err != nil {
+				return res, err
+			}
+		}
+		db := filepath.Join(cfg.Dir, fmt.Sprintf("throughput-%d.db", round))
+		d, err = pipelineLoop(ctx, rdb, keys, fmt.Sprintf("pipe-%d", round), db, cfg.Count, res.Events)
+		if prof != nil {
+			pprof.StopCPUProfile()
+			prof = nil // one profile: the first pipeline round
+		}
+		if err != nil {
+			return res, err
+		}
+		pipe := float64(res.Events) / d.Seconds()
+		fmt.Fprintf(cfg.Log, "throughput: round %d: pipeline %8.0f events/s (%v), %.0f%% of raw\n", round, pipe, d.Round(time.Millisecond), 100*pipe/raw)
+		res.Raw = append(res.Raw, raw)
+		res.Pipeline = append(res.Pipeline, pipe)
+		res.Ratio = append(res.Ratio, pipe/raw)
+	}
+	return res, nil
+}
+
+// rawLoop is the baseline: one XREADGROUP over every stream with COUNT,
+// then the XACKs of what it read in one pipeline, until total are acked.
+func rawLoop(ctx context.Context, rdb *redis.Client, keys []string, group string, count int64, total int) (time.Duration, error) {
+	for _, k := range keys {
+		if err := rdb.XGroupCreateMkStream(ctx, k, group, "0").Err(); err != nil {
+			return 0, fmt.Errorf("bench: raw: xgroup create %s: %w", k, err)
+		}
+	}
+	streams := make([]string, 0, 2*len(keys))
+	streams = append(streams, keys...)
+	for range keys {
+		streams = append(streams, ">")
+	}
+	start := time.Now()
+	n := 0
+	for n < total {
+		res, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group: group, Consumer: "raw", Streams: streams, Count: count, Block: 100 * time.Millisecond,
+		}).Result()
+		if err != nil {
+			return 0, fmt.Errorf("bench: raw: xreadgroup after %d of %d: %w", n, total, err)
+		}
+		pipe := rdb.Pipeline()
+		for _, s := range res {
+			ids := make([]string, len(s.Messages))
+			for i, m := range s.Messages {
+				ids[i] = m.ID
+			}
+			pipe.XAck(ctx, s.Stream, group, ids...)
+			n += len(ids)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, fmt.Errorf("bench: raw: xack: %w", err)
+		}
+	}
+	return time.Since(start), nil
+}
+
+// pipelineLoop runs the renderer's consumer over the streams in a fresh
+// group, with the renderer's handler (pipeline.Pipeline into a fresh store,
+// doorbell PUBLISH after each committed batch), until it acked total.
+func pipelineLoop(ctx context.Context, rdb *redis.Client, keys []string, group, dbPath string, count int64, total int) (time.Duration, error) {
+	db, err := store.Open(ctx, dbPath)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	p := &pipeline.Pipeline{DB: db, Renderer: "bench", Committed: func(ctx context.Context, _ int) {
+		rdb.Publish(ctx, event.DoorbellChannel, "bench")
+	}}
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	handle := func(ctx context.Context, ms []feed.Message) []error {
+		vs := p.Handle(ctx, ms)
+		for _, v := range vs {
+			if v != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, v.Error())
+			}
+		}
+		return vs
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	start := time.Now()
+	c, err := feed.Open(ctx, feed.Config{
+		Client: rdb, Group: group, Consumer: "bench", Streams: feed.StaticStreams(keys...),
+		Count: count, Block: 100 * time.Millisecond, BatchHandler: handle, Logger: log,
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	for {
+		st := c.Stats()
+		if st.Acked+st.Dead >= int64(total) {
+			d := time.Since(start)
+			if st.Dead > 0 || failed.Load() > 0 {
+				return d, fmt.Errorf("bench: pipeline: %d dead, %d failed (first: %v)", st.Dead, failed.Load(), firstErr.Load())
+			}
+			stored, err := db.Count(ctx)
+			if err != nil {
+				return d, err
+			}
+			if stored != int64(total) {
+				return d, fmt.Errorf("bench: pipeline: stored %d of %d", stored, total)
+			}
+			return d, nil
+		}
+		if n := failed.Load(); n > 0 {
+			return 0, fmt.Errorf("bench: pipeline: %d entries failed (first: %v)", n, firstErr.Load())
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+func mkdir(parent, name string) string {
+	d := filepath.Join(parent, name)
+	_ = os.MkdirAll(d, 0o755)
+	return d
+}
+
+// median returns the median of xs (0 when empty).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+var errTimeout = errors.New("bench: timed out")
+
+// Rows are the table's throughput figures: medians over the rounds, and
+// each round's own ratio (the two loops of a round ran back to back).
+func (r ThroughputResult) Rows() []Row {
+	raw, pipe, ratio := median(r.Raw), median(r.Pipeline), median(r.Ratio)
+	perRound := ""
+	for i, x := range r.Ratio {
+		if i > 0 {
+			perRound += ", "
+		}
+		perRound += fmt.Sprintf("%.0f%%", 100*x)
+	}
+	return []Row{
+		{Bench: "throughput", Metric: fmt.Sprintf("raw XREADGROUP COUNT 100 + XACK (%d events, median of %d)", r.Events, len(r.Raw)),
+			Value: fmt.Sprintf("%.0f events/s", raw)},
+		{Bench: "throughput", Metric: "full pipeline: feed → validate → render → SQLite upsert → XACK → doorbell",
+			Value: fmt.Sprintf("%.0f events/s", pipe), Target: "≥ 50,000 events/s", Met: verdict(pipe >= 50000)},
+		{Bench: "throughput", Metric: "pipeline / raw (per round: " + perRound + ")",
+			Value: fmt.Sprintf("%.0f%%", 100*ratio), Target: "≥ 40%", Met: verdict(ratio >= 0.40)},
+	}
+}
