@@ -1,0 +1,181 @@
+package feed_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/redistest"
+)
+
+const group = "feed"
+
+// waitFor polls cond every 10ms until it holds or timeout passes.
+func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+// testLogger sends warnings and errors to the test log.
+func testLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// baseConfig is a Config with short timings for tests.
+func baseConfig(tb testing.TB, rdb redis.UniversalClient, name string, streams ...string) feed.Config {
+	return feed.Config{
+		Client:       rdb,
+		Group:        group,
+		Consumer:     name,
+		Streams:      feed.StaticStreams(streams...),
+		StreamsEvery: 200 * time.Millisecond,
+		MinIdle:      300 * time.Millisecond,
+		ClaimEvery:   100 * time.Millisecond,
+		Block:        100 * time.Millisecond,
+		LeaseTTL:     time.Second,
+		CensusEvery:  200 * time.Millisecond,
+		Logger:       testLogger(tb),
+	}
+}
+
+// mustOpen opens a consumer and closes it when the test ends.
+func mustOpen(tb testing.TB, cfg feed.Config) *feed.Consumer {
+	tb.Helper()
+	c, err := feed.Open(context.Background(), cfg)
+	if err != nil {
+		tb.Fatalf("open %s: %v", cfg.Consumer, err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// mustStart starts a redis-server and returns a client of it.
+func mustStart(tb testing.TB, opts ...redistest.Options) (*redistest.Server, *redis.Client) {
+	tb.Helper()
+	s := redistest.MustStart(tb, opts...)
+	return s, s.Client(tb)
+}
+
+var minter = event.NewMinter(time.Now().UnixNano())
+
+// add appends an entry with a fresh EVT id and the given extra fields
+// (name, value pairs) and returns the EVT id.
+func add(tb testing.TB, rdb redis.UniversalClient, stream string, kv ...string) string {
+	tb.Helper()
+	id := minter.Next(time.Now())
+	vals := []any{"id", id, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "ana", "text", "hi"}
+	for _, s := range kv {
+		vals = append(vals, s)
+	}
+	if err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: stream, Values: vals}).Err(); err != nil {
+		tb.Fatalf("xadd %s: %v", stream, err)
+	}
+	return id
+}
+
+// addRaw appends an entry with exactly the given fields and returns its
+// stream position.
+func addRaw(tb testing.TB, rdb redis.UniversalClient, stream string, vals ...any) string {
+	tb.Helper()
+	pos, err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: stream, Values: vals}).Result()
+	if err != nil {
+		tb.Fatalf("xadd %s: %v", stream, err)
+	}
+	return pos
+}
+
+// recorder is a handler that records what it handled.
+type recorder struct {
+	mu   sync.Mutex
+	seen []feed.Message
+}
+
+func (r *recorder) add(m feed.Message) {
+	r.mu.Lock()
+	r.seen = append(r.seen, m)
+	r.mu.Unlock()
+}
+
+func (r *recorder) handler(ctx context.Context, m feed.Message) error {
+	r.add(m)
+	return nil
+}
+
+func (r *recorder) all() []feed.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]feed.Message(nil), r.seen...)
+}
+
+func (r *recorder) count(id string) int {
+	n := 0
+	for _, m := range r.all() {
+		if m.ID == id {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *recorder) ids() map[string]int {
+	out := map[string]int{}
+	for _, m := range r.all() {
+		out[m.ID]++
+	}
+	return out
+}
+
+// pending returns the group's pending count on stream.
+func pending(tb testing.TB, rdb redis.UniversalClient, stream string) int64 {
+	tb.Helper()
+	p, err := rdb.XPending(context.Background(), stream, group).Result()
+	if err != nil {
+		tb.Fatalf("xpending %s: %v", stream, err)
+	}
+	return p.Count
+}
+
+// commandCalls returns the calls of each command from INFO commandstats.
+func commandCalls(tb testing.TB, rdb redis.UniversalClient) map[string]int64 {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatalf("info commandstats: %v", err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		var calls int64
+		if _, err := fmt.Sscanf(rest, "calls=%d", &calls); err == nil {
+			out[name] = calls
+		}
+	}
+	return out
+}
+
+func stream(game string) string { return event.StreamKey(game) }
