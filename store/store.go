@@ -13,6 +13,11 @@ var (
 	ErrNotFound       = errors.New("store: not found")
 	ErrSchemaNewer    = errors.New("store: database schema is newer than this binary knows")
 	ErrNotImplemented = errors.New("store: not implemented")
+	// ErrClosed is returned by every method after Close.
+	ErrClosed = errors.New("store: closed")
+	// ErrInvalidEvent marks an Upsert entry that cannot be stored as given
+	// (no EVT id, no game or no kind); it is that entry's Result.Err.
+	ErrInvalidEvent = errors.New("store: invalid event")
 )
 
 // Event is one entry handed to Upsert: the decoded stream entry and its
@@ -33,6 +38,7 @@ type Event struct {
 type Result struct {
 	Inserted bool  // false: the EVT id was already stored (a no-op)
 	Err      error // non-nil: this entry was not stored; leave it pending
+	Seq      int64 // the new line's seq when Inserted, else 0
 }
 
 // Line is a stored, rendered timeline line.

@@ -1,0 +1,24 @@
+package store
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// Collectors are package-level so several DBs in one process (tests, feedctl
+// rebuild) share them instead of registering twice.
+var (
+	busyRetries = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemojex_store_busy_retries_total",
+		Help: "SQLITE_BUSY/LOCKED errors retried by the store, by operation.",
+	}, []string{"op"})
+	upsertEvents = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemojex_store_upsert_events_total",
+		Help: "Events handed to Upsert, by outcome (inserted, duplicate, error).",
+	}, []string{"outcome"})
+	upsertBatchSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name:    "codemojex_store_upsert_batch_seconds",
+		Help:    "Time to commit one Upsert batch, busy retries included.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+	})
+)

@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Options tune Open. The zero value is what production uses.
+type Options struct {
+	// BusyTimeout is how long one statement waits for another process's
+	// lock inside SQLite before the store's own retry loop (with backoff
+	// and jitter) takes over. Default 5s. Tests set it tiny to exercise
+	// the retry loop.
+	BusyTimeout time.Duration
+	// ReadConns caps the read-only pool. Default 4.
+	ReadConns int
+	// Logger receives retries and migrations. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// DB is one process's handle on the store file: a single writer connection
+// (SQLite serialises writers anyway; one connection per process keeps
+// prepared statements hot and lock hand-offs between processes fair) and a
+// read-only pool so page loads and tailers never wait on a batch.
+type DB struct {
+	path string
+	log  *slog.Logger
+	w    *sql.DB
+	r    *sql.DB
+
+	wmu   sync.Mutex // one batch at a time on the writer connection
+	stmts *writeStmts
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// Open opens (creating it and its directory if needed) the store at path,
+// switches it to WAL and applies pending migrations. Several processes may
+// Open the same new file at once. It fails with ErrSchemaNewer when the file
+// records a migration this binary does not know.
+func Open(ctx context.Context, path string) (*DB, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{})}
+
+	db.w, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, false))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db.w.SetMaxOpenConns(1)
+	db.w.SetMaxIdleConns(1)
+	db.w.SetConnMaxLifetime(0)
+	db.w.SetConnMaxIdleTime(0)
+
+	if err := db.setup(ctx); err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+
+	db.r, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, true))
+	if err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db.r.SetMaxOpenConns(opts.ReadConns)
+	db.r.SetMaxIdleConns(opts.ReadConns)
+	if err := db.r.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %s: readers: %w", path, err)
+	}
+	return db, nil
+}
+
+// setup switches the file to WAL, migrates and prepares the write
+// statements, retrying busy errors: three processes creating one file at
+// once contend for the journal-mode switch and the first migration.
+func (db *DB) setup(ctx context.Context) error {
+	err := db.retryBusy(ctx, "journal_mode", func() error {
+		var mode string
+		if err := db.w.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+			return err
+		}
+		if !strings.EqualFold(mode, "wal") {
+			return fmt.Errorf("journal_mode is %q, want wal", mode)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	if err := db.migrate(ctx); err != nil {
+		return err
+	}
+	db.stmts, err = prepareWrite(ctx, db.w)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	return nil
+}
+
+// dsn builds the modernc DSN. Connection pragmas go in the DSN so every
+// pooled connection gets them; write transactions BEGIN IMMEDIATE so a
+// writer takes the lock up front and never fails half-way on an upgrade.
+func dsn(abs string, busy time.Duration, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Path: abs}
+	return "file:" + u.EscapedPath() + "?" + q.Encode()
+}
+
+// Path returns the absolute path of the store file.
+func (db *DB) Path() string { return db.path }
+
+// Close closes both pools. Calls after the first are no-ops.
+func (db *DB) Close() error {
+	var err error
+	db.closeOnce.Do(func() {
+		close(db.closed)
+		db.wmu.Lock()
+		defer db.wmu.Unlock()
+		if db.stmts != nil {
+			db.stmts.close()
+		}
+		if db.r != nil {
+			if e := db.r.Close(); e != nil {
+				err = fmt.Errorf("store: close readers: %w", e)
+			}
+		}
+		if e := db.w.Close(); e != nil && err == nil {
+			err = fmt.Errorf("store: close writer: %w", e)
+		}
+	})
+	return err
+}
+
+func (db *DB) isClosed() bool {
+	select {
+	case <-db.closed:
+		return true
+	default:
+		return false
+	}
+}

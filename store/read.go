@@ -1,0 +1,252 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// querier is what both *sql.DB and *sql.Tx offer, so one read helper can
+// serve a lone query and the single read transaction of Page.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+const lineCols = `seq, evt_id, game, kind, html, at`
+
+// Page returns a game's latest n lines (newest first, by EVT id), the
+// highest seq in the store and the scoreboard, all from one read
+// transaction: a browser that resumes from Page.Seq misses nothing and
+// sees nothing twice.
+func (db *DB) Page(ctx context.Context, game string, n int) (Page, error) {
+	if db.isClosed() {
+		return Page{}, ErrClosed
+	}
+	var p Page
+	err := db.retryBusy(ctx, "page", func() error {
+		tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		// The first read fixes the WAL snapshot for the rest of the tx.
+		if p.Seq, err = maxSeq(ctx, tx); err != nil {
+			return err
+		}
+		if p.Lines, err = queryLines(ctx, tx, `SELECT `+lineCols+` FROM events
+			WHERE game = ? ORDER BY evt_id DESC LIMIT ?`, game, limitOf(n)); err != nil {
+			return err
+		}
+		if p.Board, err = scoreboard(ctx, tx, game); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if errors.Is(err, ErrNotFound) {
+			p.Board = Scoreboard{Game: Game{Name: game, Status: "waiting"}}
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return Page{}, fmt.Errorf("store: page %s: %w", game, err)
+	}
+	return p, nil
+}
+
+// Before returns up to n lines of game older than evtID (by EVT id), newest
+// first: the next page below what a browser shows.
+func (db *DB) Before(ctx context.Context, game, evtID string, n int) ([]Line, error) {
+	return db.lines(ctx, "before", `SELECT `+lineCols+` FROM events
+		WHERE game = ? AND evt_id < ? ORDER BY evt_id DESC LIMIT ?`, game, evtID, limitOf(n))
+}
+
+// After returns up to limit lines of game with seq > seq, in seq order: a
+// websocket's catch-up from the browser's cursor.
+func (db *DB) After(ctx context.Context, game string, seq int64, limit int) ([]Line, error) {
+	return db.lines(ctx, "after", `SELECT `+lineCols+` FROM events
+		WHERE game = ? AND seq > ? ORDER BY seq LIMIT ?`, game, seq, limitOf(limit))
+}
+
+// Since returns up to limit lines of every game with seq > seq, in seq
+// order: the tailer's read. Because seq grows in commit order, a tailer that
+// advances its cursor to the last seq it got never skips a line.
+func (db *DB) Since(ctx context.Context, seq int64, limit int) ([]Line, error) {
+	return db.lines(ctx, "since", `SELECT `+lineCols+` FROM events
+		WHERE seq > ? ORDER BY seq LIMIT ?`, seq, limitOf(limit))
+}
+
+// Timeline returns a game's whole timeline in EVT-id order (oldest first):
+// the replay page's source and the tests' yardstick.
+func (db *DB) Timeline(ctx context.Context, game string) ([]Line, error) {
+	return db.lines(ctx, "timeline", `SELECT `+lineCols+` FROM events
+		WHERE game = ? ORDER BY evt_id`, game)
+}
+
+// MaxSeq returns the highest seq stored (0 for an empty store).
+func (db *DB) MaxSeq(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.read(ctx, "maxseq", func() (err error) { n, err = maxSeq(ctx, db.r); return err })
+	return n, err
+}
+
+// Count returns the number of stored lines.
+func (db *DB) Count(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.read(ctx, "count", func() error {
+		return db.r.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n)
+	})
+	return n, err
+}
+
+// Scoreboard returns a game's state and its players by score (desc), then
+// name. ErrNotFound when no line of the game is stored.
+func (db *DB) Scoreboard(ctx context.Context, game string) (Scoreboard, error) {
+	var sb Scoreboard
+	err := db.read(ctx, "scoreboard", func() error {
+		tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if sb, err = scoreboard(ctx, tx, game); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	return sb, err
+}
+
+// Game returns one game's summary and state; ErrNotFound when no line of it
+// is stored.
+func (db *DB) Game(ctx context.Context, game string) (Game, error) {
+	var g Game
+	err := db.read(ctx, "game", func() (err error) {
+		g, err = gameRow(ctx, db.r, game)
+		return err
+	})
+	return g, err
+}
+
+// Games returns every game, most recently active first.
+func (db *DB) Games(ctx context.Context) ([]Game, error) {
+	var gs []Game
+	err := db.read(ctx, "games", func() error {
+		rows, err := db.r.QueryContext(ctx, `SELECT `+gameCols+` FROM games ORDER BY last_at DESC, name`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		gs = gs[:0]
+		for rows.Next() {
+			g, err := scanGame(rows)
+			if err != nil {
+				return err
+			}
+			gs = append(gs, g)
+		}
+		return rows.Err()
+	})
+	return gs, err
+}
+
+// read runs f with busy retries and wraps its error with the operation.
+func (db *DB) read(ctx context.Context, op string, f func() error) error {
+	if db.isClosed() {
+		return ErrClosed
+	}
+	if err := db.retryBusy(ctx, op, f); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return nil
+}
+
+func (db *DB) lines(ctx context.Context, op, q string, args ...any) ([]Line, error) {
+	var ls []Line
+	err := db.read(ctx, op, func() (err error) {
+		ls, err = queryLines(ctx, db.r, q, args...)
+		return err
+	})
+	return ls, err
+}
+
+// limitOf maps a non-positive n to SQLite's "no limit".
+func limitOf(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+func maxSeq(ctx context.Context, q querier) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events`).Scan(&n)
+	return n, err
+}
+
+func queryLines(ctx context.Context, q querier, query string, args ...any) ([]Line, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ls := []Line{}
+	for rows.Next() {
+		var l Line
+		var at sql.NullInt64
+		if err := rows.Scan(&l.Seq, &l.EvtID, &l.Game, &l.Kind, &l.HTML, &at); err != nil {
+			return nil, err
+		}
+		if at.Valid {
+			l.At = time.Unix(0, at.Int64).UTC()
+		}
+		ls = append(ls, l)
+	}
+	return ls, rows.Err()
+}
+
+const gameCols = `name, title, status, round, rounds, code_len, palette, winner, events, last_at, last_evt_id`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanGame(s scanner) (Game, error) {
+	var g Game
+	var lastAt int64
+	err := s.Scan(&g.Name, &g.Title, &g.Status, &g.Round, &g.Rounds, &g.CodeLen, &g.Palette, &g.Winner,
+		&g.Events, &lastAt, &g.LastEvtID)
+	if lastAt != 0 {
+		g.LastAt = time.Unix(0, lastAt).UTC()
+	}
+	return g, err
+}
+
+func gameRow(ctx context.Context, q querier, game string) (Game, error) {
+	g, err := scanGame(q.QueryRowContext(ctx, `SELECT `+gameCols+` FROM games WHERE name = ?`, game))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Game{}, fmt.Errorf("%w: game %q", ErrNotFound, game)
+	}
+	return g, err
+}
+
+func scoreboard(ctx context.Context, q querier, game string) (Scoreboard, error) {
+	g, err := gameRow(ctx, q, game)
+	if err != nil {
+		return Scoreboard{}, err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT name, avatar, present, score, wins, guesses, last_guess, last_exact, last_near
+		FROM players WHERE game = ? ORDER BY score DESC, name`, game)
+	if err != nil {
+		return Scoreboard{}, err
+	}
+	defer rows.Close()
+	sb := Scoreboard{Game: g, Players: []Player{}}
+	for rows.Next() {
+		var p Player
+		if err := rows.Scan(&p.Name, &p.Avatar, &p.Present, &p.Score, &p.Wins, &p.Guesses,
+			&p.LastGuess, &p.LastExact, &p.LastNear); err != nil {
+			return Scoreboard{}, err
+		}
+		sb.Players = append(sb.Players, p)
+	}
+	return sb, rows.Err()
+}

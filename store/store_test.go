@@ -1,0 +1,250 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/store"
+)
+
+var t0 = time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
+
+// ids mints n increasing EVT ids.
+func ids(n int) []string {
+	m := event.NewMinter(1)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = m.Next(t0.Add(time.Duration(i) * time.Second))
+	}
+	return out
+}
+
+func TestUpsertVerdicts(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t, "")
+	id := ids(4)
+	a := mkEvent(t, id[0], "g", event.KindPlayerJoined, t0, "player", "ann", "avatar", "🦊")
+	b := mkEvent(t, id[1], "g", event.KindGuess, t0, "player", "ann", "round", "1", "guess", "🍎🍌", "exact", "1", "near", "1")
+
+	tests := []struct {
+		name  string
+		batch []store.Event
+		want  []bool // Inserted per entry
+		errs  []bool // Err != nil per entry
+	}{
+		{"first delivery", []store.Event{a}, []bool{true}, []bool{false}},
+		{"redelivery is a no-op", []store.Event{a}, []bool{false}, []bool{false}},
+		{"same id twice in a batch", []store.Event{b, b}, []bool{true, false}, []bool{false, false}},
+		{"invalid entries fail alone", []store.Event{{Game: "g", Kind: "chat"}, {EvtID: id[2], Kind: "chat"},
+			mkEvent(t, id[3], "g", event.KindChat, t0, "player", "ann", "text", "hi")},
+			[]bool{false, false, true}, []bool{true, true, false}},
+		{"empty batch", nil, []bool{}, []bool{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := db.Upsert(ctx, tc.batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) != len(tc.batch) {
+				t.Fatalf("%d results for %d events", len(res), len(tc.batch))
+			}
+			for i, r := range res {
+				if r.Inserted != tc.want[i] || (r.Err != nil) != tc.errs[i] {
+					t.Errorf("entry %d: %+v, want inserted=%v err=%v", i, r, tc.want[i], tc.errs[i])
+				}
+				if r.Err != nil && !errors.Is(r.Err, store.ErrInvalidEvent) {
+					t.Errorf("entry %d: %v does not wrap ErrInvalidEvent", i, r.Err)
+				}
+				if r.Inserted != (r.Seq > 0) {
+					t.Errorf("entry %d: Seq %d with Inserted %v", i, r.Seq, r.Inserted)
+				}
+			}
+		})
+	}
+	sb, err := db.Scoreboard(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sb.Players) != 1 || sb.Players[0].Guesses != 1 || sb.Game.Events != 3 {
+		t.Errorf("scoreboard after duplicates: %+v", sb)
+	}
+}
+
+// A failure half-way through one entry (here: its side effect) rolls back
+// that entry alone, line included, and the rest of the batch commits.
+func TestUpsertEntryFailureIsItsOwn(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "feed.db")
+	db := MustOpen(t, path)
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, q := range []string{
+		`CREATE TRIGGER doomed_ins BEFORE INSERT ON games WHEN NEW.name = 'doomed' BEGIN SELECT RAISE(ABORT, 'boom'); END`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := ids(3)
+	batch := []store.Event{
+		mkEvent(t, id[0], "g", event.KindChat, t0, "player", "ann", "text", "one"),
+		mkEvent(t, id[1], "doomed", event.KindChat, t0, "player", "ann", "text", "two"),
+		mkEvent(t, id[2], "g", event.KindChat, t0, "player", "ann", "text", "three"),
+	}
+	res, err := db.Upsert(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Inserted || res[1].Err == nil || res[1].Inserted || !res[2].Inserted {
+		t.Fatalf("verdicts %+v", res)
+	}
+	if n, _ := db.Count(ctx); n != 2 {
+		t.Errorf("Count = %d, want 2: the failed entry's line must roll back with it", n)
+	}
+	if _, err := raw.Exec(`DROP TRIGGER doomed_ins`); err != nil {
+		t.Fatal(err)
+	}
+	// Left pending, the entry is retried and now goes in.
+	res, err = db.Upsert(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Inserted || !res[1].Inserted || res[2].Inserted {
+		t.Errorf("retry verdicts %+v", res)
+	}
+}
+
+func TestReads(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t, "")
+	id := ids(30)
+	var evs []store.Event
+	for i := range 20 {
+		evs = append(evs, mkEvent(t, id[i], "a", event.KindChat, t0.Add(time.Duration(i)*time.Second), "player", "ann", "text", "x"))
+	}
+	for i := 20; i < 30; i++ {
+		evs = append(evs, mkEvent(t, id[i], "b", event.KindRoundStarted, t0, "round", "1"))
+	}
+	// Deliver game a newest first, so seq order is the reverse of EVT-id order.
+	slices.Reverse(evs[:20])
+	mustUpsert(t, db, evs[:20])
+	mustUpsert(t, db, evs[20:])
+
+	p, err := db.Page(ctx, "a", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Seq != 30 || len(p.Lines) != 5 || p.Board.Game.Events != 20 {
+		t.Fatalf("page: seq %d, %d lines, board %+v", p.Seq, len(p.Lines), p.Board.Game)
+	}
+	for i, l := range p.Lines {
+		if l.EvtID != id[19-i] {
+			t.Errorf("page line %d = %s, want %s (newest first by EVT id)", i, l.EvtID, id[19-i])
+		}
+	}
+	if !p.Lines[0].At.Equal(t0.Add(19 * time.Second)) {
+		t.Errorf("At = %v", p.Lines[0].At)
+	}
+	older, err := db.Before(ctx, "a", p.Lines[4].EvtID, 100)
+	if err != nil || len(older) != 15 || older[0].EvtID != id[14] || older[14].EvtID != id[0] {
+		t.Errorf("Before: %d lines, %v", len(older), err)
+	}
+	after, err := db.After(ctx, "a", 10, 100)
+	if err != nil || len(after) != 10 || after[0].Seq != 11 || after[9].Seq != 20 {
+		t.Errorf("After: %d lines, %v", len(after), err)
+	}
+	since, err := db.Since(ctx, 15, 7)
+	if err != nil || len(since) != 7 || since[0].Seq != 16 || since[6].Game != "b" {
+		t.Errorf("Since: %+v, %v", since, err)
+	}
+	tl, err := db.Timeline(ctx, "a")
+	if err != nil || len(tl) != 20 || tl[0].EvtID != id[0] || tl[19].EvtID != id[19] {
+		t.Errorf("Timeline: %d lines, %v", len(tl), err)
+	}
+	if n, err := db.MaxSeq(ctx); n != 30 || err != nil {
+		t.Errorf("MaxSeq = %d, %v", n, err)
+	}
+	if n, err := db.Count(ctx); n != 30 || err != nil {
+		t.Errorf("Count = %d, %v", n, err)
+	}
+	gs, err := db.Games(ctx)
+	if err != nil || len(gs) != 2 || gs[0].Name != "b" || gs[1].Status != "waiting" || gs[0].Status != "playing" {
+		t.Errorf("Games: %+v, %v", gs, err)
+	}
+	if _, err := db.Game(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Game(nope) = %v, want ErrNotFound", err)
+	}
+	if p, err := db.Page(ctx, "nope", 10); err != nil || len(p.Lines) != 0 || p.Seq != 30 || p.Board.Game.Name != "nope" {
+		t.Errorf("Page(nope) = %+v, %v", p, err)
+	}
+}
+
+func TestNewerWins(t *testing.T) {
+	id := ids(4)
+	joined := func(i int, avatar string) store.Event {
+		return mkEvent(t, id[i], "g", event.KindPlayerJoined, t0, "player", "ann", "avatar", avatar)
+	}
+	left := func(i int) store.Event { return mkEvent(t, id[i], "g", event.KindPlayerLeft, t0, "player", "ann") }
+	tests := []struct {
+		name        string
+		order       []store.Event
+		wantAvatar  string
+		wantPresent bool
+	}{
+		{"in order", []store.Event{joined(0, "🦊"), left(1), joined(2, "🐼")}, "🐼", true},
+		{"rejoin arrives first", []store.Event{joined(2, "🐼"), left(1), joined(0, "🦊")}, "🐼", true},
+		{"re-claimed leave after a newer join", []store.Event{joined(0, "🦊"), joined(2, "🐼"), left(1)}, "🐼", true},
+		{"leave is newest", []store.Event{left(3), joined(0, "🦊"), joined(2, "🐼")}, "🐼", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			db := MustOpen(t, "")
+			for _, e := range tc.order {
+				mustUpsert(t, db, []store.Event{e})
+			}
+			sb, err := db.Scoreboard(context.Background(), "g")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sb.Players) != 1 || sb.Players[0].Avatar != tc.wantAvatar || sb.Players[0].Present != tc.wantPresent {
+				t.Errorf("players = %+v, want avatar %s present %v", sb.Players, tc.wantAvatar, tc.wantPresent)
+			}
+		})
+	}
+}
+
+func TestClosedAndCancelled(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "feed.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := mkEvent(t, ids(1)[0], "g", event.KindChat, t0, "player", "ann", "text", "hi")
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if res, err := db.Upsert(cctx, []store.Event{e}); err == nil || res[0].Err == nil {
+		t.Errorf("Upsert with a cancelled ctx = %+v, %v; want an error", res, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := db.Upsert(ctx, []store.Event{e}); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Upsert after Close = %v, want ErrClosed", err)
+	}
+	if _, err := db.MaxSeq(ctx); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("MaxSeq after Close = %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,123 @@
+package templates
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/codemojex/feed/internal/event"
+)
+
+// maxPooledBuf keeps one freak line (a 10k-character hostile name) from
+// pinning a large buffer in the pool forever.
+const maxPooledBuf = 64 << 10
+
+var bufPool = sync.Pool{New: func() any {
+	b := new(bytes.Buffer)
+	b.Grow(1024)
+	return b
+}}
+
+// RenderLine renders the body of one timeline line (see Line) for the
+// store. It runs once per event on the renderer's hot path, so it renders
+// into pooled buffers. payload is every entry field but id; at is the
+// writer's clock (zero: no time shown). An error means rendering failed,
+// which is retryable, not a verdict on the event.
+func RenderLine(kind string, payload map[string]string, at time.Time) (string, error) {
+	b := bufPool.Get().(*bytes.Buffer)
+	b.Reset()
+	defer func() {
+		if b.Cap() <= maxPooledBuf {
+			bufPool.Put(b)
+		}
+	}()
+	if err := Line(kind, payload, at).Render(context.Background(), b); err != nil {
+		return "", fmt.Errorf("templates: render %s line: %w", kind, err)
+	}
+	return b.String(), nil
+}
+
+// LineItemHTML wraps a stored line body as the list item the page and the
+// websocket frames carry: <li id="evt_…" data-seq="N" data-kind="…"
+// class="line line-KIND">body</li>. evtID and kind are escaped (kind is
+// untrusted: an unknown kind is stored as the writer sent it) and only
+// known kinds become a CSS class; body is the store's own rendered HTML.
+func LineItemHTML(seq int64, evtID, kind, body string) string {
+	var b strings.Builder
+	b.Grow(len(body) + len(evtID) + len(kind) + 96)
+	b.WriteString(`<li id="`)
+	b.WriteString(html.EscapeString(evtID))
+	b.WriteString(`" data-seq="`)
+	b.WriteString(strconv.FormatInt(seq, 10))
+	b.WriteString(`" data-kind="`)
+	b.WriteString(html.EscapeString(kind))
+	b.WriteString(`" class="line line-`)
+	b.WriteString(KindClass(kind))
+	b.WriteString(`">`)
+	b.WriteString(body)
+	b.WriteString(`</li>`)
+	return b.String()
+}
+
+// LineItem is LineItemHTML as a component, for templates that list lines.
+func LineItem(seq int64, evtID, kind, body string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		_, err := io.WriteString(w, LineItemHTML(seq, evtID, kind, body))
+		return err
+	})
+}
+
+// KindClass is the CSS class suffix of a kind: the kind itself when this
+// version knows it, "unknown" otherwise (never untrusted text in a class).
+func KindClass(kind string) string {
+	if event.Known(kind) {
+		return kind
+	}
+	return "unknown"
+}
+
+// maxPegs bounds the pegs drawn for one guess (codes are at most 12 long).
+const maxPegs = 12
+
+// pegCount parses an exact/near count, clamped to 0..maxPegs.
+func pegCount(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return min(n, maxPegs)
+}
+
+// pegs draws n pegs of one colour.
+func pegs(peg, n string) string {
+	return strings.Repeat(peg, pegCount(n))
+}
+
+// pegsText is the words for the pegs, for the tooltip and screen readers.
+func pegsText(exact, near string) string {
+	return strconv.Itoa(pegCount(exact)) + " exact, " + strconv.Itoa(pegCount(near)) + " near"
+}
+
+// plural writes "1 round" or "3 rounds"; a count that is not a number is
+// shown as it came (escaped by templ) with the plural noun.
+func plural(n, one, many string) string {
+	if n == "1" {
+		return n + " " + one
+	}
+	return n + " " + many
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
