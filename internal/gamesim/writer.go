@@ -337,10 +337,15 @@ func (w *writer) summary() Summary {
 	return s
 }
 
-// tick prints a progress line about once a second.
+// tick prints a progress line about once a second, or every ten seconds
+// at a human pace, where a line a second would drown the other logs.
 func (w *writer) tick() {
 	now := time.Now()
-	if now.Sub(w.lastTick) < time.Second {
+	every := time.Second
+	if w.cfg.Rate > 0 && w.cfg.Rate < 100 {
+		every = 10 * time.Second
+	}
+	if now.Sub(w.lastTick) < every {
 		return
 	}
 	var n, bad int64

@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# make run: a Redis (yours via $REDIS_URL, else a private one under var/redis),
+# three renderer replicas on :8080 :8081 :8082 sharing one consumer group and
+# one SQLite file, and a game simulator playing three games at a human pace.
+# Ctrl-C stops every process this script started, in order, and nothing else.
+#
+# Environment:
+#   REDIS_URL       use this Redis/Valkey when it answers (else a private one)
+#   RUN_HTTP_PORT   first renderer port (default 8080; the others follow)
+#   RUN_GAMES       games simulated (default 3)
+#   RUN_RATE        simulator entries per second over all games (default 3)
+#   RUN_TAIL        1 (default) tails the logs here; 0 only prints where they are
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VAR=$ROOT/var
+LOG=$VAR/log
+mkdir -p "$LOG" "$VAR/redis"
+
+HTTP_PORT=${RUN_HTTP_PORT:-8080}
+GAMES=${RUN_GAMES:-3}
+RATE=${RUN_RATE:-3}
+TAIL=${RUN_TAIL:-1}
+
+say() { printf 'run: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+# --- processes we own -------------------------------------------------------
+# Each child runs in its own session (setsid), so a Ctrl-C reaches only this
+# script, which then stops them in order: writer, renderers, Redis.
+declare -a PIDS=() NAMES=()
+REDIS_PID=""
+TAIL_PID=""
+SLEEP_PID=""
+STOPPING=0
+
+start() { # start NAME LOGFILE CMD...: run CMD in its own session, log to LOGFILE
+	local name=$1 logfile=$2
+	shift 2
+	setsid "$@" >>"$logfile" 2>&1 </dev/null &
+	PIDS+=("$!")
+	NAMES+=("$name")
+	say "started $name (pid $!), log $logfile"
+}
+
+alive() { kill -0 "$1" 2>/dev/null; }
+
+stop_group() { # stop_group NAME PID...: SIGTERM each process group, wait, then SIGKILL
+	local name=$1 pid i left
+	shift
+	for pid in "$@"; do
+		alive "$pid" && { kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true; }
+	done
+	for ((i = 0; i < 100; i++)); do # up to 10 s
+		left=0
+		for pid in "$@"; do alive "$pid" && left=1; done
+		((left)) || break
+		sleep 0.1
+	done
+	for pid in "$@"; do
+		if alive "$pid"; then
+			say "$name (pid $pid) did not stop within 10s: SIGKILL"
+			kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+		fi
+		wait "$pid" 2>/dev/null || true
+	done
+}
+
+cleanup() {
+	local rc=$? i
+	((STOPPING)) && return
+	STOPPING=1
+	trap '' INT TERM
+	say "stopping..."
+	# The writer first, then the renderers together (they settle what is in
+	# hand), Redis last so the renderers can still ack on their way out.
+	local -a writer=() renderers=()
+	for ((i = 0; i < ${#PIDS[@]}; i++)); do
+		case ${NAMES[i]} in
+		gamesim) writer+=("${PIDS[i]}") ;;
+		redis) ;;
+		*) renderers+=("${PIDS[i]}") ;;
+		esac
+	done
+	((${#writer[@]})) && stop_group gamesim "${writer[@]}"
+	((${#renderers[@]})) && stop_group renderer "${renderers[@]}"
+	[[ -n $REDIS_PID ]] && stop_group redis "$REDIS_PID"
+	for pid in $TAIL_PID $SLEEP_PID; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	say "stopped; logs are in $LOG"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- build --------------------------------------------------------------------
+command -v go >/dev/null || die "go is not on PATH: install Go 1.26 (https://go.dev/dl/)"
+command -v setsid >/dev/null || die "setsid is not on PATH: install util-linux"
+say "building binaries into bin/"
+mkdir -p bin
+go build -o bin/ ./cmd/...
+
+# --- Redis --------------------------------------------------------------------
+ping_url() { # ping_url URL: exit 0 when a Redis answers PING there
+	if [[ -x bin/feedctl ]]; then
+		timeout 5 bin/feedctl -redis "$1" ping >/dev/null 2>&1
+	elif command -v redis-cli >/dev/null; then
+		[[ $(timeout 5 redis-cli -u "$1" ping 2>/dev/null) == PONG ]]
+	else
+		local hp=${1#*://}
+		hp=${hp#*@}
+		hp=${hp%%/*}
+		ping_tcp "${hp%:*}" "${hp##*:}"
+	fi
+}
+
+ping_tcp() { # ping_tcp HOST PORT: PING over bash's /dev/tcp
+	local reply
+	(
+		exec 3<>"/dev/tcp/$1/$2" || exit 1
+		printf 'PING\r\n' >&3
+		IFS= read -r -t 2 reply <&3 || exit 1
+		[[ $reply == "+PONG"* ]]
+	) 2>/dev/null
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+redis_binary() {
+	local b
+	for b in valkey-server redis-server; do
+		if command -v "$b" >/dev/null; then
+			command -v "$b"
+			return 0
+		fi
+	done
+	return 1
+}
+
+check_version() { # warn when the server is older than we support
+	local v major minor
+	v=$("$1" --version | sed -n 's/.* v=\([0-9][0-9.]*\).*/\1/p')
+	major=${v%%.*}
+	minor=${v#*.}
+	minor=${minor%%.*}
+	case $1 in
+	*valkey*) ((major > 7 || (major == 7 && minor >= 2))) || say "warning: valkey $v is older than 7.2, which is the oldest supported" ;;
+	*) ((major >= 7)) || say "warning: redis $v is older than 7.0, which is the oldest supported" ;;
+	esac
+}
+
+start_private_redis() {
+	local bin=$1 port
+	check_version "$bin"
+	for ((port = ${RUN_REDIS_PORT:-6380}; port < 6480; port++)); do
+		[[ $port == 6379 ]] && continue
+		port_free "$port" && break
+	done
+	port_free "$port" || die "no free port for a private Redis in 6380..6479"
+	say "starting $(basename "$bin") on 127.0.0.1:$port, data (AOF) in var/redis"
+	start redis "$LOG/redis.log" "$bin" --port "$port" --bind 127.0.0.1 --dir "$VAR/redis" \
+		--appendonly yes --appendfsync everysec --save "" --daemonize no --protected-mode yes
+	REDIS_PID=${PIDS[-1]}
+	REDIS_URL="redis://127.0.0.1:$port/0"
+	local i
+	for ((i = 0; i < 100; i++)); do
+		ping_tcp 127.0.0.1 "$port" && return 0
+		alive "$REDIS_PID" || break
+		sleep 0.1
+	done
+	tail -n 20 "$LOG/redis.log" >&2 || true
+	die "the private Redis did not answer on port $port"
+}
+
+if [[ -n ${REDIS_URL:-} ]] && ping_url "$REDIS_URL"; then
+	say "using Redis at \$REDIS_URL ($REDIS_URL)"
+else
+	[[ -n ${REDIS_URL:-} ]] && say "nothing answers at \$REDIS_URL ($REDIS_URL): starting a private Redis"
+	if ! bin=$(redis_binary); then
+		if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+			say "installing Debian's redis-server with apt-get"
+			export DEBIAN_FRONTEND=noninteractive
+			apt-get install -y redis-server >"$LOG/apt.log" 2>&1 ||
+				{ apt-get update >>"$LOG/apt.log" 2>&1 && apt-get install -y redis-server >>"$LOG/apt.log" 2>&1; } ||
+				{ tail -n 20 "$LOG/apt.log" >&2; die "apt-get install redis-server failed (log: $LOG/apt.log)"; }
+			bin=$(redis_binary) || die "redis-server is still not on PATH after installing it"
+		else
+			cat >&2 <<-'EOF'
+				run: no Redis: nothing answers at $REDIS_URL and neither valkey-server nor redis-server is on PATH.
+				run: install one of them, for example:
+				run:   Debian/Ubuntu:  sudo apt-get install -y redis-server     (Redis >= 7.0)
+				run:                   sudo apt-get install -y valkey-server    (Valkey >= 7.2)
+				run:   Fedora:         sudo dnf install -y valkey
+				run:   macOS:          brew install valkey
+				run: or point REDIS_URL at a running Redis >= 7.0 / Valkey >= 7.2 and run `make run` again.
+			EOF
+			exit 1
+		fi
+	fi
+	start_private_redis "$bin"
+fi
+export REDIS_URL
+
+# --- renderers ------------------------------------------------------------------
+declare -a PORTS=()
+for i in 1 2 3; do
+	port=$((HTTP_PORT + i - 1))
+	port_free "$port" || die "port $port is taken: stop what listens there or set RUN_HTTP_PORT"
+	PORTS+=("$port")
+	start "renderer r$i" "$LOG/r$i.log" bin/renderer -redis "$REDIS_URL" -db "$VAR/feed.db" \
+		-http ":$port" -group feed -consumer "r$i"
+done
+
+healthy() { # healthy PORT: GET /healthz answers 200
+	local status
+	status=$(
+		exec 2>/dev/null
+		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+		printf 'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+		IFS= read -r -t 2 line <&3 && printf '%s' "$line"
+	) || return 1
+	[[ $status == *" 200"* ]]
+}
+
+for ((k = 0; k < 3; k++)); do
+	pid=${PIDS[-3 + k]}
+	ok=0
+	for ((i = 0; i < 300; i++)); do # up to 30 s: the first start migrates the store
+		if healthy "${PORTS[k]}"; then
+			ok=1
+			break
+		fi
+		alive "$pid" || break
+		sleep 0.1
+	done
+	if ((!ok)); then
+		tail -n 30 "$LOG/r$((k + 1)).log" >&2 || true
+		die "renderer r$((k + 1)) is not healthy on :${PORTS[k]} (log: $LOG/r$((k + 1)).log)"
+	fi
+done
+
+# --- the game simulator ----------------------------------------------------------
+start gamesim "$LOG/gamesim.log" bin/gamesim -redis "$REDIS_URL" -games "$GAMES" -rate "$RATE" -events 0
+
+cat >&2 <<EOF
+
+  codemojex feed is running. Open any replica:
+
+$(for p in "${PORTS[@]}"; do printf '    http://localhost:%s/\n' "$p"; done)
+
+  Games being played:
+$(for ((g = 1; g <= GAMES; g++)); do printf '    http://localhost:%s/games/game-%s\n' "${PORTS[$(((g - 1) % 3))]}" "$g"; done)
+
+  Status page: http://localhost:${PORTS[0]}/status
+  Redis:       $REDIS_URL
+  Logs:        $LOG/{r1,r2,r3,gamesim${REDIS_PID:+,redis}}.log
+  Press Ctrl-C to stop everything.
+
+EOF
+
+if [[ $TAIL == 1 ]]; then
+	tail -n 0 -F "$LOG"/r1.log "$LOG"/r2.log "$LOG"/r3.log "$LOG"/gamesim.log &
+	TAIL_PID=$!
+fi
+
+# Run until Ctrl-C, or until one of our processes dies on its own.
+while :; do
+	for ((i = 0; i < ${#PIDS[@]}; i++)); do
+		if ! alive "${PIDS[i]}"; then
+			rc=0
+			wait "${PIDS[i]}" || rc=$?
+			say "${NAMES[i]} (pid ${PIDS[i]}) exited with status $rc; see its log"
+			exit 1
+		fi
+	done
+	sleep 1 &
+	SLEEP_PID=$!
+	wait "$SLEEP_PID" || true
+done
