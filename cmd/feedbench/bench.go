@@ -32,7 +32,7 @@ type options struct {
 
 	fanClients, fanGames, fanRounds int
 
-	recPending          int
+	recPending           int
 	recMinIdle, recClaim time.Duration
 }
 
@@ -122,6 +122,30 @@ func runBench(ctx context.Context, args []string) error {
 		})
 		if err != nil {
 			return fmt.Errorf("throughput: %w", err)
+		}
+		rows = append(rows, res.Rows()...)
+	}
+	if only["latency"] {
+		res, err := bench.Latency(ctx, bench.LatencyConfig{
+			Dir: o.dir, Renderer: o.renderer, Games: o.latGames, Clients: o.latClients,
+			Rate: float64(o.latRate), Warmup: 2 * time.Second, Duration: o.latDuration, Log: logw,
+		})
+		if err != nil {
+			return fmt.Errorf("latency: %w", err)
+		}
+		rows = append(rows, res.Rows()...)
+	}
+	if only["fanout"] {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		res, err := bench.Fanout(ctx, bench.FanoutConfig{
+			Dir: o.dir, Renderer: o.renderer, Self: self, Games: o.fanGames, Clients: o.fanClients,
+			Rounds: o.fanRounds, Every: 500 * time.Millisecond, Log: logw,
+		})
+		if err != nil {
+			return fmt.Errorf("fanout: %w", err)
 		}
 		rows = append(rows, res.Rows()...)
 	}

@@ -1,5 +1,68 @@
 package main
 
-import "context"
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
-func runClients(ctx context.Context, args []string) error { return nil }
+	"github.com/codemojex/feed/internal/bench"
+	"github.com/codemojex/feed/internal/gamesim"
+)
+
+// runClients is the fan-out's client process: it connects -n websocket
+// clients, says "connected N" on stdout, and on "report EXPECTED" from stdin
+// waits (up to -wait) until it holds EXPECTED marked deliveries, then
+// prints them as one JSON document (bench.ClientReport) and exits.
+func runClients(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("feedbench clients", flag.ContinueOnError)
+	n := fs.Int("n", 10000, "websocket clients")
+	url := fs.String("url", "", "renderer base URL, http://host:port")
+	prefix := fs.String("prefix", "fan", "game name prefix")
+	games := fs.Int("games", 100, "games (GAME = PREFIX-i, i in 1..games); client i watches game i%games")
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the expected deliveries")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := raiseFileLimit(); err != nil {
+		return err
+	}
+	names := make([]string, *games)
+	for i := range names {
+		names[i] = gamesim.GameName(*prefix, i+1)
+	}
+	start := time.Now()
+	sw, err := bench.Connect(ctx, bench.SwarmConfig{BaseURL: *url, Games: names, N: *n})
+	if err != nil {
+		return err
+	}
+	defer sw.Close()
+	fmt.Printf("connected %d in %v\n", *n, time.Since(start).Round(time.Millisecond))
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		cmd, arg, _ := strings.Cut(strings.TrimSpace(in.Text()), " ")
+		if cmd != "report" {
+			continue
+		}
+		expected, _ := strconv.Atoi(arg)
+		_, _ = bench.WaitFor(ctx, *wait, "deliveries", func() (bool, error) {
+			return len(sw.Deliveries()) >= expected, nil
+		})
+		rep := bench.ClientReport{Connected: *n, Frames: sw.Frames()}
+		for _, d := range sw.Deliveries() {
+			rep.Deliveries = append(rep.Deliveries, [2]int64{d.Sent, int64(d.Latency)})
+		}
+		var derr error
+		rep.Dropped, derr = sw.Dropped()
+		if derr != nil {
+			rep.DropErr = derr.Error()
+		}
+		return json.NewEncoder(os.Stdout).Encode(rep)
+	}
+	return in.Err()
+}

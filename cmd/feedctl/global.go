@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/flagenv"
+)
+
+// global holds the flags every command shares.
+type global struct {
+	redisURL string
+	group    string
+	rdb      *redis.Client
+}
+
+func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
+	g := &global{}
+	fs := flagenv.New("feedctl")
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs.Redis(&g.redisURL)
+	fs.String(&g.group, "group", "FEED_GROUP", "feed", "consumer group")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	opt, err := redis.ParseURL(g.redisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-redis: %w", err)
+	}
+	g.rdb = redis.NewClient(opt)
+	return g, fs.Args(), nil
+}
+
+func (g *global) ping(ctx context.Context) error {
+	defer g.rdb.Close()
+	return g.rdb.Ping(ctx).Err()
+}
+
+// games lists the registered games, in registry order.
+func (g *global) games(ctx context.Context) ([]string, error) {
+	all, err := g.rdb.ZRange(ctx, event.RegistryKey, 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("games registry: %w", err)
+	}
+	out := all[:0]
+	for _, name := range all {
+		if event.ValidGame(name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// gameFlag parses a command's -game flag (required) and returns the game.
+func gameArg(fs *flagenv.Set, args []string, p *string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if !event.ValidGame(*p) {
+		return fmt.Errorf("-game %q: want a game name matching ^[a-z0-9][a-z0-9-]{0,63}$", *p)
+	}
+	return nil
+}

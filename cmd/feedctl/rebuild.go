@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/pipeline"
+	"github.com/codemojex/feed/store"
+)
+
+const rebuildBatch = 500
+
+// rebuild builds a store from every registered game's stream, from the
+// start, through the renderer's own pipeline. Running it again changes
+// nothing: the upsert is keyed by EVT id.
+func (g *global) rebuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	defer g.rdb.Close()
+	var path string
+	fs := flagenv.New("rebuild")
+	fs.StringVar(&path, "db", "", "SQLite file to build (created when missing)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if path == "" {
+		return errors.New("rebuild: -db is required")
+	}
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	games, err := g.games(ctx)
+	if err != nil {
+		return err
+	}
+	p := &pipeline.Pipeline{DB: db, Renderer: "rebuild"}
+	var total, inserted, skipped int
+	for i, game := range games {
+		n, ins, skip, err := rebuildGame(ctx, g, p, game)
+		if err != nil {
+			return fmt.Errorf("rebuild %s: %w", game, err)
+		}
+		total, inserted, skipped = total+n, inserted+ins, skipped+skip
+		fmt.Fprintf(stderr, "rebuild: %d/%d %s: %d entries, %d new lines, %d malformed skipped\n",
+			i+1, len(games), game, n, ins, skip)
+	}
+	fmt.Fprintf(stdout, "rebuilt %s: %d games, %d entries, %d new lines, %d malformed skipped\n",
+		path, len(games), total, inserted, skipped)
+	return nil
+}
+
+func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game string) (n, inserted, skipped int, err error) {
+	key := event.StreamKey(game)
+	start := "-"
+	for {
+		xs, err := g.rdb.XRangeN(ctx, key, start, "+", rebuildBatch).Result()
+		if err != nil {
+			return n, inserted, skipped, err
+		}
+		if len(xs) == 0 {
+			return n, inserted, skipped, nil
+		}
+		evs := make([]store.Event, 0, len(xs))
+		for _, x := range xs {
+			m, err := feed.Decode(key, x)
+			if err != nil {
+				skipped++
+				continue
+			}
+			ev, err := p.Event(m)
+			if err != nil {
+				skipped++
+				continue
+			}
+			evs = append(evs, ev)
+		}
+		res, err := p.DB.Upsert(ctx, evs)
+		if err != nil {
+			return n, inserted, skipped, err
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				return n, inserted, skipped, r.Err
+			}
+			if r.Inserted {
+				inserted++
+			}
+		}
+		n += len(xs)
+		start = "(" + xs[len(xs)-1].ID
+	}
+}

@@ -1,0 +1,41 @@
+// Command renderer is one codemojex feed replica: it consumes the games'
+// streams in a consumer group, renders and stores each event, and serves the
+// live timeline to browsers.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	m := NewMain()
+	if err := m.ParseFlags(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "renderer:", err)
+		os.Exit(2)
+	}
+	if err := m.Run(ctx); err != nil {
+		m.Close()
+		fmt.Fprintln(os.Stderr, "renderer:", err)
+		os.Exit(1)
+	}
+	<-ctx.Done()
+	stop() // a second Ctrl-C kills at once
+	slog.Info("shutting down")
+	if err := m.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "renderer: close:", err)
+		os.Exit(1)
+	}
+}

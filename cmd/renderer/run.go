@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/pipeline"
+	"github.com/codemojex/feed/store"
+	"github.com/codemojex/feed/web"
+)
+
+// Main is the renderer process: it wires Redis, the consumer, the store and
+// the web server together. Tests run it in-process with ":0" and temp dirs.
+type Main struct {
+	Config Config
+	Logger *slog.Logger
+
+	rdb      *redis.Client
+	db       *store.DB
+	consumer *feed.Consumer
+	server   *web.Server
+
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	doorbell chan struct{}
+}
+
+// NewMain returns a Main with default configuration.
+func NewMain() *Main {
+	return &Main{doorbell: make(chan struct{}, 1)}
+}
+
+// Addr returns the address the web server listens on (after Run).
+func (m *Main) Addr() string { return m.server.Addr() }
+
+// DB returns the renderer's store (after Run).
+func (m *Main) DB() *store.DB { return m.db }
+
+// Run opens every part and returns once the replica is serving. It fails
+// when the consumer name is held by another live process.
+func (m *Main) Run(ctx context.Context) error {
+	if m.Logger == nil {
+		m.Logger = newLogger(m.Config.LogLevel)
+	}
+	log := m.Logger.With("consumer", m.Config.Consumer, "group", m.Config.Group)
+
+	opt, err := redis.ParseURL(m.Config.RedisURL)
+	if err != nil {
+		return fmt.Errorf("-redis: %w", err)
+	}
+	m.rdb = redis.NewClient(opt)
+
+	m.db, err = store.Open(ctx, m.Config.DB)
+	if err != nil {
+		return err
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+
+	if m.Config.Consume {
+		if err := m.openConsumer(ctx, log); err != nil {
+			return err
+		}
+	}
+	if m.Config.Doorbell {
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); m.listenDoorbell(runCtx, log) }()
+	}
+
+	m.server, err = web.Open(web.Config{
+		Addr:           m.Config.HTTP,
+		Store:          m.db,
+		Status:         m.status,
+		Ready:          m.ready,
+		Doorbell:       m.doorbell,
+		AllowedOrigins: m.Config.origins(),
+		AdminToken:     m.Config.AdminToken,
+		Logger:         log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("renderer started", "http", m.server.Addr(), "db", m.Config.DB, "consume", m.Config.Consume)
+	return nil
+}
+
+func (m *Main) openConsumer(ctx context.Context, log *slog.Logger) error {
+	p := &pipeline.Pipeline{DB: m.db, Renderer: m.Config.Consumer, Committed: m.ring}
+	var err error
+	m.consumer, err = feed.Open(ctx, feed.Config{
+		Client:       m.rdb,
+		Group:        m.Config.Group,
+		Consumer:     m.Config.Consumer,
+		Streams:      feed.RegistryStreams(m.rdb),
+		StreamsEvery: m.Config.GamesRefresh,
+		DeadKey:      event.DeadKeyOf,
+		MinIdle:      m.Config.MinIdle,
+		ClaimEvery:   m.Config.ClaimEvery,
+		PoisonAfter:  m.Config.PoisonAfter,
+		BatchHandler: p.Handle,
+		Logger:       log,
+	})
+	return err
+}
+
+// Close stops the consumer first (it settles what is in hand), then the web
+// server and the rest. It is safe after a failed Run.
+func (m *Main) Close() error {
+	var errs []error
+	if m.consumer != nil {
+		errs = append(errs, m.consumer.Close())
+	}
+	if m.server != nil {
+		errs = append(errs, m.server.Close())
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.wg.Wait()
+	if m.db != nil {
+		errs = append(errs, m.db.Close())
+	}
+	if m.rdb != nil {
+		errs = append(errs, m.rdb.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Main) status(ctx context.Context) (feed.Status, error) {
+	streams, err := feed.RegistryStreams(m.rdb)(ctx)
+	if err != nil {
+		return feed.Status{}, err
+	}
+	return feed.Inspect(ctx, m.rdb, m.Config.Group, streams, event.DeadKeyOf)
+}
+
+func (m *Main) ready(ctx context.Context) error {
+	if m.consumer != nil {
+		if err := m.consumer.Ready(); err != nil {
+			return err
+		}
+	}
+	if err := m.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if _, err := m.db.MaxSeq(ctx); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	return nil
+}
+
+// ring publishes the doorbell after a committed batch and wakes this
+// replica's own tailer at once. A lost doorbell costs at most a tail period.
+func (m *Main) ring(ctx context.Context, _ int) {
+	m.wake()
+	if err := m.rdb.Publish(ctx, event.DoorbellChannel, m.Config.Consumer).Err(); err != nil {
+		m.Logger.Debug("doorbell publish failed", "err", err)
+	}
+}
+
+func (m *Main) wake() {
+	select {
+	case m.doorbell <- struct{}{}:
+	default:
+	}
+}
+
+// listenDoorbell forwards doorbell messages from peers to the tailer.
+// go-redis re-subscribes by itself after a reconnect.
+func (m *Main) listenDoorbell(ctx context.Context, log *slog.Logger) {
+	ps := m.rdb.Subscribe(ctx, event.DoorbellChannel)
+	defer ps.Close()
+	ch := ps.Channel(redis.WithChannelHealthCheckInterval(10 * time.Second))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+			m.wake()
+		}
+	}
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}

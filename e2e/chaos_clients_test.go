@@ -1,0 +1,241 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// chaosClient follows one game's live feed as the page does: it records
+// every line frame, keeps the highest seq seen as its cursor and, when
+// dropped, reconnects from it with backoff and jitter, to its home replica
+// first, then to the others.
+type chaosClient struct {
+	idx   int
+	game  string
+	home  int
+	addrs []string
+	local net.IP // its own loopback address: one browser, one address
+	errs  *errorList
+
+	mu     sync.Mutex
+	cursor int64
+	seen   map[string]int64 // EVT id → seq: the page's dedupe by id
+	conns, drops, dialFails, lines, states, resets int
+	doubled                                        int // lines received at or below the cursor, or twice
+}
+
+// chaosClients are the run's websocket clients.
+type chaosClients struct {
+	all  []*chaosClient
+	wg   sync.WaitGroup
+	errs errorList
+}
+
+func startChaosClients(ctx context.Context, p chaosPlan, games []string, addrs []string) *chaosClients {
+	cs := &chaosClients{}
+	for i := range p.clients {
+		cl := &chaosClient{
+			idx: i, game: games[i%len(games)], home: i % len(addrs), addrs: addrs,
+			local: net.IPv4(127, 0, byte(1+i/200), byte(10+i%200)),
+			errs:  &cs.errs, seen: map[string]int64{},
+		}
+		cs.all = append(cs.all, cl)
+		cs.wg.Add(1)
+		go func() { defer cs.wg.Done(); cl.run(ctx) }()
+	}
+	return cs
+}
+
+func (cs *chaosClients) wait() { cs.wg.Wait() }
+
+// run connects and reads until ctx ends.
+func (cl *chaosClient) run(ctx context.Context) {
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: cl.local}, Timeout: 2 * time.Second}).DialContext,
+	}}
+	rng := rand.New(rand.NewPCG(uint64(cl.idx), 0x636c69656e74))
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		addr := cl.addrs[(cl.home+attempt)%len(cl.addrs)]
+		if cl.session(ctx, hc, addr) {
+			attempt, backoff = -1, 100*time.Millisecond
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// Full jitter, capped: pacing of reconnects, as the page does it.
+		wait := time.NewTimer(time.Duration(rng.Int64N(int64(backoff)) + 1))
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return
+		case <-wait.C:
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// session dials addr from the cursor and reads frames until the socket
+// ends; it reports whether the dial succeeded.
+func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string) bool {
+	cl.mu.Lock()
+	after := cl.cursor
+	cl.mu.Unlock()
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	url := fmt.Sprintf("ws://%s/games/%s/live?after=%d", addr, cl.game, after)
+	conn, _, err := websocket.Dial(dctx, url, &websocket.DialOptions{
+		HTTPClient: hc, HTTPHeader: http.Header{"Origin": {"http://" + addr}},
+	})
+	cancel()
+	if err != nil {
+		cl.mu.Lock()
+		cl.dialFails++
+		cl.mu.Unlock()
+		return false
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(1 << 20)
+	cl.mu.Lock()
+	cl.conns++
+	cl.mu.Unlock()
+	for {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			cl.mu.Lock()
+			cl.drops++
+			cl.mu.Unlock()
+			return true
+		}
+		var f frame
+		if err := json.Unmarshal(b, &f); err != nil {
+			cl.errs.add("client %d (%s): bad frame %q: %v", cl.idx, cl.game, b, err)
+			continue
+		}
+		cl.frame(addr, f)
+		if f.T == "reset" {
+			return true
+		}
+	}
+}
+
+// frame applies one frame as the page would, recording every breach of the
+// resume contract: a line at or below the cursor, an id twice, a line of
+// another game or without its own id in its HTML, a reset.
+func (cl *chaosClient) frame(addr string, f frame) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	switch f.T {
+	case "state":
+		cl.states++
+	case "reset":
+		cl.resets++
+		cl.errs.add("client %d (%s) on %s: reset frame at cursor %d: its timeline can no longer be assembled", cl.idx, cl.game, addr, cl.cursor)
+	case "line":
+		cl.lines++
+		if f.Seq <= cl.cursor {
+			cl.doubled++
+			cl.errs.add("client %d (%s) on %s: line seq %d (%s) not after cursor %d", cl.idx, cl.game, addr, f.Seq, f.ID, cl.cursor)
+		} else {
+			cl.cursor = f.Seq
+		}
+		if seq, ok := cl.seen[f.ID]; ok {
+			if f.Seq > seq {
+				cl.doubled++ // else counted as not after the cursor
+			}
+			cl.errs.add("client %d (%s) on %s: %s received twice (seq %d, then %d)", cl.idx, cl.game, addr, f.ID, seq, f.Seq)
+			return
+		}
+		if !strings.Contains(f.HTML, `id="`+f.ID+`"`) {
+			cl.errs.add("client %d (%s): line %s: html does not carry its id: %.200s", cl.idx, cl.game, f.ID, f.HTML)
+		}
+		cl.seen[f.ID] = f.Seq
+	default:
+		cl.errs.add("client %d (%s): unknown frame type %q", cl.idx, cl.game, f.T)
+	}
+}
+
+// lagging describes the clients that do not show as many lines as the
+// store holds for their game; empty when none.
+func (cs *chaosClients) lagging(st storeView) string {
+	var out []string
+	for _, cl := range cs.all {
+		cl.mu.Lock()
+		n := len(cl.seen)
+		cl.mu.Unlock()
+		if want := len(st.ids[cl.game]); n != want {
+			out = append(out, fmt.Sprintf("client %d (%s) has %d of %d", cl.idx, cl.game, n, want))
+		}
+	}
+	if len(out) > 5 {
+		out = append(out[:5], fmt.Sprintf("… %d clients lag", len(out)))
+	}
+	return strings.Join(out, "; ")
+}
+
+// check compares each client's assembled timeline (its ids in EVT-id
+// order, as the page inserts them) with the store's for its game.
+func (cs *chaosClients) check(t *testing.T, st storeView) (lost, doubled int) {
+	t.Helper()
+	cs.errs.report(t, "websocket clients")
+	for _, cl := range cs.all {
+		cl.mu.Lock()
+		got := make([]string, 0, len(cl.seen))
+		for id := range cl.seen {
+			got = append(got, id)
+		}
+		doubled += cl.doubled
+		cl.mu.Unlock()
+		sort.Strings(got)
+		want := st.ids[cl.game]
+		if equal(got, want) {
+			continue
+		}
+		missing, extra := diff(want, got)
+		lost += len(missing)
+		t.Errorf("client %d (%s): timeline of %d lines differs from the store's %d: missing %s, not stored %s",
+			cl.idx, cl.game, len(got), len(want), describe(missing), describe(extra))
+	}
+	return lost, doubled
+}
+
+// figures sums the clients' counters for the log.
+func (cs *chaosClients) figures() string {
+	var conns, drops, fails, lines, states int
+	for _, cl := range cs.all {
+		cl.mu.Lock()
+		conns, drops, fails, lines, states = conns+cl.conns, drops+cl.drops, fails+cl.dialFails, lines+cl.lines, states+cl.states
+		cl.mu.Unlock()
+	}
+	return fmt.Sprintf("%d clients, %d connections, %d drops, %d refused dials, %d line frames, %d state frames",
+		len(cs.all), conns, drops, fails, lines, states)
+}
+
+// diff returns the elements of sorted want missing from sorted got, and
+// those of got not in want.
+func diff(want, got []string) (missing, extra []string) {
+	i, j := 0, 0
+	for i < len(want) || j < len(got) {
+		switch {
+		case j == len(got) || (i < len(want) && want[i] < got[j]):
+			missing = append(missing, want[i])
+			i++
+		case i == len(want) || got[j] < want[i]:
+			extra = append(extra, got[j])
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	return missing, extra
+}

@@ -1,0 +1,347 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/proctest"
+)
+
+// nodeState is where a supervised renderer is in its kill/restart cycle.
+type nodeState int
+
+const (
+	nodeUp       nodeState = iota // serving
+	nodeDown                      // dead, to be started at nextTry
+	nodeStarting                  // started, not serving yet
+	nodeTerming                   // SIGTERMed, shutting down gracefully
+)
+
+// chaosNode is one renderer under the fault schedule.
+type chaosNode struct {
+	r         *renderer
+	state     nodeState
+	downAt    time.Time // when it was killed or found dead
+	nextTry   time.Time
+	tries     int  // start attempts since downAt
+	afterTerm bool // it went down by SIGTERM: its lease must be free at once
+}
+
+type termResult struct {
+	n   *chaosNode
+	err error
+}
+
+// chaosFaults runs the fault schedule and supervises the renderers, all
+// from the test's goroutine; reclaim trackers run on their own.
+type chaosFaults struct {
+	t     *testing.T
+	c     *cluster
+	plan  chaosPlan
+	nodes []*chaosNode
+	sim   *proctest.Proc
+	games []string
+	rng   *rand.Rand
+
+	kills, terms, redisRestarts, outages, refused, failedStarts int
+	errs                                                       errorList
+
+	wg       sync.WaitGroup // reclaim trackers
+	mu       sync.Mutex
+	reclaims  []time.Duration
+	reclaimed []string // name@kill time:ms/entries, for the log
+}
+
+// restartBackoff is the pause before start attempt n (1-based) of a dead
+// renderer: the first is at once, so a held name is seen refused.
+func restartBackoff(n int) time.Duration {
+	return min(time.Duration(n)*250*time.Millisecond, time.Second)
+}
+
+// run paces the faults with a ticker until the writer is done and every
+// fault happened, then waits until every renderer serves again.
+func (f *chaosFaults) run() {
+	p := f.plan
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	cycle := start
+	nextKill := start.Add(p.killEvery)
+	var restarted, termed, paused bool // in this cycle
+	var resumeAt time.Time
+	terms := make(chan termResult, 1)
+	for ; ; <-tick.C {
+		now := time.Now()
+		writing := !f.sim.Exited()
+		select {
+		case res := <-terms:
+			if res.err != nil {
+				f.errs.add("%s: graceful shutdown on SIGTERM: %v", res.n.r.name, res.err)
+			}
+			res.n.state, res.n.downAt, res.n.nextTry, res.n.tries, res.n.afterTerm = nodeDown, now, now, 0, true
+		default:
+		}
+		f.supervise(now)
+
+		if !resumeAt.IsZero() && !now.Before(resumeAt) {
+			f.c.redis.Resume(f.t)
+			resumeAt = time.Time{}
+		}
+		if p.cycle > 0 && writing && now.Sub(cycle) >= p.cycle && restarted && termed && paused {
+			cycle, restarted, termed, paused = now, false, false, false
+		}
+		at := now.Sub(cycle)
+		switch {
+		case !restarted && at >= p.redisRestartAt && resumeAt.IsZero():
+			f.t.Logf("chaos: %v: Redis SIGKILL and restart", now.Sub(start).Round(time.Millisecond))
+			f.c.redis.Restart(f.t)
+			f.redisRestarts++
+			restarted = true
+		case !termed && at >= p.termAt:
+			if n := f.victim(); n != nil {
+				f.t.Logf("chaos: %v: SIGTERM %s", now.Sub(start).Round(time.Millisecond), n.r.name)
+				n.state = nodeTerming
+				f.terms++
+				termed = true
+				go func() { terms <- termResult{n, n.r.Term(20 * time.Second)} }()
+			}
+		case !paused && at >= p.outageAt:
+			f.t.Logf("chaos: %v: Redis SIGSTOP for %v", now.Sub(start).Round(time.Millisecond), p.outage)
+			f.c.redis.Pause(f.t)
+			resumeAt = now.Add(p.outage)
+			f.outages++
+			paused = true
+		}
+		if !now.Before(nextKill) && (writing || f.kills < p.minKills) {
+			nextKill = nextKill.Add(p.killEvery)
+			if n := f.victim(); n != nil {
+				n.r.Kill()
+				f.kills++
+				f.t.Logf("chaos: %v: SIGKILL %s", now.Sub(start).Round(time.Millisecond), n.r.name)
+				n.state, n.downAt, n.nextTry, n.tries, n.afterTerm = nodeDown, now, now, 0, false
+				f.wg.Add(1)
+				go f.trackReclaim(n.r.name, now)
+			}
+		}
+		if !writing && f.kills >= p.minKills && restarted && termed && paused && resumeAt.IsZero() && f.allUp() {
+			return
+		}
+		if time.Since(start) > p.settle+time.Duration(float64(p.games*p.events)/p.rate*float64(time.Second)) {
+			f.t.Fatalf("chaos: fault schedule did not end (writer done: %v, kills %d, renderers up: %v)", !writing, f.kills, f.allUp())
+		}
+	}
+}
+
+// victim picks a random serving renderer, never the last one serving, so
+// that a peer is there to reclaim its entries.
+func (f *chaosFaults) victim() *chaosNode {
+	var up []*chaosNode
+	for _, n := range f.nodes {
+		if n.state == nodeUp {
+			up = append(up, n)
+		}
+	}
+	if len(up) < 2 {
+		return nil
+	}
+	return up[f.rng.IntN(len(up))]
+}
+
+func (f *chaosFaults) allUp() bool {
+	for _, n := range f.nodes {
+		if n.state != nodeUp {
+			return false
+		}
+	}
+	return true
+}
+
+var healthClient = &http.Client{Timeout: 300 * time.Millisecond}
+
+// supervise moves each renderer along: a dead one is started again with
+// its name, a refused start (name still held, Redis away) is retried with
+// backoff, and one that exits by itself is a failure.
+func (f *chaosFaults) supervise(now time.Time) {
+	for _, n := range f.nodes {
+		switch n.state {
+		case nodeUp:
+			if n.r.Exited() {
+				f.errs.add("%s exited by itself: %s", n.r.name, lastStart(n.r.Output()))
+				n.state, n.downAt, n.nextTry, n.tries = nodeDown, now, now, 0
+			}
+		case nodeDown:
+			if !now.Before(n.nextTry) {
+				n.tries++
+				n.r.Restart(f.t)
+				n.state = nodeStarting
+			}
+		case nodeStarting:
+			if n.r.Exited() {
+				out := lastStart(n.r.Output())
+				if strings.Contains(out, feed.ErrConsumerTaken.Error()) {
+					f.refused++
+					if n.afterTerm {
+						f.errs.add("%s: restart after a graceful exit refused, the lease was not released: %s", n.r.name, out)
+					}
+				} else {
+					f.failedStarts++
+				}
+				n.state, n.nextTry = nodeDown, now.Add(restartBackoff(n.tries))
+				break
+			}
+			if resp, err := healthClient.Get(n.r.url("/healthz")); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					n.state = nodeUp
+					break
+				}
+			}
+			if now.Sub(n.downAt) > 30*time.Second {
+				f.t.Fatalf("chaos: %s not serving again %v after it went down (%d start attempts)", n.r.name, now.Sub(n.downAt), n.tries)
+			}
+		}
+	}
+}
+
+// lastStart returns a process's output since its last start, cut short.
+func lastStart(out string) string {
+	if i := strings.LastIndex(out, "=== start "); i >= 0 {
+		out = out[i:]
+	}
+	return tailString(out, 1500)
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// trackReclaim measures the time from a renderer's SIGKILL until none of
+// the entries pending under its name at that moment is pending under it
+// any more: claimed by a peer, or acked (by a peer or by its restart).
+func (f *chaosFaults) trackReclaim(name string, killed time.Time) {
+	defer f.wg.Done()
+	deadline := killed.Add(f.plan.settle)
+	var held map[string][]string
+	total := 0
+	for {
+		var err error
+		if held, err = f.pendingOf(name, nil); err == nil {
+			for _, ids := range held {
+				total += len(ids)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			f.errs.add("%s: pending list not readable after its kill: %v", name, err)
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	for {
+		left, err := f.pendingOf(name, held)
+		if err == nil && len(left) == 0 {
+			f.mu.Lock()
+			f.reclaims = append(f.reclaims, time.Since(killed))
+			f.reclaimed = append(f.reclaimed, fmt.Sprintf("%s@%s:%dms/%d", name, killed.Format("05.000"), time.Since(killed).Milliseconds(), total))
+			f.mu.Unlock()
+			return
+		}
+		if err == nil {
+			held = left
+		}
+		if time.Now().After(deadline) {
+			f.errs.add("%s: entries pending under it since its kill %v ago were never reclaimed: %v (err %v)", name, time.Since(killed), left, err)
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+}
+
+// pendingOf returns the entries pending under consumer, per stream; with
+// only, just those of only still pending under it.
+func (f *chaosFaults) pendingOf(consumer string, only map[string][]string) (map[string][]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out := map[string][]string{}
+	for _, g := range f.games {
+		key := event.StreamKey(g)
+		if only != nil && len(only[key]) == 0 {
+			continue
+		}
+		ps, err := f.c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: key, Group: f.c.group, Start: "-", End: "+", Count: 1 << 20, Consumer: consumer,
+		}).Result()
+		if err != nil && !isNoGroup(err) {
+			return nil, err
+		}
+		now := map[string]bool{}
+		for _, p := range ps {
+			now[p.ID] = true
+		}
+		if only == nil {
+			for _, p := range ps {
+				out[key] = append(out[key], p.ID)
+			}
+			continue
+		}
+		for _, id := range only[key] {
+			if now[id] {
+				out[key] = append(out[key], id)
+			}
+		}
+	}
+	for k, v := range out {
+		if len(v) == 0 {
+			delete(out, k)
+		}
+	}
+	return out, nil
+}
+
+// isNoGroup: a stream whose group does not exist yet has nothing pending.
+func isNoGroup(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
+}
+
+// waitReclaims waits for the reclaim trackers (each ends by its deadline).
+func (f *chaosFaults) waitReclaims() { f.wg.Wait() }
+
+func (f *chaosFaults) maxReclaim() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var m time.Duration
+	for _, d := range f.reclaims {
+		m = max(m, d)
+	}
+	return m
+}
+
+// check reports the schedule's own failures and that every fault happened.
+func (f *chaosFaults) check() {
+	t := f.t
+	t.Helper()
+	f.errs.report(t, "fault schedule")
+	if f.kills < f.plan.minKills || f.terms < 1 || f.redisRestarts < 1 || f.outages < 1 {
+		t.Errorf("faults: %d kills (want ≥ %d), %d SIGTERMs, %d Redis restarts, %d outages (want ≥ 1 each)",
+			f.kills, f.plan.minKills, f.terms, f.redisRestarts, f.outages)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t.Logf("chaos: reclaims (name@kill:ms/entries): %s", strings.Join(f.reclaimed, " "))
+	if len(f.reclaims) != f.kills {
+		t.Errorf("reclaim measured for %d of %d kills", len(f.reclaims), f.kills)
+	}
+}

@@ -1,0 +1,233 @@
+package e2e_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	_ "modernc.org/sqlite"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/proctest"
+	"github.com/codemojex/feed/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	proctest.Cleanup()
+	os.Exit(code)
+}
+
+// cluster is a Redis, a shared SQLite file and renderer processes.
+type cluster struct {
+	tb     testing.TB
+	redis  *redistest.Server
+	rdb    *redis.Client
+	dbPath string
+	group  string
+
+	mu        sync.Mutex
+	renderers map[string]*renderer
+}
+
+// renderer is one renderer process and its address.
+type renderer struct {
+	*proctest.Proc
+	name string
+	addr string // 127.0.0.1:port
+}
+
+func (r *renderer) url(path string) string { return "http://" + r.addr + path }
+
+func newCluster(tb testing.TB, opts ...redistest.Options) *cluster {
+	tb.Helper()
+	s := redistest.MustStart(tb, opts...)
+	return &cluster{
+		tb:        tb,
+		redis:     s,
+		rdb:       s.Client(tb),
+		dbPath:    filepath.Join(tb.TempDir(), "feed.db"),
+		group:     "feed",
+		renderers: map[string]*renderer{},
+	}
+}
+
+// start starts a renderer named name with fast test timings and waits until
+// it serves. Extra flags override the defaults.
+func (c *cluster) start(name string, extra ...string) *renderer {
+	c.tb.Helper()
+	addr := proctest.FreeAddr(c.tb)
+	args := []string{
+		"-redis", c.redis.URL(),
+		"-db", c.dbPath,
+		"-http", addr,
+		"-group", c.group,
+		"-consumer", name,
+		"-min-idle", "1s",
+		"-claim-every", "200ms",
+		"-games-refresh", "200ms",
+		"-log-level", "debug",
+	}
+	args = append(args, extra...)
+	p := proctest.Start(c.tb, name, "renderer", args)
+	r := &renderer{Proc: p, name: name, addr: addr}
+	proctest.WaitHTTP(c.tb, r.url("/healthz"), 200, 20*time.Second)
+	c.mu.Lock()
+	c.renderers[name] = r
+	c.mu.Unlock()
+	return r
+}
+
+// restart starts r again with the same name, address and flags.
+func (c *cluster) restart(r *renderer) {
+	c.tb.Helper()
+	r.Restart(c.tb)
+	proctest.WaitHTTP(c.tb, r.url("/healthz"), 200, 20*time.Second)
+}
+
+// writer appends events of one game to its stream, as gamesim does.
+type writer struct {
+	tb   testing.TB
+	rdb  *redis.Client
+	game string
+	minter *event.Minter
+	ids  []string // every id written, in write order
+}
+
+func (c *cluster) writer(game string) *writer {
+	return &writer{tb: c.tb, rdb: c.rdb, game: game, minter: event.NewMinter(time.Now().UnixNano())}
+}
+
+// mint returns a new EVT id without writing it (to write it later, out of
+// order).
+func (w *writer) mint() string { return w.minter.Next(time.Now()) }
+
+// add writes an entry with id and the kind's fields.
+func (w *writer) add(id, kind string, kv ...string) {
+	w.tb.Helper()
+	values := []any{"id", id, "kind", kind, "at", time.Now().UTC().Format(time.RFC3339Nano)}
+	for _, s := range kv {
+		values = append(values, s)
+	}
+	ctx := context.Background()
+	_, err := w.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey(w.game), Values: values})
+		p.ZAdd(ctx, event.RegistryKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: w.game})
+		return nil
+	})
+	if err != nil {
+		w.tb.Fatalf("xadd: %v", err)
+	}
+	w.ids = append(w.ids, id)
+}
+
+// chat writes a chat line and returns its id.
+func (w *writer) chat(player, text string) string {
+	w.tb.Helper()
+	id := w.mint()
+	w.add(id, "chat", "player", player, "text", text)
+	return id
+}
+
+// storeIDs returns the game's stored EVT ids in EVT-id order, read straight
+// from the SQLite file.
+func (c *cluster) storeIDs(game string) []string {
+	c.tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+c.dbPath+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT evt_id FROM events WHERE game = ? ORDER BY evt_id`, game)
+	if err != nil {
+		return nil // not created yet
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			c.tb.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// waitStored waits until the store holds exactly want (as a set) for game.
+func (c *cluster) waitStored(game string, want []string, timeout time.Duration) {
+	c.tb.Helper()
+	sorted := append([]string(nil), want...)
+	sort.Strings(sorted)
+	sorted = dedupe(sorted)
+	var got []string
+	proctest.WaitFor(c.tb, timeout, func() bool {
+		got = c.storeIDs(game)
+		return equal(got, sorted)
+	}, "store of %s to hold %d ids (has %d)", game, len(sorted), len(got))
+}
+
+func dedupe(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func reversed(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
+
+// pageSeq extracts the seq embedded in a game page.
+func pageSeq(tb testing.TB, html string) int64 {
+	tb.Helper()
+	i := strings.Index(html, `data-seq="`)
+	if i < 0 {
+		tb.Fatalf("page has no data-seq")
+	}
+	rest := html[i+len(`data-seq="`):]
+	n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, '"')], 10, 64)
+	if err != nil {
+		tb.Fatalf("page data-seq: %v", err)
+	}
+	return n
+}
+
+func describe(ids []string) string {
+	if len(ids) > 6 {
+		return fmt.Sprintf("%v … (%d)", ids[:6], len(ids))
+	}
+	return fmt.Sprint(ids)
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+type redisXReadGroupArgs = redis.XReadGroupArgs

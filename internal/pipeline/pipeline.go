@@ -1,0 +1,111 @@
+// Package pipeline turns consumed stream entries into stored, rendered lines:
+// the renderer's batch handler and feedctl rebuild share it, so a rebuilt
+// store holds exactly what the live one does.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/store"
+	"github.com/codemojex/feed/templates"
+)
+
+// Errors of the pipeline.
+var (
+	ErrNoGame = errors.New("pipeline: stream key names no valid game")
+)
+
+// Pipeline renders and stores batches of messages.
+type Pipeline struct {
+	DB       *store.DB
+	Renderer string // consumer name recorded with each stored line
+
+	// Committed, when set, is called after a batch that stored at least one
+	// new line was committed (the renderer rings the doorbell there).
+	Committed func(ctx context.Context, inserted int)
+}
+
+// Handle is a feed.BatchHandler: it validates, renders and upserts a batch
+// in one store transaction and returns each entry's own verdict. Invalid
+// entries of known kinds are poison: retrying cannot fix bad input.
+func (p *Pipeline) Handle(ctx context.Context, ms []feed.Message) []error {
+	verdicts := make([]error, len(ms))
+	evs := make([]store.Event, 0, len(ms))
+	idx := make([]int, 0, len(ms))
+	for i, m := range ms {
+		ev, err := p.Event(m)
+		if err != nil {
+			verdicts[i] = err
+			continue
+		}
+		evs = append(evs, ev)
+		idx = append(idx, i)
+	}
+	if len(evs) == 0 {
+		return verdicts
+	}
+	res, err := p.DB.Upsert(ctx, evs)
+	if err != nil {
+		for _, i := range idx {
+			verdicts[i] = err
+		}
+		return verdicts
+	}
+	inserted := 0
+	for j, r := range res {
+		verdicts[idx[j]] = r.Err
+		if r.Err == nil && r.Inserted {
+			inserted++
+		}
+	}
+	if inserted > 0 && p.Committed != nil {
+		p.Committed(ctx, inserted)
+	}
+	return verdicts
+}
+
+// Event validates m and renders its line. A validation failure is returned
+// as a feed.Poison error; a rendering failure as a plain (retryable) error.
+func (p *Pipeline) Event(m feed.Message) (store.Event, error) {
+	game, ok := event.GameOfKey(m.Stream)
+	if !ok {
+		return store.Event{}, feed.Poison(fmt.Errorf("%w: %q", ErrNoGame, m.Stream))
+	}
+	if err := event.Validate(m.Kind, m.Payload); err != nil {
+		return store.Event{}, feed.Poison(err)
+	}
+	at := ParseAt(m.Payload[event.FieldAt])
+	html, err := templates.RenderLine(m.Kind, m.Payload, at)
+	if err != nil {
+		return store.Event{}, fmt.Errorf("pipeline: render %s: %w", m.ID, err)
+	}
+	return store.Event{
+		EvtID:    m.ID,
+		Game:     game,
+		Kind:     m.Kind,
+		Payload:  m.Payload,
+		HTML:     html,
+		StreamID: m.Position,
+		Renderer: p.Renderer,
+		Attempts: m.Attempts,
+		At:       at,
+	}, nil
+}
+
+// ParseAt parses the writer's clock; a missing or bad value is the zero
+// time (the field is for display only).
+func ParseAt(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
