@@ -69,6 +69,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 		c.handle = perEntry(cfg.Handler)
 	}
 	c.lease = newLease(c.rdb, LeaseKey(cfg.Group, cfg.Consumer), cfg.LeaseTTL)
+	c.lease.onErr = func(err error) { c.fail("lease", err) }
 	if err := c.lease.acquire(ctx); err != nil {
 		if errors.Is(err, ErrConsumerTaken) {
 			return nil, err

@@ -127,7 +127,10 @@ func TestMalformedEntriesDeadLetteredAtOnce(t *testing.T) {
 		addRaw(t, rdb, s, tc.vals...)
 	}
 	good := add(t, rdb, s)
-	waitFor(t, 5*time.Second, "dead letters", func() bool { n, _ := rdb.XLen(context.Background(), event.DeadKey("bad")).Result(); return n == int64(len(cases)) })
+	waitFor(t, 5*time.Second, "dead letters", func() bool {
+		n, _ := rdb.XLen(context.Background(), event.DeadKey("bad")).Result()
+		return n == int64(len(cases))
+	})
 	waitFor(t, 2*time.Second, "good entry", func() bool { return rec.count(good) == 1 })
 	if len(rec.all()) != 1 {
 		t.Errorf("handler saw %d entries, want only the good one", len(rec.all()))

@@ -20,6 +20,7 @@ type lease struct {
 	key   string
 	token string
 	ttl   time.Duration
+	onErr func(error) // counts a failed refresh
 
 	mu    sync.Mutex
 	until time.Time // held until then by the local clock, conservatively
@@ -84,6 +85,9 @@ func (l *lease) refresh(ctx context.Context) {
 	switch {
 	case err != nil:
 		l.set(time.Time{}, false, err)
+		if l.onErr != nil {
+			l.onErr(err)
+		}
 	case n == 1:
 		l.set(start.Add(l.ttl), false, nil)
 	default:

@@ -116,6 +116,10 @@ func (c *Consumer) readNew() error {
 			for _, st := range act {
 				c.reopen(st, err)
 			}
+			if isNoGroup(err) {
+				// The door re-creates the group and says so in one line.
+				return nil
+			}
 		}
 		return err
 	}

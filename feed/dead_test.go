@@ -1,0 +1,126 @@
+package feed_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+)
+
+func TestDeadLetterTools(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s, dk := stream("tools"), event.DeadKey("tools")
+	var broken atomic.Bool
+	broken.Store(true)
+	var rec recorder
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if broken.Load() {
+			return feed.Poison(errors.New("renderer bug"))
+		}
+		return rec.handler(ctx, m)
+	}
+	c := mustOpen(t, cfg)
+	first := add(t, rdb, s, "player", "<b>zoe</b>")
+	second := add(t, rdb, s)
+	waitFor(t, 5*time.Second, "two dead letters", func() bool { return c.Stats().Dead == 2 })
+
+	dead, err := feed.ListDead(ctx, rdb, dk, 0)
+	if err != nil || len(dead) != 2 {
+		t.Fatalf("ListDead = %v, %v", dead, err)
+	}
+	d := dead[0]
+	if d.EvtID != first || d.Reason != "poison: renderer bug" || d.Attempts != 1 || d.Consumer != "r1" || d.StreamID == "" || time.Since(d.At) > time.Minute {
+		t.Errorf("dead letter %+v", d)
+	}
+	if d.Fields["player"] != "<b>zoe</b>" || d.Fields["kind"] != "chat" || d.Fields["id"] != first || len(d.Fields) != 5 {
+		t.Errorf("original fields %v", d.Fields)
+	}
+	if one, _ := feed.ListDead(ctx, rdb, dk, 1); len(one) != 1 || one[0].EvtID != first {
+		t.Errorf("ListDead n=1: %v", one)
+	}
+
+	// The bug is fixed: requeue the first, drop the second.
+	broken.Store(false)
+	pos, err := feed.RequeueDead(ctx, rdb, s, dk, d.DeadID)
+	if err != nil || pos == "" {
+		t.Fatalf("RequeueDead = %q, %v", pos, err)
+	}
+	waitFor(t, 5*time.Second, "requeued entry handled", func() bool { return rec.count(first) == 1 })
+	m := rec.all()[0]
+	if m.Position != pos || m.Payload["player"] != "<b>zoe</b>" {
+		t.Errorf("requeued message %+v", m)
+	}
+	for k := range m.Payload {
+		if strings.HasPrefix(k, "dead_") {
+			t.Errorf("requeued entry carries %s", k)
+		}
+	}
+	if err := feed.DropDead(ctx, rdb, dk, dead[1].DeadID); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.XLen(ctx, dk).Result(); n != 0 {
+		t.Errorf("dead stream has %d entries", n)
+	}
+	if err := feed.DropDead(ctx, rdb, dk, dead[1].DeadID); !errors.Is(err, feed.ErrDeadNotFound) {
+		t.Errorf("DropDead twice = %v", err)
+	}
+	if _, err := feed.RequeueDead(ctx, rdb, s, dk, dead[0].DeadID); !errors.Is(err, feed.ErrDeadNotFound) {
+		t.Errorf("RequeueDead twice = %v", err)
+	}
+	if rec.count(second) != 0 {
+		t.Error("dropped entry was handled")
+	}
+}
+
+func TestInspect(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s, other := stream("ins"), stream("nogroup")
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.MinIdle = time.Minute
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		switch m.Payload["verdict"] {
+		case "fail":
+			return errors.New("later")
+		case "poison":
+			return feed.Poison(errors.New("bad"))
+		}
+		return nil
+	}
+	c := mustOpen(t, cfg)
+	add(t, rdb, s)
+	add(t, rdb, s, "verdict", "fail")
+	add(t, rdb, s, "verdict", "poison")
+	addRaw(t, rdb, other, "id", "x")
+	waitFor(t, 5*time.Second, "settled", func() bool { st := c.Stats(); return st.Acked+st.Failed+st.Dead == 3 })
+
+	st, err := feed.Inspect(ctx, rdb, group, []string{s, other}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Group != group || len(st.Renderers) != 1 || st.Renderers[0] != "r1" {
+		t.Errorf("status %+v", st)
+	}
+	got := st.Streams[0]
+	if got.Game != "ins" || got.Length != 3 || got.Pending != 1 || got.Lag != 0 || got.Dead != 1 || got.Err != "" {
+		t.Errorf("stream %+v", got)
+	}
+	if len(got.Consumers) != 1 || got.Consumers[0].Name != "r1" || got.Consumers[0].Pending != 1 || !got.Consumers[0].Alive {
+		t.Errorf("consumers %+v", got.Consumers)
+	}
+	if !strings.Contains(st.Streams[1].Err, "no consumer group") || st.Streams[1].Length != 1 {
+		t.Errorf("stream without group %+v", st.Streams[1])
+	}
+	c.Close()
+	st, _ = feed.Inspect(ctx, rdb, group, []string{s}, nil)
+	if len(st.Renderers) != 0 || st.Streams[0].Consumers[0].Alive {
+		t.Errorf("after Close: %+v", st)
+	}
+}
