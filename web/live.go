@@ -1,0 +1,240 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/codemojex/feed/internal/event"
+)
+
+// Close reasons the page script and operators see.
+const (
+	reasonSlow     = "slow client: resume from your cursor"
+	reasonShutdown = "server shutting down: reconnect"
+	reasonReset    = "reset: reload the page"
+)
+
+// live serves /games/{game}/live?after=SEQ: the game's lines with seq > SEQ
+// in seq order, then live lines, state frames and pings.
+//
+// Reset policy: a cursor above this store's max seq (the page came from
+// another store, or the store was rebuilt) or more than MaxBacklog lines
+// behind gets {"t":"reset"}, and the page reloads instead of replaying a
+// long backlog line by line.
+func (s *Server) live(w http.ResponseWriter, r *http.Request) {
+	game := chi.URLParam(r, "game")
+	if !event.ValidGame(game) {
+		s.notFound(w, r)
+		return
+	}
+	after, err := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	if err != nil || after < 0 {
+		mUpgradesRejected.WithLabelValues("cursor").Inc()
+		http.Error(w, "after: want a seq (a non-negative integer)", http.StatusBadRequest)
+		return
+	}
+	if !s.limiter.allow(clientAddr(r)) {
+		mUpgradesRejected.WithLabelValues("rate").Inc()
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many connection attempts", http.StatusTooManyRequests)
+		return
+	}
+	if s.stats.clients.Load() >= int64(s.cfg.MaxClients) {
+		mUpgradesRejected.WithLabelValues("capacity").Inc()
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "server full", http.StatusServiceUnavailable)
+		return
+	}
+	if !s.track() {
+		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.wg.Done()
+
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowedOrigins})
+	if err != nil {
+		// Accept has answered (403 for a foreign Origin).
+		mUpgradesRejected.WithLabelValues("origin").Inc()
+		s.log.Info("web: websocket refused", "game", game, "remote", clientAddr(r), "err", err)
+		return
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(512)
+	// The socket's own life, not the request's nor the server's: shutdown is
+	// signalled through s.ctx so that the close can be a polite GoingAway.
+	// Cancelling readCtx tears the socket down at once (see closeWithin).
+	readCtx, cancelRead := context.WithCancel(context.Background())
+	defer cancelRead()
+	gone := conn.CloseRead(readCtx)
+
+	s.stats.clients.Add(1)
+	mClients.Inc()
+	defer func() {
+		s.stats.clients.Add(-1)
+		mClients.Dec()
+	}()
+
+	c := newClient(s.cfg.SendQueue)
+	h := s.hubs.subscribe(game, c)
+	defer s.hubs.unsubscribe(h, c)
+
+	ws := &wsConn{s: s, conn: conn, game: game, hardClose: cancelRead}
+	last, err := ws.backfill(after)
+	if err != nil {
+		if !errors.Is(err, errReset) {
+			s.log.Info("web: websocket backfill", "game", game, "seq", after, "err", err)
+		}
+		return
+	}
+	ws.pump(c, last, gone)
+}
+
+var errReset = errors.New("web: client reset")
+
+// wsConn is one websocket from the point of view of its single writer.
+type wsConn struct {
+	s         *Server
+	conn      *websocket.Conn
+	game      string
+	hardClose func() // drops the TCP connection without a handshake
+}
+
+// closeWithin closes with a status and reason, waiting at most grace for the
+// peer's close reply (coder/websocket alone waits up to 10 s): a client that
+// does not answer must not hold up shutdown.
+func (ws *wsConn) closeWithin(code websocket.StatusCode, reason string, grace time.Duration) {
+	t := time.AfterFunc(grace, ws.hardClose)
+	defer t.Stop()
+	ws.conn.Close(code, reason)
+}
+
+// write sends one frame within the write timeout.
+func (ws *wsConn) write(typ string, data []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), ws.s.cfg.WriteTimeout)
+	defer cancel()
+	if err := ws.conn.Write(ctx, websocket.MessageText, data); err != nil {
+		return err
+	}
+	ws.s.countSent(typ)
+	return nil
+}
+
+// backfill runs after the hub subscription: state, then every line after the
+// cursor from the store. Lines committed meanwhile are also queued by the
+// hub; pump drops those at or below the returned seq.
+func (ws *wsConn) backfill(after int64) (int64, error) {
+	s := ws.s
+	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+	defer cancel()
+	max, err := s.cfg.Store.MaxSeq(ctx)
+	if err != nil {
+		ws.closeWithin(websocket.StatusInternalError, "store unavailable", time.Second)
+		return 0, err
+	}
+	if after > max {
+		return 0, ws.reset("cursor ahead of store")
+	}
+	f, err := stateFrame(ctx, s.cfg.Store, ws.game)
+	if err != nil {
+		ws.closeWithin(websocket.StatusInternalError, "store unavailable", time.Second)
+		return 0, err
+	}
+	if err := ws.write(frameState, f.data); err != nil {
+		return 0, err
+	}
+	cursor, sent := after, 0
+	for {
+		lines, err := s.cfg.Store.After(ctx, ws.game, cursor, s.cfg.TailBatch)
+		if err != nil {
+			ws.closeWithin(websocket.StatusInternalError, "store unavailable", time.Second)
+			return 0, err
+		}
+		if sent+len(lines) > s.cfg.MaxBacklog {
+			return 0, ws.reset("too far behind")
+		}
+		for _, l := range lines {
+			if err := ws.write(frameLine, lineFrame(l).data); err != nil {
+				return 0, err
+			}
+			cursor = l.Seq
+		}
+		sent += len(lines)
+		if len(lines) < s.cfg.TailBatch {
+			return cursor, nil
+		}
+	}
+}
+
+// reset tells the page to reload and closes the socket.
+func (ws *wsConn) reset(why string) error {
+	ws.s.stats.resets.Add(1)
+	mResets.Inc()
+	ws.s.log.Info("web: websocket reset", "game", ws.game, "reason", why)
+	if err := ws.write(frameReset, resetFrame); err == nil {
+		ws.closeWithin(websocket.StatusNormalClosure, reasonReset, time.Second)
+	}
+	return errReset
+}
+
+// pump is the socket's writer loop: queued hub frames (dropping lines the
+// backfill already sent), pings, and the three ways to end: the peer went
+// away, the client fell behind, the server shuts down.
+func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
+	s := ws.s
+	ping := time.NewTicker(s.cfg.PingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-gone.Done():
+			return
+		case <-s.ctx.Done():
+			ws.closeWithin(websocket.StatusGoingAway, reasonShutdown, time.Second)
+			return
+		case <-c.slow:
+			s.log.Info("web: slow websocket closed", "game", ws.game, "seq", last)
+			ws.closeWithin(websocket.StatusPolicyViolation, reasonSlow, s.cfg.WriteTimeout)
+			return
+		case f := <-c.q:
+			typ := frameState
+			if f.seq != 0 {
+				if f.seq <= last {
+					continue
+				}
+				typ = frameLine
+			}
+			if err := ws.write(typ, f.data); err != nil {
+				if errors.Is(err, context.DeadlineExceeded) && !isClosed(c.slow) {
+					// Stuck in a write for WriteTimeout: as slow as a full queue.
+					s.countSlow(1)
+					s.log.Info("web: slow websocket closed", "game", ws.game, "seq", last, "err", err)
+				}
+				return
+			}
+			if f.seq != 0 {
+				last = f.seq
+			}
+		case <-ping.C:
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+			err := ws.conn.Ping(ctx)
+			cancel()
+			if err != nil {
+				return
+			}
+		}
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,337 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/web"
+)
+
+func TestLiveBackfillThenLive(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g, other := e.gen("g1"), e.gen("other")
+	first := g.chats(t, 5)
+	// Interleave another game's lines: they must not reach g1's socket.
+	e.upsert(first[:2]...)
+	e.upsert(other.chats(t, 3)...)
+	e.upsert(first[2:]...)
+
+	w := e.dial("g1", 0)
+	if f := w.next(); f.T != "state" || !strings.Contains(f.HTML, `id="scoreboard"`) {
+		t.Fatalf("first frame %+v, want the scoreboard state", f)
+	}
+	got := w.lines(5)
+	if !eq(ids(got), evtIDs(first)) {
+		t.Fatalf("backfill ids %v, want %v", ids(got), evtIDs(first))
+	}
+	for i, f := range got {
+		if i > 0 && f.Seq <= got[i-1].Seq {
+			t.Fatalf("backfill seqs not increasing: %d after %d", f.Seq, got[i-1].Seq)
+		}
+		if !strings.HasPrefix(f.HTML, `<li id="`+f.ID+`" data-seq="`) || !strings.HasSuffix(f.HTML, "</li>") {
+			t.Fatalf("line html %q is not the wrapped <li>", f.HTML)
+		}
+	}
+
+	live := g.chats(t, 3)
+	e.upsert(other.chats(t, 2)...)
+	e.upsert(live...)
+	if got := w.lines(3); !eq(ids(got), evtIDs(live)) {
+		t.Fatalf("live ids %v, want %v", ids(got), evtIDs(live))
+	}
+}
+
+func TestLiveStateFrameFollowsLines(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	w := e.dial("g1", 0)
+	if f := w.next(); f.T != "state" || !strings.Contains(f.HTML, "No players yet") {
+		t.Fatalf("first frame %+v, want the empty scoreboard", f)
+	}
+	e.upsert(g.ev(t, event.KindPlayerJoined, "player", "grace", "avatar", "🦊"))
+	if f := w.next(); f.T != "line" {
+		t.Fatalf("got %+v, want the line", f)
+	}
+	f := w.next()
+	if f.T != "state" || !strings.Contains(f.HTML, "grace") || !strings.Contains(f.HTML, "🦊") {
+		t.Fatalf("got %+v, want a state frame with the new player", f)
+	}
+}
+
+func TestLiveResumeFromCursorNoDuplicates(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	a := g.chats(t, 4)
+	e.upsert(a...)
+
+	w := e.dial("g1", 0)
+	got := w.lines(4)
+	cursor := got[len(got)-1].Seq
+	w.c.Close(websocket.StatusNormalClosure, "")
+
+	b := g.chats(t, 3)
+	e.upsert(b...)
+	w2 := e.dial("g1", cursor)
+	if got := w2.lines(3); !eq(ids(got), evtIDs(b)) {
+		t.Fatalf("resumed ids %v, want only the new %v", ids(got), evtIDs(b))
+	}
+	w2.quiet(200 * time.Millisecond)
+}
+
+// Lines committed between the page's read and the websocket's subscription
+// arrive over the websocket.
+func TestLiveRenderToSubscribeGap(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	before := g.chats(t, 3)
+	e.upsert(before...)
+
+	resp, page := e.get("/games/g1")
+	if resp.StatusCode != 200 {
+		t.Fatalf("page: %d", resp.StatusCode)
+	}
+	seq := pageSeq(t, page)
+	if !eq(pageLines(page), reverse(evtIDs(before))) {
+		t.Fatalf("page lines %v, want newest first %v", pageLines(page), reverse(evtIDs(before)))
+	}
+
+	gap := g.chats(t, 2)
+	e.upsert(gap...)
+	w := e.dial("g1", seq)
+	if got := w.lines(2); !eq(ids(got), evtIDs(gap)) {
+		t.Fatalf("after the page: %v, want %v", ids(got), evtIDs(gap))
+	}
+}
+
+// While a writer commits continuously, clients joining at any cursor get
+// every later line exactly once, in seq order: nothing falls between the
+// backfill query and the live subscription.
+func TestLiveNoGapWhileWriting(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	const total = 300
+	evs := g.chats(t, total)
+
+	var mu sync.Mutex
+	seqOf := map[string]int64{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < total; i += 3 {
+			res, err := e.db.Upsert(context.Background(), evs[i:min(i+3, total)])
+			if err != nil {
+				t.Errorf("upsert: %v", err)
+				return
+			}
+			mu.Lock()
+			for j, r := range res {
+				seqOf[evs[i+j].EvtID] = r.Seq
+			}
+			mu.Unlock()
+			e.ring()
+		}
+	}()
+
+	type joined struct {
+		w     *wsClient
+		after int64
+	}
+	var clients []joined
+	for len(clients) < 8 {
+		after, err := e.db.MaxSeq(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, joined{e.dial("g1", after), after})
+		time.Sleep(time.Millisecond) // spread the joins over the writes; not synchronisation
+	}
+	<-done
+	if t.Failed() {
+		return
+	}
+	for i, c := range clients {
+		var want []string
+		for _, ev := range evs {
+			if seqOf[ev.EvtID] > c.after {
+				want = append(want, ev.EvtID)
+			}
+		}
+		got := c.w.lines(len(want))
+		if !eq(ids(got), want) {
+			t.Fatalf("client %d after %d: got %d lines, want %d in order", i, c.after, len(got), len(want))
+		}
+		c.w.quiet(50 * time.Millisecond)
+	}
+}
+
+func TestLiveReset(t *testing.T) {
+	tests := []struct {
+		name      string
+		lines     int
+		after     func(max int64) int64
+		wantReset bool
+		wantLines int // lines before silence, when no reset
+	}{
+		{"cursor ahead of the store", 3, func(max int64) int64 { return max + 10 }, true, 0},
+		{"more than MaxBacklog behind", 12, func(int64) int64 { return 0 }, true, 0},
+		{"exactly MaxBacklog behind", 10, func(int64) int64 { return 0 }, false, 10},
+		{"at the head", 3, func(max int64) int64 { return max }, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := MustOpenEnv(t, func(c *web.Config) { c.MaxBacklog = 10; c.TailBatch = 4 })
+			e.upsert(e.gen("g1").chats(t, tt.lines)...)
+			max, err := e.db.MaxSeq(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := e.dial("g1", tt.after(max))
+			var got []wireFrame
+			for {
+				f, rerr := w.read(time.Second)
+				if rerr != nil {
+					err = rerr
+					break
+				}
+				got = append(got, f)
+				if f.T == "reset" {
+					break
+				}
+			}
+			reset := len(got) > 0 && got[len(got)-1].T == "reset"
+			if reset != tt.wantReset {
+				t.Fatalf("frames %+v (then %v): reset %v, want %v", got, err, reset, tt.wantReset)
+			}
+			if reset {
+				_, err := w.read(2 * time.Second)
+				if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+					t.Fatalf("after reset: %v, want a normal close", err)
+				}
+				if n := e.srv.Stats().Resets; n != 1 {
+					t.Fatalf("Resets = %d, want 1", n)
+				}
+				return
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("read: %v, want silence", err)
+			}
+			n := 0
+			for _, f := range got {
+				if f.T == "line" {
+					n++
+				}
+			}
+			if got[0].T != "state" || n != tt.wantLines {
+				t.Fatalf("frames %+v: want state then %d lines", got, tt.wantLines)
+			}
+		})
+	}
+}
+
+// Each line is encoded once per game, however many clients watch it.
+func TestLiveFramesEncodedOncePerGame(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	const clients, lines = 6, 20
+	var ws []*wsClient
+	for range clients {
+		w := e.dial("g1", 0)
+		if f := w.next(); f.T != "state" {
+			t.Fatalf("first frame %+v", f)
+		}
+		ws = append(ws, w)
+	}
+	before := e.srv.Stats()
+	evs := g.chats(t, lines)
+	e.upsert(evs...)
+	for _, w := range ws {
+		if got := w.lines(lines); !eq(ids(got), evtIDs(evs)) {
+			t.Fatalf("client got %v", ids(got))
+		}
+	}
+	after := e.srv.Stats()
+	if n := after.LinesEncoded - before.LinesEncoded; n != lines {
+		t.Fatalf("line frames encoded %d, want %d (once per line, not per client)", n, lines)
+	}
+	if n := after.FramesSent - before.FramesSent; n < clients*lines {
+		t.Fatalf("frames sent %d, want at least %d", n, clients*lines)
+	}
+	if after.Hubs != 1 || after.Clients != clients {
+		t.Fatalf("hubs %d clients %d, want 1 and %d", after.Hubs, after.Clients, clients)
+	}
+	for _, w := range ws {
+		w.c.Close(websocket.StatusNormalClosure, "")
+	}
+	waitFor(t, 5*time.Second, "hub removed", func() bool { s := e.srv.Stats(); return s.Hubs == 0 && s.Clients == 0 })
+}
+
+func TestTailerWakeups(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  func(*web.Config)
+		ring bool
+	}{
+		// A doorbell wakes the tailer long before its poll interval.
+		{"doorbell", func(c *web.Config) { c.TailEvery = time.Hour }, true},
+		// Without a doorbell the poll alone delivers (a lost PUBLISH costs
+		// at most TailEvery).
+		{"poll without doorbell", func(c *web.Config) { c.TailEvery = 100 * time.Millisecond; c.Doorbell = nil }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := MustOpenEnv(t, tt.cfg)
+			w := e.dial("g1", 0)
+			w.next() // state
+			evs := e.gen("g1").chats(t, 2)
+			if _, err := e.db.Upsert(context.Background(), evs); err != nil {
+				t.Fatal(err)
+			}
+			if tt.ring {
+				e.ring()
+			}
+			if got := w.lines(2); !eq(ids(got), evtIDs(evs)) {
+				t.Fatalf("got %v", ids(got))
+			}
+		})
+	}
+}
+
+func TestCloseSendsGoingAway(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	w := e.dial("g1", 0)
+	w.next() // state
+	waitFor(t, 5*time.Second, "client counted", func() bool { return e.srv.Stats().Clients == 1 })
+	start := time.Now()
+	if err := e.srv.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	_, err := w.read(5 * time.Second)
+	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("read after Close: %v, want StatusGoingAway", err)
+	}
+}
+
+// An event with an older EVT id stored after newer ones is served at its
+// sorted place on the page.
+func TestGamePageOrderByEvtID(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 3)
+	e.upsert(evs[0], evs[2])
+	e.upsert(evs[1]) // a re-claimed older event arrives last
+	_, page := e.get("/games/g1")
+	want := reverse(evtIDs(evs))
+	if got := pageLines(page); !eq(got, want) {
+		t.Fatalf("page lines %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,204 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/store"
+	"github.com/codemojex/feed/templates"
+)
+
+// readTimeout bounds the store reads of one page request.
+const readTimeout = 10 * time.Second
+
+// render writes a component as a complete response, or a 500 if it fails
+// before the first byte (it is rendered into a buffer first).
+func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, c templ.Component) {
+	var b bytes.Buffer
+	if err := c.Render(r.Context(), &b); err != nil {
+		s.fail(w, r, "render", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(code)
+	w.Write(b.Bytes())
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	s.log.Error("web: "+what, "path", r.URL.Path, "err", err)
+	http.Error(w, "internal error", http.StatusInternalServerError)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusNotFound, templates.ErrorPage(http.StatusNotFound, "Not found"))
+}
+
+// game returns the {game} URL parameter, answering 404 itself when it is
+// not a valid game name.
+func (s *Server) game(w http.ResponseWriter, r *http.Request) (string, bool) {
+	g := chi.URLParam(r, "game")
+	if !event.ValidGame(g) {
+		s.notFound(w, r)
+		return "", false
+	}
+	return g, true
+}
+
+func (s *Server) index(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	games, err := s.cfg.Store.Games(ctx)
+	if err != nil {
+		s.fail(w, r, "games", err)
+		return
+	}
+	s.render(w, r, http.StatusOK, templates.IndexPage(games, time.Now()))
+}
+
+// gamesFragment is the index's table body, polled by the page script.
+func (s *Server) gamesFragment(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	games, err := s.cfg.Store.Games(ctx)
+	if err != nil {
+		s.fail(w, r, "games", err)
+		return
+	}
+	s.render(w, r, http.StatusOK, templates.GamesRows(games, time.Now()))
+}
+
+func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {
+	game, ok := s.game(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	p, err := s.cfg.Store.Page(ctx, game, s.cfg.PageLines)
+	if err != nil {
+		s.fail(w, r, "page", err)
+		return
+	}
+	if p.Board.Game.Name == "" {
+		p.Board.Game.Name = game
+	}
+	v := templates.GameView{Name: game, Seq: p.Seq, Board: p.Board, Items: items(p.Lines)}
+	if n := len(p.Lines); n > 0 {
+		v.OldestID = p.Lines[n-1].EvtID
+		v.More = n >= s.cfg.PageLines
+	}
+	s.render(w, r, http.StatusOK, templates.GamePage(v))
+}
+
+func items(lines []store.Line) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = lineItem(l)
+	}
+	return out
+}
+
+// older serves the lines before ?before=EVT_ID as an HTML fragment of <li>
+// items, newest first; X-More says whether to offer another page.
+func (s *Server) older(w http.ResponseWriter, r *http.Request) {
+	game, ok := s.game(w, r)
+	if !ok {
+		return
+	}
+	before := r.URL.Query().Get("before")
+	if !event.ValidID(before) {
+		http.Error(w, "before: want an EVT id", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	lines, err := s.cfg.Store.Before(ctx, game, before, s.cfg.PageLines)
+	if err != nil {
+		s.fail(w, r, "older", err)
+		return
+	}
+	var b bytes.Buffer
+	for _, it := range items(lines) {
+		b.WriteString(it)
+		b.WriteByte('\n')
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-More", strconv.FormatBool(len(lines) >= s.cfg.PageLines))
+	w.Write(b.Bytes())
+}
+
+func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
+	game, ok := s.game(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	g, err := s.cfg.Store.Game(ctx, game)
+	if errors.Is(err, store.ErrNotFound) {
+		s.notFound(w, r)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, "game", err)
+		return
+	}
+	s.render(w, r, http.StatusOK, templates.ReplayPage(g))
+}
+
+// TimelineEntry is one line of /games/{game}/timeline.json, the replay
+// page's input.
+type TimelineEntry struct {
+	Seq  int64     `json:"seq"`
+	ID   string    `json:"id"`
+	Kind string    `json:"kind"`
+	At   time.Time `json:"at"`   // writer's clock; zero when unknown
+	HTML string    `json:"html"` // the wrapped <li> line
+}
+
+func (s *Server) timelineJSON(w http.ResponseWriter, r *http.Request) {
+	game, ok := s.game(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	lines, err := s.cfg.Store.Timeline(ctx, game)
+	if err != nil {
+		s.fail(w, r, "timeline", err)
+		return
+	}
+	out := make([]TimelineEntry, len(lines))
+	for i, l := range lines {
+		out[i] = TimelineEntry{Seq: l.Seq, ID: l.EvtID, Kind: l.Kind, At: l.At, HTML: lineItem(l)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(code)
+	w.Write(b.Bytes())
+}

@@ -1,0 +1,228 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/static"
+	"github.com/codemojex/feed/web"
+)
+
+func TestGamePage(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	e.upsert(
+		g.ev(t, event.KindGameStarted, "title", "Friday <night>", "rounds", "3", "code_length", "4", "palette", "🍎🍌🍇🍒🥝🍋"),
+		g.ev(t, event.KindPlayerJoined, "player", "ada", "avatar", "🦉"),
+	)
+	resp, page := e.get("/games/g1")
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	max, err := e.db.MaxSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq := pageSeq(t, page); seq != max {
+		t.Fatalf("embedded seq %d, want %d", seq, max)
+	}
+	for _, want := range []string{
+		`<ol id="timeline"`, `id="conn"`, `data-state="connecting"`, `id="scoreboard"`, "ada", "🦉",
+		"Friday &lt;night&gt;", `data-live="/games/g1/live"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := len(pageLines(page)); n != 2 {
+		t.Fatalf("page has %d lines, want 2", n)
+	}
+}
+
+func TestOlderPagination(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3 })
+	evs := e.gen("g1").chats(t, 7)
+	e.upsert(evs...)
+	want := reverse(evtIDs(evs))
+
+	_, page := e.get("/games/g1")
+	got := pageLines(page)
+	if !eq(got, want[:3]) {
+		t.Fatalf("first page %v, want %v", got, want[:3])
+	}
+	link := regexp.MustCompile(`id="older"[^>]*href="([^"]+)"|href="([^"]+)"[^>]*id="older"`).FindStringSubmatch(page)
+	if link == nil {
+		t.Fatal("no older link")
+	}
+	href := strings.ReplaceAll(link[1]+link[2], "&amp;", "&")
+	for _, step := range []struct {
+		want []string
+		more string
+	}{{want[3:6], "true"}, {want[6:], "false"}} {
+		resp, frag := e.get(href)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", href, resp.StatusCode)
+		}
+		if got := pageLines(frag); !eq(got, step.want) {
+			t.Fatalf("GET %s: %v, want %v", href, got, step.want)
+		}
+		if m := resp.Header.Get("X-More"); m != step.more {
+			t.Fatalf("GET %s: X-More %q, want %q", href, m, step.more)
+		}
+		href = "/games/g1/older?before=" + step.want[len(step.want)-1]
+	}
+	if resp, _ := e.get("/games/g1/older?before=nope"); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad cursor: %d, want 400", resp.StatusCode)
+	}
+}
+
+func TestIndex(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	e.upsert(e.gen("alpha").chats(t, 2)...)
+	e.upsert(e.gen("beta").chats(t, 1)...)
+	for _, path := range []string{"/", "/fragments/games"} {
+		resp, body := e.get(path)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		for _, want := range []string{`href="/games/alpha"`, `href="/games/beta"`, `<time datetime="`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("GET %s lacks %q", path, want)
+			}
+		}
+	}
+}
+
+func TestStaticAssets(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	_, page := e.get("/games/g1")
+	for _, name := range []string{"app.js", "app.css"} {
+		p := static.Path(name)
+		if !regexp.MustCompile(`^/static/` + strings.Split(name, ".")[0] + `\.[0-9a-f]{10}\.` + strings.Split(name, ".")[1] + `$`).MatchString(p) {
+			t.Fatalf("hashed path %q", p)
+		}
+		if !strings.Contains(page, `"`+p+`"`) {
+			t.Errorf("page does not reference %s", p)
+		}
+		resp, body := e.get(p)
+		if resp.StatusCode != 200 || len(body) == 0 {
+			t.Fatalf("GET %s: %d", p, resp.StatusCode)
+		}
+		if cc := resp.Header.Get("Cache-Control"); !strings.Contains(cc, "immutable") {
+			t.Errorf("GET %s: Cache-Control %q", p, cc)
+		}
+		if resp, _ := e.get("/static/" + name); resp.StatusCode != 404 {
+			t.Errorf("unhashed /static/%s: %d, want 404", name, resp.StatusCode)
+		}
+	}
+	resp, _ := e.get(static.Path("app.js"))
+	if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "javascript") {
+		t.Errorf("app.js Content-Type %q", ct)
+	}
+}
+
+func TestHealthAndReady(t *testing.T) {
+	tests := []struct {
+		name     string
+		ready    func(context.Context) error
+		want     int
+		wantBody string
+	}{
+		{"no check", nil, 200, "ready"},
+		{"ready", func(context.Context) error { return nil }, 200, "ready"},
+		{"redis down", func(context.Context) error { return errors.New("redis: connection refused") }, 503, "redis: connection refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := MustOpenEnv(t, func(c *web.Config) { c.Ready = tt.ready })
+			if resp, _ := e.get("/healthz"); resp.StatusCode != 200 {
+				t.Fatalf("healthz: %d", resp.StatusCode)
+			}
+			resp, body := e.get("/readyz")
+			if resp.StatusCode != tt.want || !strings.Contains(body, tt.wantBody) {
+				t.Fatalf("readyz: %d %q, want %d with %q", resp.StatusCode, body, tt.want, tt.wantBody)
+			}
+		})
+	}
+}
+
+func TestStatus(t *testing.T) {
+	st := feed.Status{
+		Group: "feed", At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Renderers: []string{"r1"},
+		Streams: []feed.StreamStatus{{
+			Stream: event.StreamKey("g1"), Game: "g1", Length: 42, Lag: 3, Pending: 2,
+			OldestPendingIdle: 31 * time.Second, Dead: 1,
+			Consumers: []feed.ConsumerStatus{
+				{Name: "r1", Pending: 0, Idle: time.Second, Alive: true},
+				{Name: "<r2>", Pending: 2, Idle: 31 * time.Second},
+			},
+		}},
+	}
+	e := MustOpenEnv(t, func(c *web.Config) {
+		c.Status = func(context.Context) (feed.Status, error) { return st, nil }
+	})
+	resp, body := e.get("/api/status")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("api: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var got web.APIStatus
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Group != "feed" || len(got.Streams) != 1 || got.Streams[0].Pending != 2 ||
+		got.Streams[0].OldestPendingIdle != 31*time.Second || len(got.Streams[0].Consumers) != 2 {
+		t.Fatalf("api status %+v", got)
+	}
+	_, page := e.get("/status")
+	for _, want := range []string{"g1", "&lt;r2&gt;", ">42<", "31.0s", `id="streams"`, `data-api="/api/status"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("status page lacks %q", want)
+		}
+	}
+
+	// Without a status source the page says so and the API answers 503.
+	e2 := MustOpenEnv(t, nil)
+	if resp, body := e2.get("/api/status"); resp.StatusCode != 503 || !strings.Contains(body, "no status source") {
+		t.Fatalf("api without source: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestReplay(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	evs := e.gen("g1").chats(t, 4)
+	e.upsert(evs[0], evs[3])
+	e.upsert(evs[1], evs[2])
+	resp, page := e.get("/games/g1/replay")
+	if resp.StatusCode != 200 || !strings.Contains(page, `data-timeline="/games/g1/timeline.json"`) || !strings.Contains(page, `id="pos"`) {
+		t.Fatalf("replay page: %d", resp.StatusCode)
+	}
+	resp, body := e.get("/games/g1/timeline.json")
+	if resp.StatusCode != 200 {
+		t.Fatalf("timeline: %d", resp.StatusCode)
+	}
+	var tl []web.TimelineEntry
+	if err := json.Unmarshal([]byte(body), &tl); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range tl {
+		got = append(got, x.ID)
+		if !strings.HasPrefix(x.HTML, `<li id="`+x.ID+`"`) || x.At.IsZero() {
+			t.Fatalf("entry %+v", x)
+		}
+	}
+	if !eq(got, evtIDs(evs)) {
+		t.Fatalf("timeline %v, want EVT order %v", got, evtIDs(evs))
+	}
+	if resp, _ := e.get("/games/never-played/replay"); resp.StatusCode != 404 {
+		t.Fatalf("replay of an unknown game: %d, want 404", resp.StatusCode)
+	}
+}

@@ -1,0 +1,132 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/codemojex/feed/store"
+	"github.com/codemojex/feed/web"
+)
+
+// dialSmallBuffer dials with a tiny socket receive buffer, so a client that
+// stops reading backs the server up after a few frames, not megabytes.
+func (e *env) dialSmallBuffer(game string, after int64) *wsClient {
+	e.tb.Helper()
+	d := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	hc := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, e.wsURL(game, after), &websocket.DialOptions{HTTPClient: hc})
+	if err != nil {
+		e.tb.Fatalf("dial: %v", err)
+	}
+	c.SetReadLimit(1 << 20)
+	e.tb.Cleanup(func() { c.CloseNow() })
+	return &wsClient{tb: e.tb, c: c}
+}
+
+// bigChats are chat lines padded to about size bytes of HTML each.
+func (g *gen) bigChats(tb testing.TB, n, size int) []store.Event {
+	evs := g.chats(tb, n)
+	pad := `<span class="pad">` + strings.Repeat("x", size) + `</span>`
+	for i := range evs {
+		evs[i].HTML += pad
+	}
+	return evs
+}
+
+// A client that stops reading is dropped and closed with a clear reason; the
+// other clients keep receiving promptly; the slow one resumes from its
+// cursor without a gap.
+func TestLiveSlowClient(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) {
+		c.SendQueue = 32
+		c.TailBatch = 16
+		c.WriteTimeout = 10 * time.Second
+	})
+	g := e.gen("g1")
+	slow := e.dialSmallBuffer("g1", 0)
+	fast := e.dial("g1", 0)
+	fast.next() // state
+
+	var all []string
+	fastSeen := 0
+	// Rounds small enough for a healthy client's queue; the slow client's
+	// socket fills up and then its queue.
+	for round := 0; e.srv.Stats().SlowCloses == 0; round++ {
+		if round == 400 {
+			t.Fatal("slow client never dropped")
+		}
+		evs := g.bigChats(t, 8, 16<<10)
+		e.upsert(evs...)
+		all = append(all, evtIDs(evs)...)
+		got := fast.lines(len(evs))
+		if !eq(ids(got), evtIDs(evs)) {
+			t.Fatalf("fast client round %d: got %v", round, ids(got))
+		}
+		fastSeen += len(got)
+	}
+	if n := e.srv.Stats().SlowCloses; n != 1 {
+		t.Fatalf("SlowCloses = %d, want 1 (the fast client must stay)", n)
+	}
+
+	// The fast client keeps its latency after the drop.
+	marker := g.chats(t, 1)
+	start := time.Now()
+	e.upsert(marker...)
+	if got := fast.lines(1); got[0].ID != marker[0].EvtID {
+		t.Fatalf("fast client got %s, want the marker", got[0].ID)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("fast client latency %v after the slow drop", d)
+	}
+	all = append(all, marker[0].EvtID)
+
+	// The slow client reads what was buffered, then the close with reason.
+	var got []string
+	var last int64
+	var err error
+	for {
+		var f wireFrame
+		f, err = slow.read(15 * time.Second)
+		if err != nil {
+			break
+		}
+		if f.T == "line" {
+			got = append(got, f.ID)
+			last = f.Seq
+		}
+	}
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || !strings.Contains(ce.Reason, "slow client") {
+		t.Fatalf("slow client ended with %v, want a policy-violation close saying slow client", err)
+	}
+	if len(got) == 0 || len(got) >= len(all) {
+		t.Fatalf("slow client got %d of %d lines before the close", len(got), len(all))
+	}
+
+	// Resume from its cursor: the rest, no gap, no double.
+	w := e.dial("g1", last)
+	got = append(got, ids(w.lines(len(all)-len(got)))...)
+	if !eq(got, all) {
+		t.Fatalf("slow client's lines after resume differ from the timeline (%d vs %d)", len(got), len(all))
+	}
+	w.quiet(100 * time.Millisecond)
+}

@@ -1,0 +1,72 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/templates"
+)
+
+// statusTimeout bounds one status snapshot (many XINFO calls).
+const statusTimeout = 5 * time.Second
+
+// APIStatus is the JSON of /api/status: the consumer group's status plus
+// this replica's websocket side.
+type APIStatus struct {
+	feed.Status
+	Error string `json:"error,omitempty"` // the status source failed
+	Web   Stats  `json:"web"`
+}
+
+func (s *Server) snapshot(ctx context.Context) (feed.Status, error) {
+	if s.cfg.Status == nil {
+		return feed.Status{At: time.Now().UTC()}, errNoStatus
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	return s.cfg.Status(ctx)
+}
+
+func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
+	st, err := s.snapshot(r.Context())
+	v := templates.StatusView{Status: st, API: "/api/status"}
+	if err != nil {
+		v.Err = err.Error()
+	}
+	s.render(w, r, http.StatusOK, templates.StatusPage(v))
+}
+
+func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
+	st, err := s.snapshot(r.Context())
+	out := APIStatus{Status: st, Web: s.Stats()}
+	code := http.StatusOK
+	if err != nil {
+		out.Error = err.Error()
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, out)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok\n"))
+}
+
+// readyz answers 200 when cfg.Ready passes (Redis and SQLite reachable, the
+// consumer loop running), else 503 with the reason.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("not ready: " + err.Error() + "\n"))
+			return
+		}
+	}
+	w.Write([]byte("ready\n"))
+}

@@ -1,0 +1,146 @@
+package web
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/codemojex/feed/store"
+)
+
+// tailer follows the store by seq and hands new lines to the hubs. It is the
+// only reader of the store on the live path, however many browsers watch.
+type tailer struct {
+	s      *Server
+	cursor int64 // highest seq handed off (or skipped while no hub existed)
+}
+
+func newTailer(s *Server, start int64) *tailer { return &tailer{s: s, cursor: start} }
+
+// run polls on every doorbell and at least every TailEvery until ctx ends.
+// Errors back off with jitter up to 5 s; a missed doorbell costs at most one
+// TailEvery, never a line, because the cursor only moves past handed lines.
+func (t *tailer) run(ctx context.Context) {
+	tick := time.NewTicker(t.s.cfg.TailEvery)
+	defer tick.Stop()
+	bell := t.s.cfg.Doorbell
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-bell:
+			if !ok {
+				bell = nil // a closed doorbell must not spin; the ticker goes on
+			}
+		case <-tick.C:
+		}
+		if err := t.poll(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			t.s.stats.tailErrors.Add(1)
+			mTailErrors.Inc()
+			wait := backoff(failures, 100*time.Millisecond, 5*time.Second)
+			t.s.log.Warn("web: tail store", "seq", t.cursor, "attempts", failures, "retry_in", wait, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			continue
+		}
+		failures = 0
+	}
+}
+
+// poll hands every line after the cursor to the hubs, page by page.
+func (t *tailer) poll(ctx context.Context) error {
+	st := t.s.cfg.Store
+	for {
+		// Read the max seq before looking at the hubs: a browser that
+		// subscribes after the look backfills from the store after its
+		// subscription, so lines up to max are its own to read.
+		if t.s.hubs.len() == 0 {
+			max, err := st.MaxSeq(ctx)
+			if err != nil {
+				return err
+			}
+			if t.s.hubs.len() == 0 {
+				t.advance(max)
+				return nil
+			}
+		}
+		lines, err := st.Since(ctx, t.cursor, t.s.cfg.TailBatch)
+		if err != nil {
+			return err
+		}
+		if len(lines) == 0 {
+			return nil
+		}
+		t.handOff(ctx, lines)
+		t.advance(lines[len(lines)-1].Seq)
+		if len(lines) < t.s.cfg.TailBatch {
+			return nil
+		}
+	}
+}
+
+func (t *tailer) advance(seq int64) {
+	if seq > t.cursor {
+		t.cursor = seq
+		t.s.stats.tailCursor.Store(seq)
+	}
+}
+
+// handOff encodes each line once and offers the shared bytes to every client
+// of its game's hub, then one state frame per touched game.
+func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
+	now := time.Now()
+	var touched []string
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if !l.At.IsZero() {
+			mTailLag.Observe(now.Sub(l.At).Seconds())
+		}
+		h := t.s.hubs.get(l.Game)
+		if h == nil {
+			continue
+		}
+		f := lineFrame(l)
+		t.s.countEncoded(frameLine)
+		t.s.countSlow(h.broadcast(f))
+		if !seen[l.Game] {
+			seen[l.Game] = true
+			touched = append(touched, l.Game)
+		}
+	}
+	for _, game := range touched {
+		h := t.s.hubs.get(game)
+		if h == nil {
+			continue
+		}
+		f, err := stateFrame(ctx, t.s.cfg.Store, game)
+		if err != nil {
+			// The lines went out; a missing scoreboard refresh heals with
+			// the game's next line.
+			t.s.log.Warn("web: scoreboard", "game", game, "err", err)
+			continue
+		}
+		t.s.countEncoded(frameState)
+		t.s.countSlow(h.broadcast(f))
+	}
+}
+
+// backoff is exponential with full jitter: uniform in [0, min(max, base·2^n)).
+func backoff(n int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return time.Duration(rand.Int64N(int64(d))) + time.Millisecond
+}

@@ -1,0 +1,269 @@
+// Package web serves the feed to browsers: the games index, each game's
+// live timeline (server-rendered, then a websocket of new lines from a
+// seq cursor), a replay page, the operator's status page and metrics. It
+// only reads: the store for lines and state, a status function for the
+// consumer group. It never writes to Redis.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/store"
+)
+
+// Errors of the web package.
+var (
+	ErrNoStore  = errors.New("web: config has no store")
+	ErrClosed   = errors.New("web: server closed")
+	errNoStatus = errors.New("web: no status source configured")
+)
+
+// Store is what the web reads from the store; *store.DB implements it.
+type Store interface {
+	// Page returns the latest n lines of game (newest first), the store's
+	// max seq and the scoreboard, read in one transaction.
+	Page(ctx context.Context, game string, n int) (store.Page, error)
+	// Before returns up to n lines of game older than evtID, newest first.
+	Before(ctx context.Context, game, evtID string, n int) ([]store.Line, error)
+	// After returns up to limit lines of game with seq > seq, in seq order.
+	After(ctx context.Context, game string, seq int64, limit int) ([]store.Line, error)
+	// Since returns up to limit lines of every game with seq > seq, in seq order.
+	Since(ctx context.Context, seq int64, limit int) ([]store.Line, error)
+	// MaxSeq returns the highest seq in the store (0 when empty).
+	MaxSeq(ctx context.Context) (int64, error)
+	// Scoreboard returns game's state for the scoreboard panel.
+	Scoreboard(ctx context.Context, game string) (store.Scoreboard, error)
+	// Game returns game's summary, or an error wrapping store.ErrNotFound.
+	Game(ctx context.Context, game string) (store.Game, error)
+	// Games returns every game's summary.
+	Games(ctx context.Context) ([]store.Game, error)
+	// Timeline returns every line of game in EVT id order (oldest first).
+	Timeline(ctx context.Context, game string) ([]store.Line, error)
+}
+
+var _ Store = (*store.DB)(nil)
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	Addr  string // listen address; ":0" picks a free port (see Server.Addr)
+	Store Store  // required
+
+	// Status reports the consumer group's health for /status and
+	// /api/status; nil shows "no status source".
+	Status func(ctx context.Context) (feed.Status, error)
+	// Ready reports whether Redis and SQLite are reachable and the consumer
+	// loop runs; nil means ready. /readyz answers 503 with its error.
+	Ready func(ctx context.Context) error
+	// Doorbell signals that the store moved (the renderer's PUBLISH, relayed
+	// by cmd/renderer). Nil: the tailer only polls every TailEvery.
+	Doorbell <-chan struct{}
+
+	// AllowedOrigins widens the websocket Origin check beyond the request's
+	// own host (coder/websocket OriginPatterns, e.g. "example.com",
+	// "https://*.example.com").
+	AllowedOrigins []string
+	// AdminToken, when set, guards /status, /api/status and /metrics
+	// (Authorization: Bearer TOKEN, or ?token=TOKEN).
+	AdminToken string
+	Logger     *slog.Logger // default slog.Default()
+
+	TailEvery    time.Duration // poll the store at least this often (1s)
+	TailBatch    int           // lines per store query of the tailer and of a backfill (256)
+	SendQueue    int           // frames queued per websocket before it is closed as slow (1024; keep it above TailBatch)
+	WriteTimeout time.Duration // one websocket write or ping may take this long (10s)
+	PingEvery    time.Duration // websocket ping interval (20s)
+	MaxBacklog   int           // a resume further behind than this many lines gets a reset frame (2000)
+	PageLines    int           // lines on a game page and per "older" fragment (100)
+
+	UpgradeRate  float64 // websocket upgrades per second per client address (2)
+	UpgradeBurst int     // burst of upgrades per client address (20)
+	MaxClients   int     // websocket clients per server; beyond it upgrades get 503 (10000)
+}
+
+func (c *Config) defaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	setDur(&c.TailEvery, time.Second)
+	setDur(&c.WriteTimeout, 10*time.Second)
+	setDur(&c.PingEvery, 20*time.Second)
+	setInt(&c.TailBatch, 256)
+	setInt(&c.SendQueue, 1024)
+	setInt(&c.MaxBacklog, 2000)
+	setInt(&c.PageLines, 100)
+	setInt(&c.UpgradeBurst, 20)
+	setInt(&c.MaxClients, 10000)
+	if c.UpgradeRate <= 0 {
+		c.UpgradeRate = 2
+	}
+}
+
+func setDur(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+func setInt(n *int, def int) {
+	if *n <= 0 {
+		*n = def
+	}
+}
+
+// Server is a running web server with its tailer and hubs.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	ln   net.Listener
+	http *http.Server
+
+	// ctx ends live work (tailer, websockets) on Close; HTTP requests drain
+	// through http.Server.Shutdown instead.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // tailer, serve loop, websocket handlers
+
+	hubs    *hubs
+	limiter *limiter
+	stats   counters
+
+	mu      sync.Mutex
+	closing bool // no new websocket handlers once set (guards wg.Add)
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Stats are this Server's own counters (the Prometheus collectors are
+// process-wide, shared by every Server in a process).
+type Stats struct {
+	Clients       int64 // open websockets
+	Hubs          int64 // games with at least one websocket
+	LinesEncoded  int64 // line frames the tailer encoded (once per line per watched game, shared by its clients)
+	StatesEncoded int64 // state frames the tailer encoded (once per tail batch per touched game)
+	FramesSent    int64 // frames written to websockets
+	SlowCloses    int64 // websockets closed for not keeping up
+	Resets        int64 // reset frames sent
+	TailCursor    int64 // highest seq handed to the hubs
+	TailErrors    int64
+}
+
+type counters struct {
+	clients, linesEncoded, statesEncoded, framesSent, slowCloses, resets, tailCursor, tailErrors atomic.Int64
+}
+
+// Open listens on cfg.Addr, starts the tailer at the store's current max seq
+// and serves until Close.
+func Open(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, ErrNoStore
+	}
+	cfg.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
+	s.hubs = newHubs()
+	s.limiter = newLimiter(cfg.UpgradeRate, cfg.UpgradeBurst)
+
+	start, err := cfg.Store.MaxSeq(ctx)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("web: read max seq: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("web: listen %s: %w", cfg.Addr, err)
+	}
+	s.ln = ln
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	s.stats.tailCursor.Store(start)
+
+	t := newTailer(s, start)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		t.run(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("web: serve", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	s.log.Info("web: serving", "addr", ln.Addr().String(), "seq", start)
+	return s, nil
+}
+
+// Addr returns the address the server listens on (with the real port when
+// Config.Addr asked for ":0").
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// URL returns "http://" + Addr(), handy for tests and logs.
+func (s *Server) URL() string { return "http://" + s.Addr() }
+
+// Handler returns the server's router, for embedding in another server.
+func (s *Server) Handler() http.Handler { return s.http.Handler }
+
+// Stats returns a snapshot of this server's counters.
+func (s *Server) Stats() Stats {
+	return Stats{
+		Clients:       s.stats.clients.Load(),
+		Hubs:          int64(s.hubs.len()),
+		LinesEncoded:  s.stats.linesEncoded.Load(),
+		StatesEncoded: s.stats.statesEncoded.Load(),
+		FramesSent:    s.stats.framesSent.Load(),
+		SlowCloses:    s.stats.slowCloses.Load(),
+		Resets:        s.stats.resets.Load(),
+		TailCursor:    s.stats.tailCursor.Load(),
+		TailErrors:    s.stats.tailErrors.Load(),
+	}
+}
+
+// Close stops the tailer, closes every websocket with StatusGoingAway (so
+// browsers reconnect, to another replica if need be), drains HTTP requests
+// for up to 5 seconds and waits for every goroutine it started.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
+		s.cancel()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.closeErr = fmt.Errorf("web: shutdown: %w", err)
+			s.http.Close()
+		}
+		s.wg.Wait()
+		s.log.Info("web: closed", "addr", s.ln.Addr().String())
+	})
+	return s.closeErr
+}
+
+// track registers a websocket handler with the WaitGroup unless the server
+// is closing, so Close never races a late wg.Add.
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
