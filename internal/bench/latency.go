@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/codemojex/feed/internal/event"
+)
+
+// LatencyConfig sizes the latency benchmark.
+type LatencyConfig struct {
+	Dir      string
+	Renderer string // renderer binary
+	Games    int
+	Clients  int
+	Rate     float64 // events/s over all games
+	Warmup   time.Duration
+	Duration time.Duration
+	Log      io.Writer
+}
+
+// LatencyResult is XADD → websocket frame latency over every delivery.
+type LatencyResult struct {
+	Cfg        LatencyConfig
+	Q          Quantiles
+	Sent       int
+	Expected   int // deliveries expected: each line times the clients of its game
+	Dropped    int
+	AchievedHz float64
+}
+
+// Latency runs one real renderer process, connects Clients websocket
+// clients from this process (spread over Games), writes marked chat lines
+// at Rate for Warmup + Duration and measures, for every line every client
+// receives in the measured window, the time from just before its XADD to
+// the frame's arrival.
+func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
+	res := LatencyResult{Cfg: cfg}
+	r, err := StartRedis(mkdir(cfg.Dir, "redis-latency"))
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	rdb := r.Client(0)
+	defer rdb.Close()
+	m := event.NewMinter(time.Now().UnixNano())
+	games, err := SeedGames(ctx, rdb, m, "lat", cfg.Games)
+	if err != nil {
+		return res, err
+	}
+	keys := Keys(games)
+	rend, err := StartRenderer(cfg.Renderer, RendererArgs{
+		RedisURL: r.URL(), DB: filepath.Join(cfg.Dir, "latency.db"), Consumer: "lat-1", LogDir: cfg.Dir,
+	})
+	if err != nil {
+		return res, err
+	}
+	defer rend.Stop()
+	if err := rend.WaitReady(ctx, 30*time.Second); err != nil {
+		return res, err
+	}
+	if _, err := WaitFor(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
+		return Drained(ctx, rdb, "feed", keys)
+	}); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	sw, err := Connect(ctx, SwarmConfig{BaseURL: rend.URL(), Games: games, N: cfg.Clients})
+	if err != nil {
+		return res, err
+	}
+	defer sw.Close()
+	fmt.Fprintf(cfg.Log, "latency: %d clients connected over %d games in %v\n", cfg.Clients, cfg.Games, time.Since(start).Round(time.Millisecond))
+
+	if _, err := WriteMarked(ctx, rdb, m, games, cfg.Rate, cfg.Warmup); err != nil {
+		return res, err
+	}
+	from := time.Now()
+	sent, err := WriteMarked(ctx, rdb, m, games, cfg.Rate, cfg.Duration)
+	if err != nil {
+		return res, err
+	}
+	res.Sent = sent
+	res.AchievedHz = float64(sent) / time.Since(from).Seconds()
+	perGame := make([]int, len(games))
+	for i := range cfg.Clients {
+		perGame[i%len(games)]++
+	}
+	for i := range sent {
+		res.Expected += perGame[i%len(games)]
+	}
+	measured := func() []Delivery {
+		var out []Delivery
+		for _, d := range sw.Deliveries() {
+			if d.Sent >= from.UnixNano() {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	_, _ = WaitFor(ctx, 10*time.Second, "every line delivered", func() (bool, error) {
+		return len(measured()) >= res.Expected, nil
+	})
+	ds := measured()
+	lat := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		lat[i] = d.Latency
+	}
+	dumpDeliveries(filepath.Join(cfg.Dir, "latency-deliveries.csv"), from, ds)
+	res.Q = Summarize(lat)
+	res.Dropped, _ = sw.Dropped()
+	fmt.Fprintf(cfg.Log, "latency: %d lines at %.0f/s, %d of %d deliveries: %s\n", sent, res.AchievedHz, res.Q.N, res.Expected, res.Q)
+	return res, nil
+}
+
+// Rows are the table's latency figures.
+func (r LatencyResult) Rows() []Row {
+	c := r.Cfg
+	ok := r.Q.P99 < 25*time.Millisecond && r.Q.N == r.Expected
+	return []Row{
+		{Bench: "latency", Metric: fmt.Sprintf("XADD → websocket frame, %.0f events/s over %d games, %d clients, one renderer process; %d lines in %v",
+			c.Rate, c.Games, c.Clients, r.Sent, c.Duration),
+			Value:  fmt.Sprintf("p50 %s · p99 %s · max %s", ms(r.Q.P50), ms(r.Q.P99), ms(r.Q.Max)),
+			Target: "p99 < 25 ms", Met: verdict(ok)},
+		{Bench: "latency", Metric: "deliveries received / expected (clients dropped)",
+			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
+	}
+}
+
+// dumpDeliveries writes send offset and latency of each delivery (µs), for
+// looking at when the slow ones happen.
+func dumpDeliveries(path string, from time.Time, ds []Delivery) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for _, d := range ds {
+		fmt.Fprintf(f, "%d,%d\n", (d.Sent-from.UnixNano())/1000, d.Latency.Microseconds())
+	}
+}

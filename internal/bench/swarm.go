@@ -1,0 +1,234 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Marker is what the benchmark writers put in a chat text, followed by the
+// send time in unix nanoseconds; clients find it in the line's HTML.
+const Marker = "bench:"
+
+// SwarmConfig is a set of websocket clients of one renderer.
+type SwarmConfig struct {
+	BaseURL string   // http://host:port of the renderer
+	Games   []string // client i watches Games[i%len(Games)]
+	N       int
+	// IPs is the number of loopback source addresses (127.1.x.y) the
+	// clients are spread over: the renderer rate-limits upgrades per
+	// address (default: one per 10 clients).
+	IPs int
+	// Concurrency is the number of dials in flight (default 200).
+	Concurrency int
+}
+
+// Delivery is one marked line received by one client.
+type Delivery struct {
+	Sent    int64 // the writer's send time, unix ns
+	Latency time.Duration
+}
+
+// Swarm is a set of connected websocket clients.
+type Swarm struct {
+	clients []*wsClient
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	drops   atomic.Int64
+}
+
+type wsClient struct {
+	game string
+	conn *websocket.Conn
+
+	mu         sync.Mutex
+	frames     int64
+	deliveries []Delivery
+	err        error
+}
+
+// Connect dials every client and returns once each has received its first
+// frame (the scoreboard state), so that the renderer holds them all.
+func Connect(ctx context.Context, cfg SwarmConfig) (*Swarm, error) {
+	if cfg.IPs <= 0 {
+		cfg.IPs = max(1, cfg.N/10)
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 200
+	}
+	transports := make([]*http.Transport, cfg.IPs)
+	for i := range transports {
+		d := &net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 1, byte(i/250), byte(i%250+1))}}
+		transports[i] = &http.Transport{DialContext: d.DialContext, DisableCompression: true}
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s := &Swarm{cancel: cancel, clients: make([]*wsClient, cfg.N)}
+	sem := make(chan struct{}, cfg.Concurrency)
+	errs := make(chan error, cfg.N)
+	var dialWG sync.WaitGroup
+	for i := range cfg.N {
+		c := &wsClient{game: cfg.Games[i%len(cfg.Games)]}
+		s.clients[i] = c
+		dialWG.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer dialWG.Done()
+			defer func() { <-sem }()
+			url := strings.Replace(cfg.BaseURL, "http", "ws", 1) + "/games/" + c.game + "/live?after=0"
+			hc := &http.Client{Transport: transports[i%len(transports)]}
+			first, err := c.dial(ctx, url, hc)
+			if err != nil {
+				errs <- fmt.Errorf("client %d (%s): %w", i, c.game, err)
+				return
+			}
+			c.record(first, time.Now())
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); c.read(runCtx) }()
+		}()
+	}
+	dialWG.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	if len(all) > 0 {
+		s.Close()
+		return nil, fmt.Errorf("bench: %d of %d clients failed to connect; first: %w", len(all), cfg.N, all[0])
+	}
+	return s, nil
+}
+
+// dial connects, retrying refusals (rate limit, capacity) with backoff, and
+// reads the first frame.
+func (c *wsClient) dial(ctx context.Context, url string, hc *http.Client) ([]byte, error) {
+	backoff := 100 * time.Millisecond
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		conn, resp, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPClient: hc})
+		cancel()
+		if err == nil {
+			conn.SetReadLimit(1 << 20)
+			c.conn = conn
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			_, data, err := conn.Read(rctx)
+			if err != nil {
+				conn.CloseNow()
+				return nil, fmt.Errorf("first frame: %w", err)
+			}
+			return data, nil
+		}
+		retry := resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable)
+		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (c *wsClient) read(ctx context.Context) {
+	for {
+		_, data, err := c.conn.Read(ctx)
+		now := time.Now()
+		if err != nil {
+			c.mu.Lock()
+			if ctx.Err() == nil {
+				c.err = err
+			}
+			c.mu.Unlock()
+			return
+		}
+		c.record(data, now)
+	}
+}
+
+// record counts a frame and, when it carries a marked line, its latency.
+func (c *wsClient) record(data []byte, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.frames++
+	i := bytes.Index(data, []byte(Marker))
+	if i < 0 {
+		return
+	}
+	j := i + len(Marker)
+	k := j
+	for k < len(data) && data[k] >= '0' && data[k] <= '9' {
+		k++
+	}
+	sent, err := strconv.ParseInt(string(data[j:k]), 10, 64)
+	if err != nil {
+		return
+	}
+	c.deliveries = append(c.deliveries, Delivery{Sent: sent, Latency: now.Sub(time.Unix(0, sent))})
+}
+
+// Deliveries returns every marked line received so far, by all clients.
+func (s *Swarm) Deliveries() []Delivery {
+	var out []Delivery
+	for _, c := range s.clients {
+		c.mu.Lock()
+		out = append(out, c.deliveries...)
+		c.mu.Unlock()
+	}
+	return out
+}
+
+// Frames returns the number of frames received by all clients.
+func (s *Swarm) Frames() int64 {
+	var n int64
+	for _, c := range s.clients {
+		c.mu.Lock()
+		n += c.frames
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// Dropped returns how many clients lost their connection, and the first
+// error.
+func (s *Swarm) Dropped() (int, error) {
+	n := 0
+	var first error
+	for _, c := range s.clients {
+		c.mu.Lock()
+		if c.err != nil {
+			n++
+			if first == nil {
+				first = c.err
+			}
+		}
+		c.mu.Unlock()
+	}
+	return n, first
+}
+
+// Close closes every client.
+func (s *Swarm) Close() {
+	s.cancel()
+	for _, c := range s.clients {
+		if c != nil && c.conn != nil {
+			c.conn.CloseNow()
+		}
+	}
+	s.wg.Wait()
+}
+
+var errNotDelivered = errors.New("bench: line not delivered to every client")
