@@ -30,10 +30,11 @@ type Consumer struct {
 	wg       sync.WaitGroup
 	closeErr error
 
-	mu      sync.Mutex // guards the readiness fields
-	running bool
-	lastOK  time.Time
-	lastErr error
+	mu        sync.Mutex // guards the readiness fields
+	running   bool
+	lastOK    time.Time
+	lastErr   error
+	inHandler bool // a slow handler is not a silent Redis
 
 	// Owned by the loop goroutine.
 	streams     map[string]*streamState
@@ -124,7 +125,7 @@ func (c *Consumer) Close() error {
 // meant for /readyz.
 func (c *Consumer) Ready() error {
 	c.mu.Lock()
-	running, lastOK, lastErr := c.running, c.lastOK, c.lastErr
+	running, lastOK, lastErr, busy := c.running, c.lastOK, c.lastErr, c.inHandler
 	c.mu.Unlock()
 	select {
 	case <-c.stop:
@@ -138,7 +139,7 @@ func (c *Consumer) Ready() error {
 		return fmt.Errorf("%w: redis: %w", ErrNotReady, lastErr)
 	case lastOK.IsZero():
 		return fmt.Errorf("%w: redis has not answered yet", ErrNotReady)
-	case time.Since(lastOK) > c.staleAfter():
+	case !busy && time.Since(lastOK) > c.staleAfter():
 		return fmt.Errorf("%w: redis has not answered for %v", ErrNotReady, time.Since(lastOK).Round(time.Millisecond))
 	}
 	if err := c.lease.held(); err != nil {
@@ -155,6 +156,16 @@ func (c *Consumer) staleAfter() time.Duration {
 
 // Stats returns a snapshot of the consumer's counters.
 func (c *Consumer) Stats() Stats { return c.stats.snapshot() }
+
+func (c *Consumer) setInHandler(b bool) {
+	c.mu.Lock()
+	c.inHandler = b
+	if !b {
+		// The clock of silence starts again when the loop takes over.
+		c.lastOK = time.Now()
+	}
+	c.mu.Unlock()
+}
 
 // ok records a successful Redis round trip of the loop.
 func (c *Consumer) ok() {

@@ -504,3 +504,35 @@ func TestIdleConsumersRemoved(t *testing.T) {
 		t.Errorf("consumers left: %v", names)
 	}
 }
+
+// TestCrashLoopEntryDeadLettered: an entry delivered more than PoisonAfter
+// times without any verdict (its handler kept killing the process) is
+// dead-lettered without being handled again.
+func TestCrashLoopEntryDeadLettered(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s := stream("crashloop")
+	rdb.XGroupCreateMkStream(ctx, s, group, "0")
+	id := add(t, rdb, s)
+	res, _ := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "gone", Streams: []string{s, ">"}, Count: 1, Block: -1}).Result()
+	pos := res[0].Messages[0].ID
+	// Five deliveries so far, as if five processes died handling it.
+	if err := rdb.Do(ctx, "XCLAIM", s, group, "gone", 0, pos, "RETRYCOUNT", 5, "JUSTID").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	waitFor(t, 5*time.Second, "dead letter", func() bool { return c.Stats().Dead == 1 })
+	if rec.count(id) != 0 {
+		t.Error("handled again")
+	}
+	dead, _ := feed.ListDead(ctx, rdb, event.DeadKey("crashloop"), 0)
+	if len(dead) != 1 || dead[0].Attempts != 6 || !strings.Contains(dead[0].Reason, "delivered 6 times without a verdict") {
+		t.Errorf("dead %+v", dead)
+	}
+	if n := pending(t, rdb, s); n != 0 {
+		t.Errorf("pending %d", n)
+	}
+}

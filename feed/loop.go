@@ -32,8 +32,10 @@ func (c *Consumer) run() {
 func (c *Consumer) turn() error {
 	now := time.Now()
 	if now.After(c.nextFind) {
+		// A failing discovery keeps the previous list: the games already
+		// known go on, and it is tried again next period.
 		if err := c.discover(); err != nil {
-			return err
+			c.log.Warn("stream discovery failed; keeping the previous list", "err", err, "streams", len(c.order))
 		}
 		c.nextFind = now.Add(c.cfg.StreamsEvery)
 	}

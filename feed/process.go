@@ -179,11 +179,13 @@ func (c *Consumer) callHandler(todo []delivery) []error {
 		c.keepAlive(todo, stop)
 	}()
 	start := time.Now()
+	c.setInHandler(true)
 	var verdicts []error
 	err := safeCall(func() error {
 		verdicts = c.handle(c.hctx, ms)
 		return nil
 	})
+	c.setInHandler(false)
 	mHandlerSeconds.Observe(time.Since(start).Seconds())
 	close(stop)
 	wg.Wait()

@@ -63,14 +63,15 @@ func (c *Consumer) settle(s *settlement) error {
 	defer cancel()
 	pipe := c.rdb.Pipeline()
 	type ackCmd struct {
-		stream string
-		ids    []string
-		cmd    *redis.IntCmd
+		stream  string
+		ids     []string
+		cmd     *redis.IntCmd
+		handled bool // a handler's nil verdict, not a trimmed entry
 	}
 	var acks []ackCmd
-	for _, m := range []map[string][]string{s.acks, s.trimmed} {
+	for i, m := range []map[string][]string{s.acks, s.trimmed} {
 		for stream, ids := range m {
-			acks = append(acks, ackCmd{stream, ids, pipe.XAck(ctx, stream, c.cfg.Group, ids...)})
+			acks = append(acks, ackCmd{stream, ids, pipe.XAck(ctx, stream, c.cfg.Group, ids...), i == 0})
 		}
 	}
 	deads := make([]*redis.Cmd, len(s.dead))
@@ -94,10 +95,10 @@ func (c *Consumer) settle(s *settlement) error {
 	_, _ = pipe.Exec(ctx)
 	var connErr error
 	nAcked := 0
-	for _, ids := range s.acks {
-		nAcked += len(ids)
-	}
 	for _, a := range acks {
+		if a.handled && a.cmd.Err() == nil {
+			nAcked += len(a.ids)
+		}
 		if err := a.cmd.Err(); err != nil {
 			c.fail("ack", err)
 			c.log.Warn("ack failed; will retry", "stream", a.stream, "count", len(a.ids), "err", err)
@@ -154,6 +155,10 @@ func (c *Consumer) retryAcks() error {
 		err := cmd.Err()
 		if err == nil || serverError(err) {
 			// A reply error (NOGROUP) means there is nothing left to ack.
+			if err == nil {
+				c.stats.acked.Add(int64(len(c.unacked[stream])))
+				mAcked.Add(float64(len(c.unacked[stream])))
+			}
 			delete(c.unacked, stream)
 			continue
 		}
@@ -207,6 +212,7 @@ func (c *Consumer) keepAlive(batch []delivery, stop <-chan struct{}) {
 				c.log.Warn("refreshing entries in hand failed", "stream", stream, "err", err)
 				continue
 			}
+			c.ok()
 			c.stats.keptAlive.Add(n)
 			mKeptAlive.Add(float64(n))
 		}
