@@ -110,7 +110,7 @@ func gamesOf(evs []store.Event) []string {
 // scoreboards and game states that in-order, once-only delivery leaves;
 // and those match a model computed without SQL.
 func TestAnyDeliveryOrderSameStore(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3, 42, 2026} {
+	for _, seed := range []uint64{1, 2, 42, 2026} {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -154,7 +154,10 @@ func TestAnyDeliveryOrderSameStore(t *testing.T) {
 			orders := map[string][][]store.Event{
 				"shuffled with duplicates": deliveries(evs, r, 200),
 				"newest first":             inBatches(rev, 37),
-				"one by one, shuffled":     deliveries(evs, r, 1),
+			}
+			if seed == 1 {
+				// One transaction per delivery: slow under -race, so once.
+				orders["one by one, shuffled"] = deliveries(evs, r, 1)
 			}
 			for name, batches := range orders {
 				db := MustOpen(t, "")

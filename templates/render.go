@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a-h/templ"
 
@@ -106,9 +107,24 @@ func pegsText(exact, near string) string {
 	return strconv.Itoa(pegCount(exact)) + " exact, " + strconv.Itoa(pegCount(near)) + " near"
 }
 
-// plural writes "1 round" or "3 rounds"; a count that is not a number is
-// shown as it came (escaped by templ) with the plural noun.
+// num passes a small non-negative integer through and shows anything else
+// as "?": numeric fields are validated upstream, and if one is not, no
+// untrusted text rides along in a place meant for a number.
+func num(s string) string {
+	if s == "" || len(s) > 9 {
+		return "?"
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return "?"
+		}
+	}
+	return s
+}
+
+// plural writes "1 round" or "3 rounds" (see num for non-numbers).
 func plural(n, one, many string) string {
+	n = num(n)
 	if n == "1" {
 		return n + " " + one
 	}
@@ -121,3 +137,30 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
+
+// symbols splits an emoji string into what players see as one symbol:
+// event.SplitEmoji's clusters, with regional-indicator pairs (flags) and
+// combining marks (keycaps, tag sequences) kept with their symbol.
+func symbols(s string) []string {
+	parts := event.SplitEmoji(s)
+	out := parts[:0:0]
+	for _, p := range parts {
+		r, _ := utf8.DecodeRuneInString(p)
+		if n := len(out); n > 0 {
+			last := out[n-1]
+			lr, _ := utf8.DecodeLastRuneInString(last)
+			switch {
+			case isRegional(r) && isRegional(lr) && utf8.RuneCountInString(last) == 1:
+				out[n-1] += p // the second half of a flag
+				continue
+			case r == 0x20E3, r >= 0xE0020 && r <= 0xE007F:
+				out[n-1] += p // keycap, or a tag of a subdivision flag
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func isRegional(r rune) bool { return r >= 0x1F1E6 && r <= 0x1F1FF }
