@@ -110,7 +110,7 @@ func runBench(ctx context.Context, args []string) error {
 		}
 	}
 	m := bench.ThisMachine()
-	m.Command = "feedbench " + strings.Join(args, " ")
+	m.Command = strings.Join(os.Args, " ")
 	m.Redis = redisVersion()
 	logw := os.Stderr
 	var rows []bench.Row
@@ -149,7 +149,18 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		rows = append(rows, res.Rows()...)
 	}
+	if only["recovery"] {
+		res, err := bench.Recovery(ctx, bench.RecoveryConfig{
+			Dir: o.dir, Renderer: o.renderer, Games: 20, Pending: o.recPending,
+			MinIdle: o.recMinIdle, ClaimEvery: o.recClaim, Log: logw,
+		})
+		if err != nil {
+			return fmt.Errorf("recovery: %w", err)
+		}
+		rows = append(rows, res.Rows()...)
+	}
 	_ = notes
+	m.LoadEnd = bench.LoadAvg()
 	var buf bytes.Buffer
 	bench.WriteTable(&buf, m, rows)
 	os.Stdout.Write(buf.Bytes())

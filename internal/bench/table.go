@@ -41,17 +41,35 @@ type Machine struct {
 	Redis   string
 	Date    time.Time
 	Command string
+	// Load is /proc/loadavg's 1-minute figure before and after the run:
+	// the machine is shared, and a load above the core count means the
+	// figures are pessimistic.
+	LoadStart, LoadEnd string
+}
+
+// LoadAvg returns the 1-, 5- and 15-minute load averages.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // ThisMachine describes the running machine; redisVersion and command are
 // filled in by the caller.
 func ThisMachine() Machine {
 	return Machine{
-		Cores: runtime.NumCPU(),
-		CPU:   cpuModel(),
-		Go:    runtime.Version(),
-		OS:    runtime.GOOS + "/" + runtime.GOARCH,
-		Date:  time.Now().UTC(),
+		Cores:     runtime.NumCPU(),
+		CPU:       cpuModel(),
+		Go:        runtime.Version(),
+		OS:        runtime.GOOS + "/" + runtime.GOARCH,
+		Date:      time.Now().UTC(),
+		LoadStart: LoadAvg(),
 	}
 }
 
@@ -70,8 +88,8 @@ func cpuModel() string {
 
 // WriteTable writes the machine line and the rows as a Markdown table.
 func WriteTable(w io.Writer, m Machine, rows []Row) {
-	fmt.Fprintf(w, "Machine: %d cores (%s), %s, %s, %s; %s\n\n",
-		m.Cores, m.CPU, m.OS, m.Go, m.Redis, m.Date.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "Machine: %d cores (%s), %s, %s, %s; %s. Load average (1, 5, 15 min) %s at the start, %s at the end (shared machine).\n\n",
+		m.Cores, m.CPU, m.OS, m.Go, m.Redis, m.Date.Format("2006-01-02 15:04 MST"), m.LoadStart, m.LoadEnd)
 	fmt.Fprintln(w, "| bench | metric | value | target | |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, r := range rows {

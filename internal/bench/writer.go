@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -101,12 +102,13 @@ func PendingOf(ctx context.Context, rdb redis.UniversalClient, group, consumer s
 	for i, k := range keys {
 		cmds[i] = pipe.XPending(ctx, k, group)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return 0, fmt.Errorf("bench: xpending: %w", err)
-	}
+	_, _ = pipe.Exec(ctx) // each command's error is looked at below
 	var n int64
 	for _, c := range cmds {
 		p, err := c.Result()
+		if err != nil && strings.HasPrefix(err.Error(), "NOGROUP") {
+			continue // not consumed yet: nothing pending
+		}
 		if err != nil {
 			return 0, fmt.Errorf("bench: xpending: %w", err)
 		}
