@@ -94,7 +94,31 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
+// nameWait is how long a starting renderer waits for its consumer name to
+// be free: a crashed holder's lease expires within feed's default lease TTL
+// (5s), so a restart right after a SIGKILL succeeds, while a second live
+// process with the same name still refuses to start.
+const nameWait = 7 * time.Second
+
 func (m *Main) openConsumer(ctx context.Context, log *slog.Logger) error {
+	deadline := time.Now().Add(nameWait)
+	for i := 0; ; i++ {
+		err := m.tryOpenConsumer(ctx, log)
+		if err == nil || !errors.Is(err, feed.ErrConsumerTaken) || time.Now().After(deadline) {
+			return err
+		}
+		if i == 0 {
+			log.Info("consumer name held; waiting for its lease to expire", "wait", nameWait, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (m *Main) tryOpenConsumer(ctx context.Context, log *slog.Logger) error {
 	p := &pipeline.Pipeline{DB: m.db, Renderer: m.Config.Consumer, Committed: m.ring}
 	var err error
 	m.consumer, err = feed.Open(ctx, feed.Config{
