@@ -69,6 +69,9 @@ func helperMain() int {
 			return nil
 		},
 	}
+	// Before READY, so that a SIGTERM right after it is not fatal.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	var c *feed.Consumer
 	for {
 		c, err = feed.Open(context.Background(), cfg)
@@ -86,8 +89,6 @@ func helperMain() int {
 		return 1
 	}
 	fmt.Println("READY")
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	<-sig
 	if err := c.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "close:", err)
