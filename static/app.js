@@ -6,6 +6,11 @@
 
   var page = document.body.dataset.page;
 
+  // A CSP violation is a bug: mark it where browser tests can see it.
+  document.addEventListener('securitypolicyviolation', function (e) {
+    document.documentElement.dataset.csp = 'violated: ' + e.violatedDirective;
+  });
+
   // --- relative times -------------------------------------------------------
 
   function pad(n) { return n < 10 ? '0' + n : '' + n; }
@@ -63,7 +68,7 @@
         sec.dataset.state = 'offline';
       }).then(function () { setTimeout(poll, 3000); });
     }
-    setTimeout(poll, 3000);
+    poll();
   }
 
   // --- game page: the live timeline -----------------------------------------

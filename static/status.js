@@ -76,5 +76,5 @@
     }).then(function () { setTimeout(poll, 2000); });
   }
 
-  setTimeout(poll, 2000);
+  poll();
 })();

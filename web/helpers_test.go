@@ -53,6 +53,7 @@ type env struct {
 	srv  *web.Server
 	bell chan struct{}
 	gens map[string]*gen
+	cfg  web.Config
 }
 
 // MustOpenEnv starts a server over a fresh store; mod adjusts the config.
@@ -68,17 +69,34 @@ func MustOpenEnv(tb testing.TB, mod func(*web.Config)) *env {
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv, err := web.Open(cfg)
+	e.cfg = cfg
+	e.start()
+	return e
+}
+
+func (e *env) start() {
+	e.tb.Helper()
+	srv, err := web.Open(e.cfg)
 	if err != nil {
-		tb.Fatalf("open web: %v", err)
+		e.tb.Fatalf("open web: %v", err)
 	}
-	tb.Cleanup(func() {
+	e.tb.Cleanup(func() {
 		if err := srv.Close(); err != nil {
-			tb.Errorf("close web: %v", err)
+			e.tb.Errorf("close web: %v", err)
 		}
 	})
 	e.srv = srv
-	return e
+}
+
+// restart closes the server and opens a new one on the same address and
+// store, as a replica restart does.
+func (e *env) restart() {
+	e.tb.Helper()
+	if err := e.srv.Close(); err != nil {
+		e.tb.Fatalf("close web: %v", err)
+	}
+	e.cfg.Addr = e.srv.Addr()
+	e.start()
 }
 
 // gen mints events of one game, with bodies from the real line renderer.

@@ -88,7 +88,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	last, err := ws.backfill(after)
 	if err != nil {
 		if !errors.Is(err, errReset) {
-			s.log.Info("web: websocket backfill", "game", game, "seq", after, "err", err)
+			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, "err", err)
 		}
 		return
 	}
@@ -134,16 +134,14 @@ func (ws *wsConn) backfill(after int64) (int64, error) {
 	defer cancel()
 	max, err := s.cfg.Store.MaxSeq(ctx)
 	if err != nil {
-		ws.closeWithin(websocket.StatusInternalError, "store unavailable", time.Second)
-		return 0, err
+		return 0, ws.fail(err)
 	}
 	if after > max {
 		return 0, ws.reset("cursor ahead of store")
 	}
 	f, err := stateFrame(ctx, s.cfg.Store, ws.game)
 	if err != nil {
-		ws.closeWithin(websocket.StatusInternalError, "store unavailable", time.Second)
-		return 0, err
+		return 0, ws.fail(err)
 	}
 	if err := ws.write(frameState, f.data); err != nil {
 		return 0, err
@@ -152,8 +150,7 @@ func (ws *wsConn) backfill(after int64) (int64, error) {
 	for {
 		lines, err := s.cfg.Store.After(ctx, ws.game, cursor, s.cfg.TailBatch)
 		if err != nil {
-			ws.closeWithin(websocket.StatusInternalError, "store unavailable", time.Second)
-			return 0, err
+			return 0, ws.fail(err)
 		}
 		if sent+len(lines) > s.cfg.MaxBacklog {
 			return 0, ws.reset("too far behind")
@@ -169,6 +166,19 @@ func (ws *wsConn) backfill(after int64) (int64, error) {
 			return cursor, nil
 		}
 	}
+}
+
+// fail closes the socket after a failed store read: GoingAway when the
+// server is shutting down (the read failed because of it), else an internal
+// error. Either way the page reconnects from its cursor.
+func (ws *wsConn) fail(err error) error {
+	if ws.s.ctx.Err() != nil {
+		ws.closeWithin(websocket.StatusGoingAway, reasonShutdown, time.Second)
+		return err
+	}
+	ws.s.log.Warn("web: websocket backfill", "game", ws.game, "err", err)
+	ws.closeWithin(websocket.StatusInternalError, "store unavailable", time.Second)
+	return err
 }
 
 // reset tells the page to reload and closes the socket.

@@ -335,3 +335,32 @@ func TestGamePageOrderByEvtID(t *testing.T) {
 		t.Fatalf("page lines %v, want %v", got, want)
 	}
 }
+
+// Pings keep a reading client connected and close one that never answers.
+func TestLivePings(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PingEvery = 50 * time.Millisecond; c.WriteTimeout = 300 * time.Millisecond })
+	alive := e.dial("g1", 0)
+	mute := e.dial("g1", 0)
+	waitFor(t, 5*time.Second, "two clients", func() bool { return e.srv.Stats().Clients == 2 })
+	// Reading answers pings (coder/websocket replies while a Read is in
+	// progress); the mute client never reads, so its pongs never come.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, _, err := alive.c.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	waitFor(t, 5*time.Second, "the mute client closed", func() bool { return e.srv.Stats().Clients == 1 })
+	_ = mute
+	// Several ping periods later the reading client is still there.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if n := e.srv.Stats().Clients; n != 1 {
+			t.Fatalf("clients = %d, want the reading client kept", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
