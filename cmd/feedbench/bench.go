@@ -24,6 +24,8 @@ type options struct {
 	dir        string
 	renderer   string
 	cpuprofile string
+	inproc     bool
+	profileDir string
 
 	tpEvents, tpGames, tpRounds int
 
@@ -45,6 +47,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.dir, "dir", "", "scratch directory (default: a new temporary directory, removed at the end)")
 	fs.StringVar(&o.renderer, "renderer", "", "renderer binary (default: go build ./cmd/renderer into the scratch directory)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the first full-pipeline throughput round here")
+	fs.BoolVar(&o.inproc, "inproc", false, "latency and fan-out: wire the renderer in this process instead of running the binary (for profiling)")
+	fs.StringVar(&o.profileDir, "profile", "", "write latency.cpu.prof and fanout.heap.prof here (implies -inproc)")
 	fs.IntVar(&o.tpEvents, "throughput-events", 200000, "throughput: events pre-filled over all games")
 	fs.IntVar(&o.tpGames, "throughput-games", 20, "throughput: games (streams)")
 	fs.IntVar(&o.tpRounds, "throughput-rounds", 3, "throughput: interleaved raw and pipeline rounds")
@@ -63,6 +67,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.profileDir != "" {
+		o.inproc = true
 	}
 	if o.quick {
 		set := map[string]bool{}
@@ -103,7 +110,7 @@ func runBench(ctx context.Context, args []string) error {
 	for _, b := range strings.Split(o.only, ",") {
 		only[strings.TrimSpace(b)] = true
 	}
-	needRenderer := only["latency"] || only["fanout"] || only["recovery"]
+	needRenderer := only["recovery"] || (!o.inproc && (only["latency"] || only["fanout"]))
 	if needRenderer && o.renderer == "" {
 		if o.renderer, err = buildRenderer(ctx, o.dir); err != nil {
 			return err
@@ -125,9 +132,19 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		rows = append(rows, res.Rows()...)
 	}
+	renderer := o.renderer
+	if o.inproc {
+		renderer = "" // in this process
+	}
+	profile := func(name string) string {
+		if o.profileDir == "" {
+			return ""
+		}
+		return filepath.Join(o.profileDir, name)
+	}
 	if only["latency"] {
 		res, err := bench.Latency(ctx, bench.LatencyConfig{
-			Dir: o.dir, Renderer: o.renderer, Games: o.latGames, Clients: o.latClients,
+			Dir: o.dir, Renderer: renderer, CPUProfile: profile("latency.cpu.prof"), Games: o.latGames, Clients: o.latClients,
 			Rate: float64(o.latRate), Warmup: 2 * time.Second, Duration: o.latDuration, Log: logw,
 		})
 		if err != nil {
@@ -141,7 +158,7 @@ func runBench(ctx context.Context, args []string) error {
 			return err
 		}
 		res, err := bench.Fanout(ctx, bench.FanoutConfig{
-			Dir: o.dir, Renderer: o.renderer, Self: self, Games: o.fanGames, Clients: o.fanClients,
+			Dir: o.dir, Renderer: renderer, Self: self, HeapProfile: profile("fanout.heap.prof"), Games: o.fanGames, Clients: o.fanClients,
 			Rounds: o.fanRounds, Every: 500 * time.Millisecond, Log: logw,
 		})
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,6 +38,9 @@ type FanoutConfig struct {
 	Rounds   int // rounds of one marked line to every game
 	Every    time.Duration
 	Log      io.Writer
+	// HeapProfile, when set, is written once the clients are connected
+	// (useful with an in-process renderer: Renderer "").
+	HeapProfile string
 }
 
 // FanoutResult holds the fan-out figures.
@@ -69,16 +74,11 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 		return res, err
 	}
 	keys := Keys(games)
-	rend, err := StartRenderer(cfg.Renderer, RendererArgs{
-		RedisURL: r.URL(), DB: filepath.Join(cfg.Dir, "fanout.db"), Consumer: "fan-1", LogDir: cfg.Dir,
-	})
+	rend, err := startTarget(ctx, cfg.Renderer, r.URL(), filepath.Join(cfg.Dir, "fanout.db"), "fan-1", cfg.Dir)
 	if err != nil {
 		return res, err
 	}
 	defer rend.Stop()
-	if err := rend.WaitReady(ctx, 30*time.Second); err != nil {
-		return res, err
-	}
 	if _, err := WaitFor(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
 		return Drained(ctx, rdb, "feed", keys)
 	}); err != nil {
@@ -118,6 +118,12 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 	time.Sleep(3 * time.Second) // let the renderer settle with its clients
 	if res.RSSConnected, err = RSS(rend.Pid()); err != nil {
 		return res, err
+	}
+	if cfg.HeapProfile != "" {
+		if err := writeHeapProfile(cfg.HeapProfile); err != nil {
+			return res, err
+		}
+		fmt.Fprintf(cfg.Log, "fanout: heap profile in %s; %d goroutines in this process\n", cfg.HeapProfile, runtime.NumGoroutine())
 	}
 
 	tick := time.NewTicker(cfg.Every)
@@ -184,4 +190,12 @@ func (r FanoutResult) Rows() []Row {
 	}
 }
 
-var _ = os.Getpid
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC()
+	return pprof.Lookup("heap").WriteTo(f, 0)
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/codemojex/feed/internal/event"
@@ -21,6 +22,9 @@ type LatencyConfig struct {
 	Warmup   time.Duration
 	Duration time.Duration
 	Log      io.Writer
+	// CPUProfile, when set, is written for the measured window (useful
+	// with an in-process renderer: Renderer "").
+	CPUProfile string
 }
 
 // LatencyResult is XADD → websocket frame latency over every delivery.
@@ -53,16 +57,11 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 		return res, err
 	}
 	keys := Keys(games)
-	rend, err := StartRenderer(cfg.Renderer, RendererArgs{
-		RedisURL: r.URL(), DB: filepath.Join(cfg.Dir, "latency.db"), Consumer: "lat-1", LogDir: cfg.Dir,
-	})
+	rend, err := startTarget(ctx, cfg.Renderer, r.URL(), filepath.Join(cfg.Dir, "latency.db"), "lat-1", cfg.Dir)
 	if err != nil {
 		return res, err
 	}
 	defer rend.Stop()
-	if err := rend.WaitReady(ctx, 30*time.Second); err != nil {
-		return res, err
-	}
 	if _, err := WaitFor(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
 		return Drained(ctx, rdb, "feed", keys)
 	}); err != nil {
@@ -79,8 +78,13 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	if _, err := WriteMarked(ctx, rdb, m, games, cfg.Rate, cfg.Warmup); err != nil {
 		return res, err
 	}
+	stopProfile, err := startCPUProfile(cfg.CPUProfile)
+	if err != nil {
+		return res, err
+	}
 	from := time.Now()
 	sent, err := WriteMarked(ctx, rdb, m, games, cfg.Rate, cfg.Duration)
+	stopProfile()
 	if err != nil {
 		return res, err
 	}
@@ -142,4 +146,21 @@ func dumpDeliveries(path string, from time.Time, ds []Delivery) {
 	for _, d := range ds {
 		fmt.Fprintf(f, "%d,%d\n", (d.Sent-from.UnixNano())/1000, d.Latency.Microseconds())
 	}
+}
+
+// startCPUProfile starts a CPU profile into path ("" for none) and returns
+// its stop function.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
