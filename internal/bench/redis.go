@@ -117,3 +117,6 @@ func redisBinary() (string, error) {
 	}
 	return "", fmt.Errorf("bench: neither redis-server nor valkey-server is on PATH")
 }
+
+// Pid is the server's process id.
+func (r *Redis) Pid() int { return r.cmd.Process.Pid }

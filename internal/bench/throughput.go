@@ -39,7 +39,10 @@ type ThroughputResult struct {
 	Raw      []float64 // events/s per round
 	Pipeline []float64
 	Ratio    []float64 // pipeline/raw per round
-	Prefill  time.Duration
+	// Per CPU-second of this process and redis-server together: steadier
+	// than wall-clock rates on a shared machine.
+	RawCPU, PipelineCPU, RatioCPU []float64
+	Prefill                       time.Duration
 }
 
 // Throughput pre-fills the streams with gamesim (unpaced), then, in each
@@ -79,12 +82,17 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (ThroughputResult, er
 		defer prof.Close()
 	}
 	for round := 1; round <= cfg.Rounds; round++ {
+		meter := &cpuMeter{redisPid: r.Pid()}
+		meter.Start()
 		d, err := rawLoop(ctx, rdb, keys, fmt.Sprintf("raw-%d", round), cfg.Count, res.Events)
+		meter.Stop()
 		if err != nil {
 			return res, err
 		}
 		raw := float64(res.Events) / d.Seconds()
-		fmt.Fprintf(cfg.Log, "throughput: round %d: raw      %8.0f events/s (%v)\n", round, raw, d.Round(time.Millisecond))
+		rawCPU := float64(res.Events) / meter.Total().Seconds()
+		fmt.Fprintf(cfg.Log, "throughput: round %d: raw      %8.0f events/s (%v), %8.0f events/CPU-s (go %v, redis %v)\n",
+			round, raw, d.Round(time.Millisecond), rawCPU, meter.Self.Round(time.Millisecond), meter.Redis.Round(time.Millisecond))
 
 		if prof != nil {
 			if err := pprof.StartCPUProfile(prof); err != nil {
@@ -92,7 +100,9 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (ThroughputResult, er
 			}
 		}
 		db := filepath.Join(cfg.Dir, fmt.Sprintf("throughput-%d.db", round))
+		meter.Start()
 		d, err = pipelineLoop(ctx, rdb, keys, fmt.Sprintf("pipe-%d", round), db, cfg.Count, res.Events)
+		meter.Stop()
 		if prof != nil {
 			pprof.StopCPUProfile()
 			prof = nil // one profile: the first pipeline round
@@ -101,7 +111,13 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (ThroughputResult, er
 			return res, err
 		}
 		pipe := float64(res.Events) / d.Seconds()
-		fmt.Fprintf(cfg.Log, "throughput: round %d: pipeline %8.0f events/s (%v), %.0f%% of raw\n", round, pipe, d.Round(time.Millisecond), 100*pipe/raw)
+		pipeCPU := float64(res.Events) / meter.Total().Seconds()
+		fmt.Fprintf(cfg.Log, "throughput: round %d: pipeline %8.0f events/s (%v), %8.0f events/CPU-s (go %v, redis %v); %.0f%% of raw, %.0f%% per CPU-s\n",
+			round, pipe, d.Round(time.Millisecond), pipeCPU, meter.Self.Round(time.Millisecond), meter.Redis.Round(time.Millisecond),
+			100*pipe/raw, 100*pipeCPU/rawCPU)
+		res.RawCPU = append(res.RawCPU, rawCPU)
+		res.PipelineCPU = append(res.PipelineCPU, pipeCPU)
+		res.RatioCPU = append(res.RatioCPU, pipeCPU/rawCPU)
 		res.Raw = append(res.Raw, raw)
 		res.Pipeline = append(res.Pipeline, pipe)
 		res.Ratio = append(res.Ratio, pipe/raw)
@@ -247,5 +263,9 @@ func (r ThroughputResult) Rows() []Row {
 			Value: fmt.Sprintf("%.0f events/s", pipe), Target: "≥ 50,000 events/s", Met: verdict(pipe >= 50000)},
 		{Bench: "throughput", Metric: "pipeline / raw (per round: " + perRound + ")",
 			Value: fmt.Sprintf("%.0f%%", 100*ratio), Target: "≥ 40%", Met: verdict(ratio >= 0.40)},
+		{Bench: "throughput", Metric: "per CPU-second of feedbench + redis-server (load-independent): raw / pipeline",
+			Value: fmt.Sprintf("%.0f / %.0f events/CPU-s", median(r.RawCPU), median(r.PipelineCPU))},
+		{Bench: "throughput", Metric: "pipeline / raw per CPU-second",
+			Value: fmt.Sprintf("%.0f%%", 100*median(r.RatioCPU))},
 	}
 }
