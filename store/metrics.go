@@ -16,6 +16,10 @@ var (
 		Name: "codemojex_store_upsert_events_total",
 		Help: "Events handed to Upsert, by outcome (inserted, duplicate, error).",
 	}, []string{"outcome"})
+	upsertFallbacks = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "codemojex_store_upsert_fallbacks_total",
+		Help: "Batches redone entry by entry (one SAVEPOINT each) after a statement failed.",
+	})
 	upsertBatchSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "codemojex_store_upsert_batch_seconds",
 		Help:    "Time to commit one Upsert batch, busy retries included.",

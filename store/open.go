@@ -40,6 +40,7 @@ type DB struct {
 
 	wmu   sync.Mutex // one batch at a time on the writer connection
 	stmts *writeStmts
+	fx    *effects // scratch for Upsert, under wmu
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -71,7 +72,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{})}
+	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), fx: newEffects()}
 
 	db.w, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, false))
 	if err != nil {
@@ -136,6 +137,10 @@ func dsn(abs string, busy time.Duration, readOnly bool) string {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// Multi-row upserts need a statement journal; keep it in memory
+	// rather than in a temp file (it spills past 64 KiB otherwise).
+	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Add("_pragma", "cache_size(-32768)") // 32 MiB per connection
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {

@@ -4,16 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 	"time"
-
-	"github.com/codemojex/feed/internal/event"
 )
 
-// Upsert stores a batch in one transaction. Each entry runs inside its own
-// SAVEPOINT, so one entry's failure is its own verdict and the rest of the
-// batch still commits. An EVT id already stored is a no-op (Inserted
+// Upsert stores a batch in one transaction, each entry's verdict its own:
+// should any entry fail, the batch is redone with every entry inside its
+// own SAVEPOINT, so that entry alone fails and the rest still commits. An EVT id already stored is a no-op (Inserted
 // false): its side effects (score, wins, guess and line counts) were applied
 // by the transaction that inserted it, and only then. Newer-wins state
 // (game info, status, round; a player's avatar, presence, last guess) moves
@@ -116,10 +115,41 @@ func prepareEvent(e *Event) (prepared, error) {
 	return p, nil
 }
 
-// upsertTx is one attempt at the whole batch. A busy error anywhere
-// abandons the attempt (the deferred rollback undoes it) so retryBusy can
-// run it again from scratch; res is rewritten on every attempt.
+// maxInsertRows bounds one multi-row INSERT (10 parameters a row, far
+// below SQLite's limit). Chunks are powers of two (a batch of 250 is
+// 128+64+32+16+8+2), so a handful of statements prepared at Open serve
+// every batch size.
+const maxInsertRows = 128
+
+// chunkRows is the largest power of two ≤ n, capped at maxInsertRows.
+func chunkRows(n int) int {
+	c := maxInsertRows
+	for c > n {
+		c >>= 1
+	}
+	return c
+}
+
+// upsertTx is one attempt at the whole batch in one IMMEDIATE transaction.
+// The fast path inserts the batch with multi-row INSERT … ON CONFLICT DO
+// NOTHING RETURNING (the returned rows are exactly the inserted ones) and
+// applies the inserted events' effects once per game and player. If any
+// statement fails for a reason other than busy, the attempt is rolled back
+// and redone with one SAVEPOINT per entry, so the failure is pinned on its
+// entry and the rest of the batch still commits. A busy error abandons the
+// attempt for retryBusy to run again from scratch; res is rewritten on
+// every attempt.
 func (db *DB) upsertTx(ctx context.Context, evs []Event, rows []prepared, res []Result) error {
+	err := db.attempt(ctx, evs, rows, res, false)
+	if err == nil || isBusy(err) || ctx.Err() != nil {
+		return err
+	}
+	upsertFallbacks.Inc()
+	db.log.Warn("store batch failed, retrying entry by entry", "err", err, "events", len(evs))
+	return db.attempt(ctx, evs, rows, res, true)
+}
+
+func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []Result, perEntry bool) error {
 	tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		return err
@@ -128,14 +158,104 @@ func (db *DB) upsertTx(ctx context.Context, evs []Event, rows []prepared, res []
 	s := db.stmts.bind(ctx, tx)
 	now := time.Now().UnixNano()
 	for i := range evs {
+		if rows[i].ok {
+			res[i] = Result{}
+		}
+	}
+	if perEntry {
+		err = db.entryByEntry(ctx, s, evs, rows, res, now)
+	} else {
+		err = db.wholeBatch(ctx, s, evs, rows, res, now)
+	}
+	if err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// wholeBatch is the fast path: no per-entry failure is expected, so the
+// batch goes in with as few statements as possible.
+func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows []prepared, res []Result, now int64) error {
+	at := make(map[string]int, len(evs)) // EVT id → first entry carrying it
+	pending := make([]int, 0, len(evs))
+	for i := range evs {
 		if !rows[i].ok {
 			continue
 		}
-		res[i] = Result{}
+		if _, dup := at[evs[i].EvtID]; dup {
+			continue // a duplicate within the batch: Inserted stays false
+		}
+		at[evs[i].EvtID] = i
+		pending = append(pending, i)
+	}
+	args := make([]any, 0, 10*min(len(pending), maxInsertRows))
+	for len(pending) > 0 {
+		chunk := pending[:chunkRows(len(pending))]
+		pending = pending[len(chunk):]
+		args = args[:0]
+		for _, i := range chunk {
+			args = appendInsertArgs(args, &evs[i], &rows[i], now)
+		}
+		rs, err := s.insert(len(chunk)).QueryContext(ctx, args...)
+		if err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+		for rs.Next() {
+			var seq int64
+			var id string
+			if err := rs.Scan(&seq, &id); err != nil {
+				rs.Close()
+				return err
+			}
+			i := at[id]
+			res[i].Inserted, res[i].Seq = true, seq
+		}
+		if err := rs.Close(); err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+	}
+	fx := db.fx
+	fx.reset()
+	for i := range evs {
+		if res[i].Inserted {
+			fx.add(&evs[i], now)
+		}
+	}
+	if err := fx.apply(ctx, s); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	return nil
+}
+
+// entryByEntry is the careful path: each entry in its own SAVEPOINT, so a
+// failing entry is rolled back alone (line and effects) with its own error.
+func (db *DB) entryByEntry(ctx context.Context, s *boundStmts, evs []Event, rows []prepared, res []Result, now int64) error {
+	fx := db.fx
+	args := make([]any, 0, 10)
+	for i := range evs {
+		if !rows[i].ok {
+			continue
+		}
 		if _, err := s.get(stSavepoint).ExecContext(ctx); err != nil {
 			return err
 		}
-		seq, err := upsertOne(ctx, s, &evs[i], &rows[i], now)
+		seq, err := func() (int64, error) {
+			var seq int64
+			var id string
+			err := s.insert(1).QueryRowContext(ctx, appendInsertArgs(args[:0], &evs[i], &rows[i], now)...).Scan(&seq, &id)
+			if errors.Is(err, sql.ErrNoRows) {
+				return 0, nil // duplicate: no side effects, ever
+			}
+			if err != nil {
+				return 0, fmt.Errorf("insert: %w", err)
+			}
+			fx.reset()
+			fx.add(&evs[i], now)
+			if err := fx.apply(ctx, s); err != nil {
+				return 0, fmt.Errorf("%s state: %w", evs[i].Kind, err)
+			}
+			return seq, nil
+		}()
 		if err != nil {
 			if isBusy(err) || ctx.Err() != nil {
 				return err
@@ -145,92 +265,33 @@ func (db *DB) upsertTx(ctx context.Context, evs []Event, rows []prepared, res []
 			}
 			res[i].Err = fmt.Errorf("store: upsert %s: %w", evs[i].EvtID, err)
 		} else {
-			res[i].Inserted = seq > 0
-			res[i].Seq = seq
+			res[i].Inserted, res[i].Seq = seq > 0, seq
 		}
 		if _, err := s.get(stRelease).ExecContext(ctx); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
-// upsertOne inserts one event and, only if it was really inserted, applies
-// its side effects. It returns the new seq, or 0 for a duplicate.
-func upsertOne(ctx context.Context, s *boundStmts, e *Event, p *prepared, now int64) (int64, error) {
-	r, err := s.get(stInsertEvent).ExecContext(ctx,
-		e.EvtID, e.Game, e.Kind, p.payload, e.HTML, e.StreamID, e.Renderer, e.Attempts, p.at, now)
-	if err != nil {
-		return 0, fmt.Errorf("insert: %w", err)
-	}
-	if n, err := r.RowsAffected(); err != nil {
-		return 0, err
-	} else if n == 0 {
-		return 0, nil // duplicate: no side effects, ever
-	}
-	seq, err := r.LastInsertId()
-	if err != nil {
-		return 0, err
-	}
-	if _, err := s.get(stTouchGame).ExecContext(ctx, e.Game, e.EvtID, now); err != nil {
-		return 0, fmt.Errorf("game: %w", err)
-	}
-	if err := applyKind(ctx, s, e); err != nil {
-		return 0, fmt.Errorf("%s state: %w", e.Kind, err)
-	}
-	return seq, nil
+func appendInsertArgs(args []any, e *Event, p *prepared, now int64) []any {
+	return append(args, e.EvtID, e.Game, e.Kind, p.payload, e.HTML, e.StreamID, e.Renderer, e.Attempts, p.at, now)
 }
 
-// applyKind applies the state an inserted event of a known kind carries.
-// Numeric fields were validated by the renderer (event.Validate); a value
-// that does not parse counts as 0 here rather than failing the entry.
-func applyKind(ctx context.Context, s *boundStmts, e *Event) error {
-	f, g, id := e.Payload, e.Game, e.EvtID
-	var err error
-	switch e.Kind {
-	case event.KindGameStarted:
-		_, err = s.get(stGameInfo).ExecContext(ctx, g, f["title"], atoi(f["rounds"]), atoi(f["code_length"]), f["palette"], id)
-		if err == nil {
-			_, err = s.get(stGameStatus).ExecContext(ctx, g, "playing", "", id)
+// insertSQL is a multi-row insert of n events. ON CONFLICT DO NOTHING makes
+// a stored EVT id a no-op, and RETURNING yields only the rows really
+// inserted: the verdicts, and the only events whose effects apply.
+func insertSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO events (evt_id, game, kind, payload, html, stream_id, renderer, attempts, at, stored_at) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
 		}
-	case event.KindRoundStarted:
-		_, err = s.get(stGameRound).ExecContext(ctx, g, atoi(f["round"]), id)
-		if err == nil {
-			_, err = s.get(stGameStatus).ExecContext(ctx, g, "playing", "", id)
-		}
-	case event.KindGameOver:
-		_, err = s.get(stGameStatus).ExecContext(ctx, g, "over", f["winner"], id)
-	case event.KindPlayerJoined:
-		if p := f["player"]; p != "" {
-			_, err = s.get(stPlayerJoined).ExecContext(ctx, g, p, f["avatar"], id)
-		}
-	case event.KindPlayerLeft:
-		if p := f["player"]; p != "" {
-			_, err = s.get(stPlayerLeft).ExecContext(ctx, g, p, id)
-		}
-	case event.KindGuess:
-		if p := f["player"]; p != "" {
-			_, err = s.get(stPlayerGuess).ExecContext(ctx, g, p, f["guess"], atoi(f["exact"]), atoi(f["near"]), id)
-		}
-	case event.KindRoundWon:
-		if p := f["player"]; p != "" {
-			_, err = s.get(stPlayerWon).ExecContext(ctx, g, p, atoi64(f["points"]))
-		}
-		if err == nil {
-			_, err = s.get(stGameRound).ExecContext(ctx, g, atoi(f["round"]), id)
-		}
+		b.WriteString(`(?,?,?,?,?,?,?,?,?,?)`)
 	}
-	return err
-}
-
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
-}
-
-func atoi64(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
+	b.WriteString(` ON CONFLICT (evt_id) DO NOTHING RETURNING seq, evt_id`)
+	return b.String()
 }
 
 // Write statement indexes.
@@ -238,74 +299,63 @@ const (
 	stSavepoint = iota
 	stRelease
 	stRollbackTo
-	stInsertEvent
-	stTouchGame
-	stGameInfo
-	stGameStatus
-	stGameRound
-	stPlayerJoined
-	stPlayerLeft
-	stPlayerGuess
-	stPlayerWon
+	stGame
+	stPlayer
 	stCount
 )
 
-// writeSQL is every statement Upsert runs. Newer-wins columns compare the
-// incoming EVT id with the *_evt column of their field group; in an
-// ON CONFLICT DO UPDATE every right-hand side sees the row as it was, so
-// a group's values and its *_evt move together or not at all.
+// writeSQL is every fixed statement Upsert runs. Newer-wins columns compare
+// the incoming group's EVT id with the *_evt column of their group; in an
+// ON CONFLICT DO UPDATE every right-hand side sees the row as it was, so a
+// group's values and its *_evt move together or not at all. A group the
+// batch did not touch comes with an empty EVT id, which never wins.
 var writeSQL = [stCount]string{
 	stSavepoint:  `SAVEPOINT entry`,
 	stRelease:    `RELEASE entry`,
 	stRollbackTo: `ROLLBACK TO entry`,
-	stInsertEvent: `INSERT INTO events (evt_id, game, kind, payload, html, stream_id, renderer, attempts, at, stored_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-		ON CONFLICT (evt_id) DO NOTHING`,
-	stTouchGame: `INSERT INTO games (name, events, last_evt_id, last_at) VALUES (?1, 1, ?2, ?3)
+	stGame: `INSERT INTO games (name, title, rounds, code_len, palette, info_evt, status, winner, status_evt,
+			round, round_evt, events, last_evt_id, last_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
 		ON CONFLICT (name) DO UPDATE SET
-			events = events + 1,
+			title    = CASE WHEN excluded.info_evt > info_evt THEN excluded.title ELSE title END,
+			rounds   = CASE WHEN excluded.info_evt > info_evt THEN excluded.rounds ELSE rounds END,
+			code_len = CASE WHEN excluded.info_evt > info_evt THEN excluded.code_len ELSE code_len END,
+			palette  = CASE WHEN excluded.info_evt > info_evt THEN excluded.palette ELSE palette END,
+			info_evt = max(info_evt, excluded.info_evt),
+			status     = CASE WHEN excluded.status_evt > status_evt THEN excluded.status ELSE status END,
+			winner     = CASE WHEN excluded.status_evt > status_evt THEN excluded.winner ELSE winner END,
+			status_evt = max(status_evt, excluded.status_evt),
+			round     = CASE WHEN excluded.round_evt > round_evt THEN excluded.round ELSE round END,
+			round_evt = max(round_evt, excluded.round_evt),
+			events      = events + excluded.events,
 			last_evt_id = max(last_evt_id, excluded.last_evt_id),
-			last_at = max(last_at, excluded.last_at)`,
-	stGameInfo: `UPDATE games SET title = ?2, rounds = ?3, code_len = ?4, palette = ?5, info_evt = ?6
-		WHERE name = ?1 AND info_evt < ?6`,
-	stGameStatus: `UPDATE games SET status = ?2, winner = ?3, status_evt = ?4
-		WHERE name = ?1 AND status_evt < ?4`,
-	stGameRound: `UPDATE games SET round = ?2, round_evt = ?3
-		WHERE name = ?1 AND round_evt < ?3`,
-	stPlayerJoined: `INSERT INTO players (game, name, avatar, avatar_evt, present, present_evt)
-		VALUES (?1, ?2, ?3, ?4, 1, ?4)
+			last_at     = max(last_at, excluded.last_at)`,
+	stPlayer: `INSERT INTO players (game, name, avatar, avatar_evt, present, present_evt,
+			last_guess, last_exact, last_near, guess_evt, score, wins, guesses)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 		ON CONFLICT (game, name) DO UPDATE SET
-			avatar = CASE WHEN excluded.avatar_evt > avatar_evt THEN excluded.avatar ELSE avatar END,
+			avatar     = CASE WHEN excluded.avatar_evt > avatar_evt THEN excluded.avatar ELSE avatar END,
 			avatar_evt = max(avatar_evt, excluded.avatar_evt),
-			present = CASE WHEN excluded.present_evt > present_evt THEN 1 ELSE present END,
-			present_evt = max(present_evt, excluded.present_evt)`,
-	stPlayerLeft: `INSERT INTO players (game, name, present, present_evt)
-		VALUES (?1, ?2, 0, ?3)
-		ON CONFLICT (game, name) DO UPDATE SET
-			present = CASE WHEN excluded.present_evt > present_evt THEN 0 ELSE present END,
-			present_evt = max(present_evt, excluded.present_evt)`,
-	stPlayerGuess: `INSERT INTO players (game, name, guesses, last_guess, last_exact, last_near, guess_evt)
-		VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6)
-		ON CONFLICT (game, name) DO UPDATE SET
-			guesses = guesses + 1,
+			present     = CASE WHEN excluded.present_evt > present_evt THEN excluded.present ELSE present END,
+			present_evt = max(present_evt, excluded.present_evt),
 			last_guess = CASE WHEN excluded.guess_evt > guess_evt THEN excluded.last_guess ELSE last_guess END,
 			last_exact = CASE WHEN excluded.guess_evt > guess_evt THEN excluded.last_exact ELSE last_exact END,
-			last_near = CASE WHEN excluded.guess_evt > guess_evt THEN excluded.last_near ELSE last_near END,
-			guess_evt = max(guess_evt, excluded.guess_evt)`,
-	stPlayerWon: `INSERT INTO players (game, name, score, wins) VALUES (?1, ?2, ?3, 1)
-		ON CONFLICT (game, name) DO UPDATE SET
-			score = score + excluded.score,
-			wins = wins + 1`,
+			last_near  = CASE WHEN excluded.guess_evt > guess_evt THEN excluded.last_near ELSE last_near END,
+			guess_evt  = max(guess_evt, excluded.guess_evt),
+			score   = score + excluded.score,
+			wins    = wins + excluded.wins,
+			guesses = guesses + excluded.guesses`,
 }
 
 // writeStmts are prepared once on the writer pool (one connection), so
 // binding them to a transaction reuses the compiled statement.
 type writeStmts struct {
-	s [stCount]*sql.Stmt
+	s      [stCount]*sql.Stmt
+	insert map[int]*sql.Stmt // by row count: powers of two up to maxInsertRows
 }
 
 func prepareWrite(ctx context.Context, w *sql.DB) (*writeStmts, error) {
-	ws := &writeStmts{}
+	ws := &writeStmts{insert: map[int]*sql.Stmt{}}
 	for i, q := range writeSQL {
 		st, err := w.PrepareContext(ctx, q)
 		if err != nil {
@@ -313,6 +363,14 @@ func prepareWrite(ctx context.Context, w *sql.DB) (*writeStmts, error) {
 			return nil, fmt.Errorf("statement %d: %w", i, err)
 		}
 		ws.s[i] = st
+	}
+	for n := 1; n <= maxInsertRows; n <<= 1 {
+		st, err := w.PrepareContext(ctx, insertSQL(n))
+		if err != nil {
+			ws.close()
+			return nil, fmt.Errorf("insert of %d: %w", n, err)
+		}
+		ws.insert[n] = st
 	}
 	return ws, nil
 }
@@ -323,6 +381,9 @@ func (ws *writeStmts) close() {
 			st.Close()
 		}
 	}
+	for _, st := range ws.insert {
+		st.Close()
+	}
 }
 
 // boundStmts binds statements to one transaction lazily: most batches use
@@ -332,10 +393,11 @@ type boundStmts struct {
 	tx  *sql.Tx
 	ws  *writeStmts
 	b   [stCount]*sql.Stmt
+	ins map[int]*sql.Stmt
 }
 
 func (ws *writeStmts) bind(ctx context.Context, tx *sql.Tx) *boundStmts {
-	return &boundStmts{ctx: ctx, tx: tx, ws: ws}
+	return &boundStmts{ctx: ctx, tx: tx, ws: ws, ins: map[int]*sql.Stmt{}}
 }
 
 func (b *boundStmts) get(i int) *sql.Stmt {
@@ -343,4 +405,15 @@ func (b *boundStmts) get(i int) *sql.Stmt {
 		b.b[i] = b.tx.StmtContext(b.ctx, b.ws.s[i])
 	}
 	return b.b[i]
+}
+
+// insert returns the n-row insert (n a power of two) bound to the
+// transaction.
+func (b *boundStmts) insert(n int) *sql.Stmt {
+	st := b.ins[n]
+	if st == nil {
+		st = b.tx.StmtContext(b.ctx, b.ws.insert[n])
+		b.ins[n] = st
+	}
+	return st
 }
