@@ -35,6 +35,9 @@ type LatencyResult struct {
 	Expected   int // deliveries expected: each line times the clients of its game
 	Dropped    int
 	AchievedHz float64
+	// FramesPerLine is websocket frames received per marked line delivered
+	// over the measured window (line frames plus state frames).
+	FramesPerLine float64
 }
 
 // Latency runs one real renderer process, connects Clients websocket
@@ -78,6 +81,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	if _, err := WriteMarked(ctx, rdb, m, games, cfg.Rate, cfg.Warmup); err != nil {
 		return res, err
 	}
+	frames0 := sw.Frames()
 	stopProfile, err := startCPUProfile(cfg.CPUProfile)
 	if err != nil {
 		return res, err
@@ -110,6 +114,9 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 		return len(measured()) >= res.Expected, nil
 	})
 	ds := measured()
+	if len(ds) > 0 {
+		res.FramesPerLine = float64(sw.Frames()-frames0) / float64(len(ds))
+	}
 	lat := make([]time.Duration, len(ds))
 	for i, d := range ds {
 		lat[i] = d.Latency
@@ -132,6 +139,8 @@ func (r LatencyResult) Rows() []Row {
 			Target: "p99 < 25 ms", Met: verdict(ok)},
 		{Bench: "latency", Metric: "deliveries received / expected (clients dropped)",
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
+		{Bench: "latency", Metric: "websocket frames received per line delivered (line + scoreboard state frames)",
+			Value: fmt.Sprintf("%.2f", r.FramesPerLine)},
 	}
 }
 

@@ -1,0 +1,74 @@
+package bench_test
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/internal/bench"
+)
+
+func TestSummarize(t *testing.T) {
+	ms := func(n ...int) []time.Duration {
+		out := make([]time.Duration, len(n))
+		for i, x := range n {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		name          string
+		in            []time.Duration
+		p50, p99, max time.Duration
+	}{
+		{"empty", nil, 0, 0, 0},
+		{"one", ms(7), 7 * time.Millisecond, 7 * time.Millisecond, 7 * time.Millisecond},
+		{"unsorted", ms(5, 1, 4, 2, 3), 3 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond},
+		{"hundred", func() []time.Duration {
+			var d []time.Duration
+			for i := 100; i >= 1; i-- {
+				d = append(d, time.Duration(i)*time.Millisecond)
+			}
+			return d
+		}(), 50 * time.Millisecond, 99 * time.Millisecond, 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := bench.Summarize(tt.in)
+			if q.P50 != tt.p50 || q.P99 != tt.p99 || q.Max != tt.max || q.N != len(tt.in) {
+				t.Fatalf("Summarize = %+v, want p50 %v p99 %v max %v n %d", q, tt.p50, tt.p99, tt.max, len(tt.in))
+			}
+		})
+	}
+}
+
+// TestThroughputSmall runs both loops over a small pre-fill: the pipeline
+// must store and ack every event (pipelineLoop checks the store's count).
+func TestThroughputSmall(t *testing.T) {
+	res, err := bench.Throughput(context.Background(), bench.ThroughputConfig{
+		Dir: t.TempDir(), Games: 4, Events: 2000, Rounds: 1, Count: 100, Log: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Events != 2000 || len(res.Raw) != 1 || len(res.Pipeline) != 1 || res.Raw[0] <= 0 || res.Pipeline[0] <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestLatencyInProcess runs the latency benchmark against an in-process
+// renderer with a few clients: every marked line must reach every client
+// of its game.
+func TestLatencyInProcess(t *testing.T) {
+	res, err := bench.Latency(context.Background(), bench.LatencyConfig{
+		Dir: t.TempDir(), Games: 3, Clients: 6, Rate: 100,
+		Warmup: 200 * time.Millisecond, Duration: time.Second, Log: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 100 || res.Expected != 200 || res.Q.N != res.Expected || res.Dropped != 0 {
+		t.Fatalf("sent %d, expected %d, got %d deliveries, %d dropped", res.Sent, res.Expected, res.Q.N, res.Dropped)
+	}
+}
