@@ -29,9 +29,18 @@ type Snapshot struct {
 	Players map[string][]Player // game → scoreboard order
 }
 
-// Snapshot reads the whole store in one read transaction. It is meant for
-// tests and feedctl, not for the hot path.
-func (db *DB) Snapshot(ctx context.Context) (Snapshot, error) {
+// Snapshot reads the store (only the named games, when any are named) in
+// one read transaction. It is meant for tests and feedctl, not for the hot
+// path.
+func (db *DB) Snapshot(ctx context.Context, games ...string) (Snapshot, error) {
+	only := func(string) bool { return true }
+	if len(games) > 0 {
+		set := map[string]bool{}
+		for _, g := range games {
+			set[g] = true
+		}
+		only = func(g string) bool { return set[g] }
+	}
 	var s Snapshot
 	err := db.read(ctx, "snapshot", func() error {
 		tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -54,7 +63,9 @@ func (db *DB) Snapshot(ctx context.Context) (Snapshot, error) {
 			if at.Valid {
 				l.At = time.Unix(0, at.Int64).UTC()
 			}
-			s.Lines = append(s.Lines, l)
+			if only(l.Game) {
+				s.Lines = append(s.Lines, l)
+			}
 		}
 		if err := rows.Close(); err != nil {
 			return err
@@ -70,7 +81,9 @@ func (db *DB) Snapshot(ctx context.Context) (Snapshot, error) {
 				return err
 			}
 			g.LastAt = time.Time{}
-			s.Games = append(s.Games, g)
+			if only(g.Name) {
+				s.Games = append(s.Games, g)
+			}
 		}
 		if err := grows.Close(); err != nil {
 			return err
@@ -141,4 +154,18 @@ func Diff(a, b Snapshot, max int) []string {
 		}
 	}
 	return out
+}
+
+// Compare snapshots two stores and lists their differences (see Diff): the
+// check behind "rebuild equals live" and "replay changes nothing".
+func Compare(ctx context.Context, a, b *DB, max int, games ...string) ([]string, error) {
+	sa, err := a.Snapshot(ctx, games...)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := b.Snapshot(ctx, games...)
+	if err != nil {
+		return nil, err
+	}
+	return Diff(sa, sb, max), nil
 }

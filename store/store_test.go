@@ -248,3 +248,30 @@ func TestClosedAndCancelled(t *testing.T) {
 		t.Errorf("MaxSeq after Close = %v, want ErrClosed", err)
 	}
 }
+
+func TestCompare(t *testing.T) {
+	ctx := context.Background()
+	a, b := MustOpen(t, ""), MustOpen(t, "")
+	id := ids(3)
+	evs := []store.Event{
+		mkEvent(t, id[0], "g", event.KindRoundWon, t0, "player", "ann", "round", "1", "code", "🍎", "guesses", "3", "points", "10"),
+		mkEvent(t, id[1], "h", event.KindChat, t0, "player", "bob", "text", "hi"),
+	}
+	mustUpsert(t, a, evs)
+	mustUpsert(t, b, []store.Event{evs[1], evs[0], evs[1]})
+	if d, err := store.Compare(ctx, a, b, 0); err != nil || len(d) != 0 {
+		t.Fatalf("equal stores: %v, %v", d, err)
+	}
+	mustUpsert(t, b, []store.Event{mkEvent(t, id[2], "h", event.KindRoundWon, t0, "player", "bob", "round", "1",
+		"code", "🍎", "guesses", "1", "points", "5")})
+	if d, err := store.Compare(ctx, a, b, 0); err != nil || len(d) == 0 {
+		t.Errorf("stores differ in game h, Compare found nothing (%v)", err)
+	}
+	if d, err := store.Compare(ctx, a, b, 0, "g"); err != nil || len(d) != 0 {
+		t.Errorf("game g is equal in both: %v, %v", d, err)
+	}
+	s, err := b.Snapshot(ctx, "h")
+	if err != nil || len(s.Lines) != 2 || len(s.Games) != 1 || s.Players["h"][0].Score != 5 {
+		t.Errorf("Snapshot(h) = %+v, %v", s, err)
+	}
+}
