@@ -83,6 +83,9 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	c := newClient(s.cfg.SendQueue)
 	h := s.hubs.subscribe(game, c)
 	defer s.hubs.unsubscribe(h, c)
+	if testHookSubscribed != nil {
+		testHookSubscribed(game)
+	}
 
 	ws := &wsConn{s: s, conn: conn, game: game, hardClose: cancelRead}
 	last, err := ws.backfill(after)
@@ -96,6 +99,10 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 }
 
 var errReset = errors.New("web: client reset")
+
+// testHookSubscribed, when set by a test, runs between a websocket's hub
+// subscription and its backfill: the window where lines must not get lost.
+var testHookSubscribed func(game string)
 
 // wsConn is one websocket from the point of view of its single writer.
 type wsConn struct {

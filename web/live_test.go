@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/web"
 )
 
@@ -165,7 +166,7 @@ func TestLiveNoGapWhileWriting(t *testing.T) {
 		}
 		got := c.w.lines(len(want))
 		if !eq(ids(got), want) {
-			t.Fatalf("client %d after %d: got %d lines, want %d in order", i, c.after, len(got), len(want))
+			t.Fatalf("client %d after %d: got %d lines not equal to the %d committed after, in order:\ngot  %v\nwant %v", i, c.after, len(got), len(want), ids(got), want)
 		}
 		c.w.quiet(50 * time.Millisecond)
 	}
@@ -363,4 +364,48 @@ func TestLivePings(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Lines the tailer hands off between a socket's subscription and its
+// backfill query reach the socket exactly once (hub copy or backfill copy).
+func TestLiveSubscribeBackfillWindow(t *testing.T) {
+	var e *env
+	var gap []store.Event
+	var once sync.Once
+	restore := web.SetTestHookSubscribed(func(string) {
+		// This runs on the server's goroutine: report with Error, not Fatal.
+		once.Do(func() {
+			res, err := e.db.Upsert(context.Background(), gap)
+			if err != nil {
+				t.Errorf("upsert: %v", err)
+				return
+			}
+			e.ring()
+			deadline := time.Now().Add(5 * time.Second)
+			for e.srv.Stats().TailCursor < res[len(res)-1].Seq {
+				if time.Now().After(deadline) {
+					t.Error("tailer never passed the gap")
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	})
+	defer restore()
+	e = MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	first := g.chats(t, 2)
+	e.upsert(first...)
+	gap = g.chats(t, 3)
+	later := g.chats(t, 2)
+
+	w := e.dial("g1", 0)
+	want := append(append(evtIDs(first), evtIDs(gap)...), evtIDs(later)...)
+	got := w.lines(5)
+	e.upsert(later...)
+	got = append(got, w.lines(2)...)
+	if !eq(ids(got), want) {
+		t.Fatalf("got %v\nwant %v", ids(got), want)
+	}
+	w.quiet(100 * time.Millisecond)
 }
