@@ -90,6 +90,8 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 	if res.RSSBefore, err = RSS(rend.Pid()); err != nil {
 		return res, err
 	}
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 
 	cmd := exec.CommandContext(ctx, cfg.Self, "clients", "-n", strconv.Itoa(cfg.Clients), "-url", rend.URL(),
 		"-prefix", "fan", "-games", strconv.Itoa(cfg.Games))
@@ -123,7 +125,12 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 		if err := writeHeapProfile(cfg.HeapProfile); err != nil {
 			return res, err
 		}
-		fmt.Fprintf(cfg.Log, "fanout: heap profile in %s; %d goroutines in this process\n", cfg.HeapProfile, runtime.NumGoroutine())
+		var ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms1)
+		n := int64(cfg.Clients)
+		fmt.Fprintf(cfg.Log, "fanout: heap profile in %s; %d goroutines in this process; per client: stacks %d B, heap in use %d B, runtime total (Sys) %d B\n",
+			cfg.HeapProfile, runtime.NumGoroutine(), int64(ms1.StackInuse-ms0.StackInuse)/n,
+			(int64(ms1.HeapInuse)-int64(ms0.HeapInuse))/n, (int64(ms1.Sys)-int64(ms0.Sys))/n)
 	}
 
 	tick := time.NewTicker(cfg.Every)
