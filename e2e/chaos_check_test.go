@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 )
@@ -179,18 +181,22 @@ type deadView struct {
 	byPos map[string]map[string]int // game → dead_stream_id → letters
 }
 
-// deadCount sums XLEN of the dead-letter streams; -1 when Redis does not
-// answer.
+// deadCount sums XLEN of the dead-letter streams, in one pipeline; -1 when
+// Redis does not answer.
 func deadCount(c *cluster, games []string) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(games))
+	for i, g := range games {
+		cmds[i] = pipe.XLen(ctx, event.DeadKey(g))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return -1
+	}
 	var n int64
-	for _, g := range games {
-		l, err := c.rdb.XLen(ctx, event.DeadKey(g)).Result()
-		if err != nil {
-			return -1
-		}
-		n += l
+	for _, cmd := range cmds {
+		n += cmd.Val()
 	}
 	return n
 }

@@ -28,9 +28,9 @@ type chaosClient struct {
 	local net.IP // its own loopback address: one browser, one address
 	errs  *errorList
 
-	mu     sync.Mutex
-	cursor int64
-	seen   map[string]int64 // EVT id → seq: the page's dedupe by id
+	mu                                             sync.Mutex
+	cursor                                         int64
+	seen                                           map[string]int64 // EVT id → seq: the page's dedupe by id
 	conns, drops, dialFails, lines, states, resets int
 	doubled                                        int // lines received at or below the cursor, or twice
 }

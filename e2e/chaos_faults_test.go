@@ -54,10 +54,10 @@ type chaosFaults struct {
 	rng   *rand.Rand
 
 	kills, terms, redisRestarts, outages, refused, failedStarts int
-	errs                                                       errorList
+	errs                                                        errorList
 
-	wg       sync.WaitGroup // reclaim trackers
-	mu       sync.Mutex
+	wg        sync.WaitGroup // reclaim trackers
+	mu        sync.Mutex
 	reclaims  []time.Duration
 	reclaimed []string // name@kill time:ms/entries, for the log
 }
@@ -102,12 +102,14 @@ func (f *chaosFaults) run() {
 		}
 		at := now.Sub(cycle)
 		switch {
-		case !restarted && at >= p.redisRestartAt && resumeAt.IsZero():
+		// The faults are kept apart: a graceful shutdown is not run into a
+		// Redis outage, nor an outage into a Redis restart.
+		case !restarted && at >= p.redisRestartAt && resumeAt.IsZero() && !f.terming():
 			f.t.Logf("chaos: %v: Redis SIGKILL and restart", now.Sub(start).Round(time.Millisecond))
 			f.c.redis.Restart(f.t)
 			f.redisRestarts++
 			restarted = true
-		case !termed && at >= p.termAt:
+		case !termed && at >= p.termAt && resumeAt.IsZero():
 			if n := f.victim(); n != nil {
 				f.t.Logf("chaos: %v: SIGTERM %s", now.Sub(start).Round(time.Millisecond), n.r.name)
 				n.state = nodeTerming
@@ -115,7 +117,7 @@ func (f *chaosFaults) run() {
 				termed = true
 				go func() { terms <- termResult{n, n.r.Term(20 * time.Second)} }()
 			}
-		case !paused && at >= p.outageAt:
+		case !paused && at >= p.outageAt && termed && !f.terming():
 			f.t.Logf("chaos: %v: Redis SIGSTOP for %v", now.Sub(start).Round(time.Millisecond), p.outage)
 			f.c.redis.Pause(f.t)
 			resumeAt = now.Add(p.outage)
@@ -125,12 +127,18 @@ func (f *chaosFaults) run() {
 		if !now.Before(nextKill) && (writing || f.kills < p.minKills) {
 			nextKill = nextKill.Add(p.killEvery)
 			if n := f.victim(); n != nil {
+				// What it holds just before it dies: the entries to reclaim.
+				held, err := f.pendingOf(n.r.name, nil)
+				if err != nil {
+					held = nil // Redis away: the tracker reads them after the kill
+				}
+				now = time.Now()
 				n.r.Kill()
 				f.kills++
 				f.t.Logf("chaos: %v: SIGKILL %s", now.Sub(start).Round(time.Millisecond), n.r.name)
 				n.state, n.downAt, n.nextTry, n.tries, n.afterTerm = nodeDown, now, now, 0, false
 				f.wg.Add(1)
-				go f.trackReclaim(n.r.name, now)
+				go f.trackReclaim(n.r.name, now, held)
 			}
 		}
 		if !writing && f.kills >= p.minKills && restarted && termed && paused && resumeAt.IsZero() && f.allUp() {
@@ -157,6 +165,16 @@ func (f *chaosFaults) victim() *chaosNode {
 	return up[f.rng.IntN(len(up))]
 }
 
+// terming reports whether a SIGTERMed renderer is not serving again yet.
+func (f *chaosFaults) terming() bool {
+	for _, n := range f.nodes {
+		if n.state == nodeTerming || (n.afterTerm && n.state != nodeUp) {
+			return true
+		}
+	}
+	return false
+}
+
 func (f *chaosFaults) allUp() bool {
 	for _, n := range f.nodes {
 		if n.state != nodeUp {
@@ -177,7 +195,7 @@ func (f *chaosFaults) supervise(now time.Time) {
 		case nodeUp:
 			if n.r.Exited() {
 				f.errs.add("%s exited by itself: %s", n.r.name, lastStart(n.r.Output()))
-				n.state, n.downAt, n.nextTry, n.tries = nodeDown, now, now, 0
+				n.state, n.downAt, n.nextTry, n.tries, n.afterTerm = nodeDown, now, now, 0, false
 			}
 		case nodeDown:
 			if !now.Before(n.nextTry) {
@@ -229,26 +247,31 @@ func tailString(s string, n int) string {
 }
 
 // trackReclaim measures the time from a renderer's SIGKILL until none of
-// the entries pending under its name at that moment is pending under it
-// any more: claimed by a peer, or acked (by a peer or by its restart).
-func (f *chaosFaults) trackReclaim(name string, killed time.Time) {
+// the entries held (pending under its name as it died) is pending under it
+// any more: claimed by a peer, or acked (by a peer or by its restart). A
+// nil held is read after the kill.
+func (f *chaosFaults) trackReclaim(name string, killed time.Time, held map[string][]string) {
 	defer f.wg.Done()
 	deadline := killed.Add(f.plan.settle)
-	var held map[string][]string
-	total := 0
-	for {
+	var firstErr error
+	for held == nil {
 		var err error
 		if held, err = f.pendingOf(name, nil); err == nil {
-			for _, ids := range held {
-				total += len(ids)
-			}
 			break
+		}
+		if firstErr == nil {
+			firstErr = err
+			f.t.Logf("chaos: %s: pending list unreadable %v after its kill: %v", name, time.Since(killed).Round(time.Millisecond), err)
 		}
 		if time.Now().After(deadline) {
 			f.errs.add("%s: pending list not readable after its kill: %v", name, err)
 			return
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	total := 0
+	for _, ids := range held {
+		total += len(ids)
 	}
 	for {
 		left, err := f.pendingOf(name, held)
@@ -271,31 +294,38 @@ func (f *chaosFaults) trackReclaim(name string, killed time.Time) {
 }
 
 // pendingOf returns the entries pending under consumer, per stream; with
-// only, just those of only still pending under it.
+// only, just those of only still pending under it. One pipeline: Redis
+// with appendfsync always answers each round trip after an fsync.
 func (f *chaosFaults) pendingOf(consumer string, only map[string][]string) (map[string][]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	out := map[string][]string{}
+	cmds := map[string]*redis.XPendingExtCmd{}
+	pipe := f.c.rdb.Pipeline()
 	for _, g := range f.games {
 		key := event.StreamKey(g)
 		if only != nil && len(only[key]) == 0 {
 			continue
 		}
-		ps, err := f.c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		cmds[key] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{
 			Stream: key, Group: f.c.group, Start: "-", End: "+", Count: 1 << 20, Consumer: consumer,
-		}).Result()
+		})
+	}
+	_, _ = pipe.Exec(ctx) // each command's error is looked at below
+	out := map[string][]string{}
+	for key, cmd := range cmds {
+		ps, err := cmd.Result()
 		if err != nil && !isNoGroup(err) {
 			return nil, err
-		}
-		now := map[string]bool{}
-		for _, p := range ps {
-			now[p.ID] = true
 		}
 		if only == nil {
 			for _, p := range ps {
 				out[key] = append(out[key], p.ID)
 			}
 			continue
+		}
+		now := map[string]bool{}
+		for _, p := range ps {
+			now[p.ID] = true
 		}
 		for _, id := range only[key] {
 			if now[id] {

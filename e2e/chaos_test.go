@@ -5,11 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
@@ -19,6 +23,10 @@ import (
 
 // chaosLong switches TestChaos to its long form (make chaos).
 var chaosLong = flag.Bool("chaos.long", false, "run TestChaos in its long form (about 5 minutes, 200,000 events)")
+
+// chaosLogs, when set, is a directory TestChaos writes every process's
+// output to, pass or fail, for diagnosis.
+var chaosLogs = flag.String("chaos.logs", "", "directory to write TestChaos's process logs to")
 
 // chaosPlan is the shape of one chaos run: the load and the fault schedule.
 type chaosPlan struct {
@@ -79,6 +87,7 @@ func TestChaos(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	keepChaosLogs(t, c, nodes)
 	clients := startChaosClients(ctx, plan, games, addrs)
 
 	sim := proctest.Start(t, "gamesim", "gamesim", []string{
@@ -91,6 +100,7 @@ func TestChaos(t *testing.T) {
 		"-bad", strconv.FormatFloat(plan.bad, 'f', -1, 64),
 	})
 
+	keepChaosLogs(t, c, []*chaosNode{{r: &renderer{Proc: sim, name: "gamesim"}}})
 	f := &chaosFaults{
 		t: t, c: c, plan: plan, nodes: nodes, sim: sim, games: games,
 		rng: rand.New(rand.NewPCG(uint64(plan.seed), 0x6a6f6b65)),
@@ -151,6 +161,26 @@ func TestChaos(t *testing.T) {
 		truth.good+truth.bad, st.rows, dv.total, lost, doubled, f.kills, f.maxReclaim().Milliseconds())
 }
 
+// keepChaosLogs writes the nodes' output (and Redis's log) to -chaos.logs
+// when the test ends.
+func keepChaosLogs(t *testing.T, c *cluster, nodes []*chaosNode) {
+	if *chaosLogs == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if err := os.MkdirAll(*chaosLogs, 0o755); err != nil {
+			t.Log(err)
+			return
+		}
+		for _, n := range nodes {
+			_ = os.WriteFile(filepath.Join(*chaosLogs, n.r.name+".log"), []byte(n.r.Output()), 0o644)
+		}
+		if b, err := os.ReadFile(filepath.Join(c.redis.Dir, "redis.log")); err == nil {
+			_ = os.WriteFile(filepath.Join(*chaosLogs, "redis.log"), b, 0o644)
+		}
+	})
+}
+
 // gamesimTotals reads gamesim's final line: "gamesim: done: N entries (G
 // good, B malformed) over …".
 func gamesimTotals(t *testing.T, out string) (good, bad int64) {
@@ -187,18 +217,22 @@ func chaosWait(t *testing.T, timeout time.Duration, what string, cond func() (bo
 	}
 }
 
-// pendingTotal sums XPENDING over the games' streams; -1 when Redis does
-// not answer.
+// pendingTotal sums XPENDING over the games' streams, in one pipeline; -1
+// when Redis does not answer.
 func pendingTotal(c *cluster, games []string) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.XPendingCmd, len(games))
+	for i, g := range games {
+		cmds[i] = pipe.XPending(ctx, event.StreamKey(g), c.group)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return -1
+	}
 	var n int64
-	for _, g := range games {
-		p, err := c.rdb.XPending(ctx, event.StreamKey(g), c.group).Result()
-		if err != nil {
-			return -1
-		}
-		n += p.Count
+	for _, cmd := range cmds {
+		n += cmd.Val().Count
 	}
 	return n
 }

@@ -96,11 +96,11 @@ func (c *cluster) restart(r *renderer) {
 
 // writer appends events of one game to its stream, as gamesim does.
 type writer struct {
-	tb   testing.TB
-	rdb  *redis.Client
-	game string
+	tb     testing.TB
+	rdb    *redis.Client
+	game   string
 	minter *event.Minter
-	ids  []string // every id written, in write order
+	ids    []string // every id written, in write order
 }
 
 func (c *cluster) writer(game string) *writer {
