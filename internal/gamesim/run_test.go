@@ -203,6 +203,7 @@ func equalEvents(a, b []gamesim.Event) bool {
 }
 
 func TestRunWritesExactlyWhatItSays(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  gamesim.Config
@@ -257,6 +258,7 @@ func sumReasons(s gamesim.Summary, reason string) int64 {
 }
 
 func TestRunHonoursRate(t *testing.T) {
+	t.Parallel()
 	s := redistest.MustStart(t)
 	rdb := s.Client(t)
 	cfg := gamesim.Config{Games: 2, Events: 20, Rate: 100, Seed: 7}
@@ -289,6 +291,7 @@ func TestRunHonoursRate(t *testing.T) {
 }
 
 func TestRunEndlessStopsOnCancel(t *testing.T) {
+	t.Parallel()
 	s := redistest.MustStart(t)
 	rdb := s.Client(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -304,9 +307,9 @@ func TestRunEndlessStopsOnCancel(t *testing.T) {
 		done <- result{sum, err}
 	}()
 	key := event.StreamKey(gamesim.GameName("", 3))
-	waitFor(t, 20*time.Second, "5000 entries in game-3", func() bool {
+	waitFor(t, 20*time.Second, "2000 entries in game-3", func() bool {
 		n, _ := rdb.XLen(context.Background(), key).Result()
-		return n >= 5000
+		return n >= 2000
 	})
 	cancel()
 	var res result
@@ -318,13 +321,14 @@ func TestRunEndlessStopsOnCancel(t *testing.T) {
 	if res.err != nil || !res.sum.Stopped {
 		t.Fatalf("Run = stopped %v, %v; want stopped, nil", res.sum.Stopped, res.err)
 	}
-	if res.sum.Games[2].Written() < 5000 {
-		t.Fatalf("game-3: %d written, stream had at least 5000", res.sum.Games[2].Written())
+	if res.sum.Games[2].Written() < 2000 {
+		t.Fatalf("game-3: %d written, stream had at least 2000", res.sum.Games[2].Written())
 	}
 	checkStreams(t, rdb, cfg, res.sum)
 }
 
 func TestRunTrimsToMaxLen(t *testing.T) {
+	t.Parallel()
 	s := redistest.MustStart(t)
 	rdb := s.Client(t)
 	cfg := gamesim.Config{Games: 1, Events: 5000, Seed: 9, MaxLen: 200}
@@ -345,9 +349,10 @@ func TestRunTrimsToMaxLen(t *testing.T) {
 // busy: the writer retries and, thanks to its own positions, writes every
 // entry exactly once.
 func TestRunSurvivesRedisRestart(t *testing.T) {
+	t.Parallel()
 	s := redistest.MustStart(t, redistest.Options{AOF: true})
 	rdb := s.Client(t)
-	cfg := gamesim.Config{Games: 2, Events: 15000, Rate: 10000, Seed: 10, Bad: 0.01}
+	cfg := gamesim.Config{Games: 2, Events: 3000, Rate: 3000, Seed: 10, Bad: 0.01}
 	type result struct {
 		sum gamesim.Summary
 		err error
@@ -357,9 +362,9 @@ func TestRunSurvivesRedisRestart(t *testing.T) {
 		sum, err := gamesim.Run(context.Background(), rdb, cfg, io.Discard)
 		done <- result{sum, err}
 	}()
-	waitFor(t, 20*time.Second, "3000 entries in game-1", func() bool {
+	waitFor(t, 20*time.Second, "600 entries in game-1", func() bool {
 		n, _ := rdb.XLen(context.Background(), event.StreamKey("game-1")).Result()
-		return n >= 3000
+		return n >= 600
 	})
 	s.Restart(t)
 	var res result
@@ -371,8 +376,8 @@ func TestRunSurvivesRedisRestart(t *testing.T) {
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
-	if got := res.sum.Written(); got != 30000 {
-		t.Fatalf("%d written, want 30000", got)
+	if got := res.sum.Written(); got != 6000 {
+		t.Fatalf("%d written, want 6000", got)
 	}
 	checkStreams(t, rdb, cfg, res.sum)
 }
@@ -381,6 +386,7 @@ func TestRunSurvivesRedisRestart(t *testing.T) {
 // position is ahead of the clock: the writer must go after it, never stop
 // or mistake the old entries for its own.
 func TestRunResumesAfterExistingEntries(t *testing.T) {
+	t.Parallel()
 	s := redistest.MustStart(t)
 	rdb := s.Client(t)
 	ctx := context.Background()
@@ -408,6 +414,7 @@ func TestRunResumesAfterExistingEntries(t *testing.T) {
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	tests := []gamesim.Config{
 		{Games: 0, Events: 1},
 		{Games: 1, Events: -1},
@@ -431,6 +438,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 }
 
 func TestAppend(t *testing.T) {
+	t.Parallel()
 	s := redistest.MustStart(t)
 	rdb := s.Client(t)
 	ctx := context.Background()
@@ -536,12 +544,13 @@ func startCutProxy(tb testing.TB, target string) *cutProxy {
 // a batch but before the writer heard back, three times: every entry must
 // still be in its stream exactly once.
 func TestRunWritesOnceWhenRepliesAreLost(t *testing.T) {
+	t.Parallel()
 	s := redistest.MustStart(t)
 	direct := s.Client(t)
 	proxy := startCutProxy(t, s.Addr)
 	rdb := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String()})
 	t.Cleanup(func() { rdb.Close() })
-	cfg := gamesim.Config{Games: 2, Events: 6000, Rate: 6000, Seed: 12, Bad: 0.01}
+	cfg := gamesim.Config{Games: 2, Events: 3000, Rate: 3000, Seed: 12, Bad: 0.01}
 	type result struct {
 		sum gamesim.Summary
 		err error
@@ -552,7 +561,7 @@ func TestRunWritesOnceWhenRepliesAreLost(t *testing.T) {
 		done <- result{sum, err}
 	}()
 	for i := range 3 {
-		at := int64(1000 * (i + 1))
+		at := int64(300 * (i + 1))
 		waitFor(t, 20*time.Second, fmt.Sprintf("%d entries", at), func() bool {
 			n, _ := direct.XLen(context.Background(), event.StreamKey("game-1")).Result()
 			return n >= at
@@ -569,8 +578,8 @@ func TestRunWritesOnceWhenRepliesAreLost(t *testing.T) {
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
-	if proxy.cuts.Load() != 3 || res.sum.Written() != 12000 {
-		t.Fatalf("%d cuts, %d written; want 3, 12000", proxy.cuts.Load(), res.sum.Written())
+	if proxy.cuts.Load() != 3 || res.sum.Written() != 6000 {
+		t.Fatalf("%d cuts, %d written; want 3, 6000", proxy.cuts.Load(), res.sum.Written())
 	}
 	checkStreams(t, direct, cfg, res.sum)
 }
