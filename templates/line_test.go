@@ -304,3 +304,26 @@ func BenchmarkLineItemHTML(b *testing.B) {
 		templates.LineItemHTML(123456, "evt_01KB2Z1C7Y0000000000000000", event.KindChat, body)
 	}
 }
+
+func TestLineTime(t *testing.T) {
+	tests := []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), `<time datetime="2026-01-02T03:04:05Z" title="2026-01-02 03:04:05 UTC">03:04:05</time> `},
+		{time.Date(2026, 1, 2, 3, 4, 5, 999_000_000, time.UTC), `<time datetime="2026-01-02T03:04:05Z" title="2026-01-02 03:04:05 UTC">03:04:05</time> `},
+		{time.Date(2026, 1, 2, 4, 4, 5, 0, time.FixedZone("CET", 3600)), `<time datetime="2026-01-02T03:04:05Z" title="2026-01-02 03:04:05 UTC">03:04:05</time> `},
+		{time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), `<time datetime="2026-01-02T03:04:06Z" title="2026-01-02 03:04:06 UTC">03:04:06</time> `},
+		{time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), `<time datetime="2026-01-02T03:04:05Z" title="2026-01-02 03:04:05 UTC">03:04:05</time> `},
+		{time.Time{}, `<span class="emoji icon"`},
+	}
+	for _, tc := range tests {
+		got, err := templates.RenderLine(event.KindRoundStarted, map[string]string{"round": "1"}, tc.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("at %v: got %s, want prefix %s", tc.at, got, tc.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -97,9 +98,28 @@ func pegCount(s string) int {
 	return min(n, maxPegs)
 }
 
-// pegs draws n pegs of one colour.
-func pegs(peg, n string) string {
-	return strings.Repeat(peg, pegCount(n))
+// pegsHTML draws the pegs of a guess: one green per exact, one white per
+// near, or ✖ when there are none. Only counts reach it, never text.
+func pegsHTML(exact, near string) string {
+	e, n := pegCount(exact), pegCount(near)
+	if e == 0 && n == 0 {
+		return `<span class="peg-none">✖</span>`
+	}
+	return `<span class="peg-exact">` + strings.Repeat("🟢", e) + `</span><span class="peg-near">` +
+		strings.Repeat("⚪", n) + `</span>`
+}
+
+// symbolsHTML renders an emoji string one <span class="sym"> per symbol
+// (see symbols), each escaped: the text is untrusted.
+func symbolsHTML(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 32*len(s)/4)
+	for _, sym := range symbols(s) {
+		b.WriteString(`<span class="sym">`)
+		b.WriteString(html.EscapeString(sym))
+		b.WriteString(`</span>`)
+	}
+	return b.String()
 }
 
 // pegsText is the words for the pegs, for the tooltip and screen readers.
@@ -164,3 +184,31 @@ func symbols(s string) []string {
 }
 
 func isRegional(r rune) bool { return r >= 0x1F1E6 && r <= 0x1F1FF }
+
+// lineTimes are the three renderings of a writer's time in a line.
+type lineTimes struct {
+	unix                   int64
+	datetime, title, clock string
+}
+
+// lastTime caches the renderings of the latest second seen: at tens of
+// thousands of events a second, nearly every line shares its second with
+// the one before, and formatting the time three times was a fifth of
+// RenderLine.
+var lastTime atomic.Pointer[lineTimes]
+
+func timeStrings(at time.Time) *lineTimes {
+	at = at.UTC()
+	sec := at.Unix()
+	if t := lastTime.Load(); t != nil && t.unix == sec {
+		return t
+	}
+	t := &lineTimes{
+		unix:     sec,
+		datetime: at.Format(time.RFC3339),
+		title:    at.Format("2006-01-02 15:04:05 UTC"),
+		clock:    at.Format("15:04:05"),
+	}
+	lastTime.Store(t)
+	return t
+}
