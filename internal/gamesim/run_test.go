@@ -583,3 +583,63 @@ func TestRunWritesOnceWhenRepliesAreLost(t *testing.T) {
 	}
 	checkStreams(t, direct, cfg, res.sum)
 }
+
+// syncBuffer is a progress writer the test can read while Run writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunSurvivesRedisPause freezes Redis (SIGSTOP) while batches are in
+// flight: the writer times out and retries on new connections while the
+// old ones still hold the same commands, which the server runs all at once
+// when it resumes. Every entry must be in its stream exactly once.
+func TestRunSurvivesRedisPause(t *testing.T) {
+	t.Parallel()
+	s := redistest.MustStart(t)
+	direct := s.Client(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	cfg := gamesim.Config{Games: 2, Events: 3000, Rate: 3000, Seed: 13, Bad: 0.01}
+	var progress syncBuffer
+	type result struct {
+		sum gamesim.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := gamesim.Run(context.Background(), rdb, cfg, &progress)
+		done <- result{sum, err}
+	}()
+	waitFor(t, 20*time.Second, "600 entries in game-1", func() bool {
+		n, _ := direct.XLen(context.Background(), event.StreamKey("game-1")).Result()
+		return n >= 600
+	})
+	s.Pause(t)
+	waitFor(t, 20*time.Second, "three retries", func() bool {
+		return strings.Count(progress.String(), "retrying") >= 3
+	})
+	s.Resume(t)
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not finish after the pause")
+	}
+	if res.err != nil || res.sum.Written() != 6000 {
+		t.Fatalf("%d written, %v; want 6000, nil", res.sum.Written(), res.err)
+	}
+	checkStreams(t, direct, cfg, res.sum)
+}
