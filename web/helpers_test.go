@@ -271,7 +271,9 @@ func (w *wsClient) lines(n int) []wireFrame {
 	return out
 }
 
-// quiet asserts no line frame arrives within d (state frames may).
+// quiet asserts no line frame arrives within d (state frames may). The
+// client is closed afterwards (coder/websocket closes a connection whose
+// read times out), so quiet is a test's last word on a client.
 func (w *wsClient) quiet(d time.Duration) {
 	w.tb.Helper()
 	deadline := time.Now().Add(d)

@@ -57,6 +57,12 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.wg.Done()
 
+	// net/http leaves clearing a hijacked connection's deadlines to the
+	// hijacker: a websocket must not inherit the plain-request ReadTimeout.
+	rc := http.NewResponseController(w)
+	if err := errors.Join(rc.SetReadDeadline(time.Time{}), rc.SetWriteDeadline(time.Time{})); err != nil {
+		s.log.Warn("web: clear deadlines", "game", game, "err", err)
+	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowedOrigins})
 	if err != nil {
 		// Accept has answered (403 for a foreign Origin).

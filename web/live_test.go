@@ -409,3 +409,18 @@ func TestLiveSubscribeBackfillWindow(t *testing.T) {
 	}
 	w.quiet(100 * time.Millisecond)
 }
+
+// A websocket outlives the server's ReadTimeout for plain requests.
+func TestLiveOutlivesReadTimeout(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.ReadTimeout = 100 * time.Millisecond })
+	w := e.dial("g1", 0)
+	w.next() // state
+	// Let the plain-request deadline pass (not synchronisation: the
+	// passing time is what is tested).
+	time.Sleep(400 * time.Millisecond)
+	evs := e.gen("g1").chats(t, 1)
+	e.upsert(evs...)
+	if got := w.lines(1); got[0].ID != evs[0].EvtID {
+		t.Fatalf("got %v", ids(got))
+	}
+}

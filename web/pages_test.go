@@ -226,3 +226,23 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("replay of an unknown game: %d, want 404", resp.StatusCode)
 	}
 }
+
+func TestMetrics(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	w := e.dial("g1", 0)
+	w.next()
+	e.upsert(e.gen("g1").chats(t, 1)...)
+	w.lines(1)
+	resp, body := e.get("/metrics")
+	if resp.StatusCode != 200 {
+		t.Fatalf("metrics: %d", resp.StatusCode)
+	}
+	for _, name := range []string{
+		"codemojex_web_websocket_clients", `codemojex_web_frames_sent_total{type="line"}`,
+		"codemojex_web_slow_client_closes_total", "codemojex_web_tail_lag_seconds_bucket", "codemojex_web_tail_errors_total",
+	} {
+		if !strings.Contains(body, name) {
+			t.Errorf("metrics lack %s", name)
+		}
+	}
+}

@@ -80,6 +80,7 @@ type Config struct {
 	TailBatch    int           // lines per store query of the tailer and of a backfill (256)
 	SendQueue    int           // frames queued per websocket before it is closed as slow (1024; keep it above TailBatch)
 	WriteTimeout time.Duration // one websocket write or ping may take this long (10s)
+	ReadTimeout  time.Duration // whole-request read limit of plain HTTP requests (30s; websockets are exempt)
 	PingEvery    time.Duration // websocket ping interval (20s)
 	MaxBacklog   int           // a resume further behind than this many lines gets a reset frame (2000)
 	PageLines    int           // lines on a game page and per "older" fragment (100)
@@ -95,6 +96,7 @@ func (c *Config) defaults() {
 	}
 	setDur(&c.TailEvery, time.Second)
 	setDur(&c.WriteTimeout, 10*time.Second)
+	setDur(&c.ReadTimeout, 30*time.Second)
 	setDur(&c.PingEvery, 20*time.Second)
 	setInt(&c.TailBatch, 256)
 	setInt(&c.SendQueue, 1024)
@@ -187,7 +189,7 @@ func Open(cfg Config) (*Server, error) {
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		ReadTimeout:       cfg.ReadTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
