@@ -1,0 +1,108 @@
+package main_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/proctest"
+	"github.com/codemojex/feed/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	proctest.Cleanup()
+	os.Exit(code)
+}
+
+func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func wait(tb testing.TB, p *proctest.Proc) error {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := p.Wait(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		tb.Fatalf("%s did not exit", p.Name)
+	}
+	return err
+}
+
+func TestWritesWhatTheFlagsAndEnvironmentSay(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	// Flags for some settings, environment for the others: both are honoured.
+	p := proctest.Start(t, "gamesim", "gamesim", []string{"-games", "2", "-events", "60"},
+		"REDIS_URL="+s.URL(), "GAMESIM_PREFIX=envp", "GAMESIM_BAD=0.2", "GAMESIM_EVENTS=999")
+	if err := wait(t, p); err != nil {
+		t.Fatalf("exit: %v\n%s", err, p.Output())
+	}
+	for _, game := range []string{"envp-1", "envp-2"} {
+		n, err := rdb.XLen(context.Background(), event.StreamKey(game)).Result()
+		if err != nil || n != 60 {
+			t.Fatalf("%s: %d entries (%v), want 60 (the flag beats the environment)", game, n, err)
+		}
+	}
+	if out := p.Output(); !strings.Contains(out, "done: 120 entries") || strings.Contains(out, "bad=0 ") {
+		t.Fatalf("output does not report 120 entries with some malformed:\n%s", out)
+	}
+}
+
+func TestStopsCleanlyOnSignal(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	p := proctest.Start(t, "gamesim", "gamesim", []string{"-redis", s.URL(), "-events", "0", "-rate", "500"})
+	waitFor(t, 20*time.Second, "entries in game-1", func() bool {
+		n, _ := rdb.XLen(context.Background(), event.StreamKey("game-1")).Result()
+		return n >= 20
+	})
+	if err := p.Term(20 * time.Second); err != nil {
+		t.Fatalf("after SIGTERM: %v, want exit 0\n%s", err, p.Output())
+	}
+	if !strings.Contains(p.Output(), "stopped:") {
+		t.Fatalf("no final summary:\n%s", p.Output())
+	}
+}
+
+func TestFailsLoudly(t *testing.T) {
+	s := redistest.MustStart(t)
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"no games", []string{"-redis", s.URL(), "-games", "0"}, nil, "games 0"},
+		{"bad prefix", []string{"-redis", s.URL(), "-prefix", "No_Way"}, nil, "prefix"},
+		{"bad env", []string{"-redis", s.URL()}, []string{"GAMESIM_RATE=fast"}, "GAMESIM_RATE"},
+		{"stray argument", []string{"-redis", s.URL(), "extra"}, nil, "unexpected arguments"},
+		{"no redis", []string{"-redis", "redis://127.0.0.1:1/0"}, nil, "redis 127.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := proctest.Start(t, "gamesim", "gamesim", tt.args, tt.env...)
+			err := wait(t, p)
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("exit = %v, want a non-zero status\n%s", err, p.Output())
+			}
+			if !strings.Contains(p.Output(), tt.want) {
+				t.Fatalf("output does not mention %q:\n%s", tt.want, p.Output())
+			}
+		})
+	}
+}
