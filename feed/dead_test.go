@@ -118,6 +118,10 @@ func TestInspect(t *testing.T) {
 	if !strings.Contains(st.Streams[1].Err, "no consumer group") || st.Streams[1].Length != 1 {
 		t.Errorf("stream without group %+v", st.Streams[1])
 	}
+	waitFor(t, 5*time.Second, "pending gauge", func() bool { return gauge(t, "codemojex_feed_pending", "ins") == 1 })
+	if lag := gauge(t, "codemojex_feed_lag", "ins"); lag != 0 {
+		t.Errorf("lag gauge %v", lag)
+	}
 	c.Close()
 	st, _ = feed.Inspect(ctx, rdb, group, []string{s}, nil)
 	if len(st.Renderers) != 0 || st.Streams[0].Consumers[0].Alive {

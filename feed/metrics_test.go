@@ -1,6 +1,7 @@
 package feed_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,4 +31,26 @@ func TestMetricsRegistered(t *testing.T) {
 			t.Errorf("metric %s not registered", name)
 		}
 	}
+}
+
+// gauge returns the value of a per-game gauge, NaN when absent.
+func gauge(tb testing.TB, name, game string) float64 {
+	tb.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "game" && l.GetValue() == game {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return math.NaN()
 }

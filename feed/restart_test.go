@@ -98,6 +98,7 @@ func TestRedisRestartWithAOF(t *testing.T) {
 	n := func() int { mu.Lock(); defer mu.Unlock(); return len(written) }
 	waitFor(t, 10*time.Second, "writer under way", func() bool { return n() >= 50 })
 	srv.Restart(t)
+	t.Logf("restarted Redis after %d of 200 writes", n())
 	select {
 	case <-writerDone:
 	case <-time.After(20 * time.Second):
@@ -137,6 +138,15 @@ func TestRedisUnreachable(t *testing.T) {
 	waitFor(t, 10*time.Second, "ready again", func() bool { return c.Ready() == nil })
 	id := add(t, rdb, s)
 	waitFor(t, 5*time.Second, "consumption resumed", func() bool { return rec.count(id) == 1 })
+
+	// Silent rather than gone: connections stay open, nothing answers.
+	srv.Pause(t)
+	waitFor(t, 15*time.Second, "not ready while paused", func() bool { return c.Ready() != nil })
+	t.Logf("while paused: %v", c.Ready())
+	srv.Resume(t)
+	waitFor(t, 15*time.Second, "ready after resume", func() bool { return c.Ready() == nil })
+	id = add(t, rdb, s)
+	waitFor(t, 5*time.Second, "consumption resumed after pause", func() bool { return rec.count(id) == 1 })
 	if st := c.Stats(); st.LoopErrors == 0 {
 		t.Errorf("stats %+v: no loop error counted", st)
 	}
