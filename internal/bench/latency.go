@@ -38,6 +38,10 @@ type LatencyResult struct {
 	// FramesPerLine is websocket frames received per marked line delivered
 	// over the measured window (line frames plus state frames).
 	FramesPerLine float64
+	// CPU used over the measured window, in cores: the renderer (this
+	// process when in-process), this process (clients and writer), Redis.
+	RendererCores, BenchCores, RedisCores float64
+	InProcess                             bool
 }
 
 // Latency runs one real renderer process, connects Clients websocket
@@ -86,8 +90,16 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	if err != nil {
 		return res, err
 	}
+	res.InProcess = cfg.Renderer == ""
+	rend0, _ := ProcCPU(rend.Pid())
+	self0, redis0 := SelfCPU(), mustCPU(r.Pid())
 	from := time.Now()
 	sent, err := WriteMarked(ctx, rdb, m, games, cfg.Rate, cfg.Duration)
+	wall := time.Since(from).Seconds()
+	rend1, _ := ProcCPU(rend.Pid())
+	res.RendererCores = (rend1 - rend0).Seconds() / wall
+	res.BenchCores = (SelfCPU() - self0).Seconds() / wall
+	res.RedisCores = (mustCPU(r.Pid()) - redis0).Seconds() / wall
 	stopProfile()
 	if err != nil {
 		return res, err
@@ -141,6 +153,8 @@ func (r LatencyResult) Rows() []Row {
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
 		{Bench: "latency", Metric: "websocket frames received per line delivered (line + scoreboard state frames)",
 			Value: fmt.Sprintf("%.2f", r.FramesPerLine)},
+		{Bench: "latency", Metric: "CPU while writing, in cores: renderer / feedbench (clients + writer) / redis-server",
+			Value: r.cpuString()},
 	}
 }
 
@@ -172,4 +186,16 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func (r LatencyResult) cpuString() string {
+	if r.InProcess {
+		return fmt.Sprintf("%.2f (renderer, clients and writer in one process) / — / %.2f", r.BenchCores, r.RedisCores)
+	}
+	return fmt.Sprintf("%.2f / %.2f / %.2f", r.RendererCores, r.BenchCores, r.RedisCores)
+}
+
+func mustCPU(pid int) time.Duration {
+	d, _ := ProcCPU(pid)
+	return d
 }
