@@ -18,6 +18,9 @@ func (c *Consumer) run() {
 	}()
 	for !c.stopping() {
 		if err := c.turn(); err != nil {
+			if c.stopping() {
+				return // Close cancelled the call; not a failure
+			}
 			d := c.loopBackoff.next()
 			c.log.Warn("consumer loop error; backing off", "err", err, "backoff", d.Round(time.Millisecond))
 			if !c.sleep(d) {

@@ -198,11 +198,18 @@ func (c *Consumer) keepAlive(batch []delivery, stop <-chan struct{}) {
 		}
 		byStream[d.stream] = append(byStream[d.stream], d.x.ID)
 	}
+	start := time.Now()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
+		}
+		if took := time.Since(start); took > c.cfg.MinIdle {
+			// Kept alive, the entries cannot go to a peer: a hung handler
+			// would hold them forever, so say so while it runs.
+			c.log.Warn("handler still running; its entries are kept from peers",
+				"running_for", took.Round(time.Millisecond), "entries", len(batch))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		for stream, args := range byStream {
