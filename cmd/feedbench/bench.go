@@ -158,7 +158,7 @@ func runBench(ctx context.Context, args []string) error {
 			return err
 		}
 		res, err := bench.Fanout(ctx, bench.FanoutConfig{
-			Dir: o.dir, Renderer: renderer, Self: self, HeapProfile: profile("fanout.heap.prof"), Games: o.fanGames, Clients: o.fanClients,
+			Dir: o.dir, Renderer: renderer, Self: self, HeapProfile: profile("fanout.heap.prof"), CPUProfile: profile("fanout.cpu.prof"), Games: o.fanGames, Clients: o.fanClients,
 			Rounds: o.fanRounds, Every: 500 * time.Millisecond, Log: logw,
 		})
 		if err != nil {

@@ -41,6 +41,8 @@ type FanoutConfig struct {
 	// HeapProfile, when set, is written once the clients are connected
 	// (useful with an in-process renderer: Renderer "").
 	HeapProfile string
+	// CPUProfile, when set, is written over the delivery rounds.
+	CPUProfile string
 }
 
 // FanoutResult holds the fan-out figures.
@@ -133,6 +135,11 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 			(int64(ms1.HeapInuse)-int64(ms0.HeapInuse))/n, (int64(ms1.Sys)-int64(ms0.Sys))/n)
 	}
 
+	stopProfile, err := startCPUProfile(cfg.CPUProfile)
+	if err != nil {
+		return res, err
+	}
+	defer stopProfile()
 	tick := time.NewTicker(cfg.Every)
 	defer tick.Stop()
 	for i := range cfg.Rounds {
