@@ -140,7 +140,10 @@
     function connect() {
       timer = 0;
       var proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      var sock = new WebSocket(proto + '//' + location.host + root.dataset.live + '?after=' + seq);
+      var url = proto + '//' + location.host + root.dataset.live + '?after=' + seq;
+      // Seqs are per store: the server resets a page from another store.
+      if (root.dataset.store) url += '&store=' + encodeURIComponent(root.dataset.store);
+      var sock = new WebSocket(url);
       ws = sock;
       sock.onopen = function () {
         attempt = 0;

@@ -40,6 +40,10 @@ func mustOpenBrowser(tb testing.TB) *browser {
 				b.problems = append(b.problems, "console error")
 			}
 		case *log.EventEntryAdded:
+			// A refused websocket while a replica restarts is expected.
+			if strings.HasPrefix(ev.Entry.Text, "WebSocket connection to") {
+				return
+			}
 			if ev.Entry.Level == log.EntryLevelError || strings.Contains(ev.Entry.Text, "Content Security Policy") {
 				b.problems = append(b.problems, "log: "+ev.Entry.Text)
 			}

@@ -23,10 +23,11 @@ const (
 // live serves /games/{game}/live?after=SEQ: the game's lines with seq > SEQ
 // in seq order, then live lines, state frames and pings.
 //
-// Reset policy: a cursor above this store's max seq (the page came from
-// another store, or the store was rebuilt) or more than MaxBacklog lines
-// behind gets {"t":"reset"}, and the page reloads instead of replaying a
-// long backlog line by line.
+// Reset policy: a cursor from another store (store=ID differs from
+// Config.StoreID), a cursor above this store's max seq (the store was
+// rebuilt) or more than MaxBacklog lines behind gets {"t":"reset"}, and the
+// page reloads instead of missing lines or replaying a long backlog line by
+// line.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	game := chi.URLParam(r, "game")
 	if !event.ValidGame(game) {
@@ -94,7 +95,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	}
 
 	ws := &wsConn{s: s, conn: conn, game: game, hardClose: cancelRead}
-	last, err := ws.backfill(after)
+	last, err := ws.backfill(after, r.URL.Query().Get("store"))
 	if err != nil {
 		if !errors.Is(err, errReset) {
 			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, "err", err)
@@ -141,8 +142,11 @@ func (ws *wsConn) write(typ string, data []byte) error {
 // backfill runs after the hub subscription: state, then every line after the
 // cursor from the store. Lines committed meanwhile are also queued by the
 // hub; pump drops those at or below the returned seq.
-func (ws *wsConn) backfill(after int64) (int64, error) {
+func (ws *wsConn) backfill(after int64, storeID string) (int64, error) {
 	s := ws.s
+	if storeID != "" && s.cfg.StoreID != "" && storeID != s.cfg.StoreID {
+		return 0, ws.reset("cursor from another store")
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 	defer cancel()
 	max, err := s.cfg.Store.MaxSeq(ctx)

@@ -236,6 +236,37 @@ func TestLiveReset(t *testing.T) {
 	}
 }
 
+// A cursor from another store's page (another host) is reset, not trusted.
+func TestLiveResetOtherStore(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.StoreID = "host-a" })
+	e.upsert(e.gen("g1").chats(t, 2)...)
+	_, page := e.get("/games/g1")
+	if !strings.Contains(page, `data-store="host-a"`) {
+		t.Fatal("page does not embed the store id")
+	}
+	for _, tt := range []struct {
+		store string
+		reset bool
+	}{{"host-a", false}, {"", false}, {"host-b", true}} {
+		u := e.wsURL("g1", 1)
+		if tt.store != "" {
+			u += "&store=" + tt.store
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, _, err := websocket.Dial(ctx, u, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &wsClient{tb: t, c: c}
+		f := w.next()
+		if (f.T == "reset") != tt.reset {
+			t.Fatalf("store %q: first frame %+v, want reset=%v", tt.store, f, tt.reset)
+		}
+		c.CloseNow()
+	}
+}
+
 // Each line is encoded once per game, however many clients watch it.
 func TestLiveFramesEncodedOncePerGame(t *testing.T) {
 	e := MustOpenEnv(t, nil)

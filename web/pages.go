@@ -95,7 +95,7 @@ func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {
 	if p.Board.Game.Name == "" {
 		p.Board.Game.Name = game
 	}
-	v := templates.GameView{Name: game, Seq: p.Seq, Board: p.Board, Items: items(p.Lines)}
+	v := templates.GameView{Name: game, Seq: p.Seq, Board: p.Board, Items: items(p.Lines), StoreID: s.cfg.StoreID}
 	if n := len(p.Lines); n > 0 {
 		v.OldestID = p.Lines[n-1].EvtID
 		v.More = n >= s.cfg.PageLines

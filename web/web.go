@@ -74,7 +74,12 @@ type Config struct {
 	// AdminToken, when set, guards /status, /api/status and /metrics
 	// (Authorization: Bearer TOKEN, or ?token=TOKEN).
 	AdminToken string
-	Logger     *slog.Logger // default slog.Default()
+	// StoreID names the store file that seqs belong to (each host has its
+	// own, so the same seq means different lines on two hosts). Pages embed
+	// it and a websocket whose page came from another store gets a reset
+	// instead of a silent gap. Empty disables the check.
+	StoreID string
+	Logger  *slog.Logger // default slog.Default()
 
 	TailEvery    time.Duration // poll the store at least this often (1s)
 	TailBatch    int           // lines per store query of the tailer and of a backfill (256)
