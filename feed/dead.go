@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -63,18 +64,36 @@ func ListDead(ctx context.Context, rdb redis.UniversalClient, deadKey string, n 
 }
 
 // requeueScript moves a dead letter back to its stream atomically: XADD the
-// original fields (the dead_* ones left out) and XDEL it from the dead
-// stream. Both keys share the game's hash slot.
+// original fields (the dead_* ones left out, the ones in ARGV[2..] pairs
+// replaced or added) and XDEL it from the dead stream. Both keys share the
+// game's hash slot.
 var requeueScript = redis.NewScript(`
 local e = redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])
 if #e == 0 then return false end
 local skip = {dead_reason = true, dead_attempts = true, dead_consumer = true, dead_stream_id = true, dead_at = true}
+local fix, order = {}, {}
+for i = 2, #ARGV, 2 do
+  if fix[ARGV[i]] == nil then order[#order + 1] = ARGV[i] end
+  fix[ARGV[i]] = ARGV[i + 1]
+end
 local f = e[1][2]
-local args = {}
+local args, used = {}, {}
 for i = 1, #f, 2 do
-  if not skip[f[i]] then
-    args[#args + 1] = f[i]
-    args[#args + 1] = f[i + 1]
+  local k = f[i]
+  if not skip[k] then
+    args[#args + 1] = k
+    if fix[k] ~= nil then
+      args[#args + 1] = fix[k]
+      used[k] = true
+    else
+      args[#args + 1] = f[i + 1]
+    end
+  end
+end
+for _, k in ipairs(order) do
+  if not used[k] then
+    args[#args + 1] = k
+    args[#args + 1] = fix[k]
   end
 end
 if #args == 0 then return redis.error_reply('ERR dead letter has no original fields') end
@@ -88,7 +107,23 @@ return id
 // consumers then handle it as a new entry (a still-malformed entry is
 // dead-lettered again). ErrDeadNotFound if there is no such dead letter.
 func RequeueDead(ctx context.Context, rdb redis.UniversalClient, stream, deadKey, deadID string) (string, error) {
-	pos, err := requeueScript.Run(ctx, rdb, []string{stream, deadKey}, deadID).Text()
+	return RequeueDeadFixed(ctx, rdb, stream, deadKey, deadID, nil)
+}
+
+// RequeueDeadFixed is RequeueDead with some fields replaced (or added) by
+// fix first, in the same script: an operator's repair of a malformed entry
+// cannot race a concurrent requeue or drop of the same letter.
+func RequeueDeadFixed(ctx context.Context, rdb redis.UniversalClient, stream, deadKey, deadID string, fix map[string]string) (string, error) {
+	args := []any{deadID}
+	keys := make([]string, 0, len(fix))
+	for k := range fix {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, k, fix[k])
+	}
+	pos, err := requeueScript.Run(ctx, rdb, []string{stream, deadKey}, args...).Text()
 	if isNil(err) {
 		return "", fmt.Errorf("%w: %s %s", ErrDeadNotFound, deadKey, deadID)
 	}

@@ -128,3 +128,34 @@ func TestInspect(t *testing.T) {
 		t.Errorf("after Close: %+v", st)
 	}
 }
+
+// TestRequeueDeadFixed: an operator repairs a malformed entry's fields and
+// requeues it in one step; the repaired entry is handled.
+func TestRequeueDeadFixed(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s, dk := stream("fix"), event.DeadKey("fix")
+	var rec recorder
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	addRaw(t, rdb, s, "id", "evt_broken", "kind", "chat", "player", "ana", "text", "hi")
+	waitFor(t, 5*time.Second, "dead letter", func() bool { return c.Stats().Dead == 1 })
+	dead, _ := feed.ListDead(ctx, rdb, dk, 0)
+	good := minter.Next(time.Now())
+	if _, err := feed.RequeueDeadFixed(ctx, rdb, s, dk, dead[0].DeadID, map[string]string{"id": good, "note": "fixed"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "fixed entry handled", func() bool { return rec.count(good) == 1 })
+	m := rec.all()[0]
+	if m.Payload["note"] != "fixed" || m.Payload["player"] != "ana" || len(m.Payload) != 4 {
+		t.Errorf("payload %v", m.Payload)
+	}
+	xs, _ := rdb.XRange(ctx, s, "-", "+").Result()
+	if last := xs[len(xs)-1]; last.Values["id"] != good {
+		t.Errorf("requeued entry %v", last)
+	}
+	if n, _ := rdb.XLen(ctx, dk).Result(); n != 0 {
+		t.Errorf("dead stream keeps %d", n)
+	}
+}
