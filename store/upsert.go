@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -100,15 +99,7 @@ func prepareEvent(e *Event) (prepared, error) {
 	case e.Kind == "":
 		return prepared{}, fmt.Errorf("%w: %s: no kind", ErrInvalidEvent, e.EvtID)
 	}
-	payload := "{}"
-	if len(e.Payload) > 0 {
-		b, err := json.Marshal(e.Payload) // map keys sorted: stable bytes
-		if err != nil {
-			return prepared{}, fmt.Errorf("%w: %s: payload: %v", ErrInvalidEvent, e.EvtID, err)
-		}
-		payload = string(b)
-	}
-	p := prepared{ok: true, payload: payload}
+	p := prepared{ok: true, payload: encodePayload(e.Payload)}
 	if !e.At.IsZero() {
 		p.at = e.At.UnixNano()
 	}
