@@ -23,7 +23,7 @@ const maxBody = 4 << 10
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer, securityHeaders, limitBody)
+	r.Use(middleware.Recoverer, middleware.GetHead, securityHeaders, limitBody)
 	r.NotFound(s.notFound)
 
 	r.Get("/", s.index)

@@ -1,8 +1,3 @@
-// Package web serves the feed to browsers: the games index, each game's
-// live timeline (server-rendered, then a websocket of new lines from a
-// seq cursor), a replay page, the operator's status page and metrics. It
-// only reads: the store for lines and state, a status function for the
-// consumer group. It never writes to Redis.
 package web
 
 import (

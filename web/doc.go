@@ -1,0 +1,51 @@
+// Package web serves the feed to browsers: the games index, each game's
+// live timeline (server-rendered, then a websocket of new lines from a seq
+// cursor), a replay page, the operator's status page and metrics. It only
+// reads: the store for lines and state, a status function for the consumer
+// group. It never writes to Redis.
+//
+// # Routes
+//
+//	GET /                                games index (rows refreshed from /fragments/games)
+//	GET /games/{game}                    latest lines, newest first, with the seq read in the same transaction
+//	GET /games/{game}/older?before=EVT   the next lines below EVT as <li> items; header X-More: true|false
+//	GET /games/{game}/live?after=SEQ     websocket (below); optional &store=ID
+//	GET /games/{game}/replay             replay page; its data is /games/{game}/timeline.json
+//	GET /status, /api/status, /metrics   operators; behind Config.AdminToken when set
+//	GET /healthz, /readyz                process up; Config.Ready passes
+//	GET /static/NAME.HASH.EXT            embedded assets, cached for a year
+//
+// An invalid game name answers 404 on every game route.
+//
+// # Websocket
+//
+// Frames are JSON text: {"t":"line","seq":N,"id":"evt_…","html":"<li …>…</li>"},
+// {"t":"state","html":"<aside id=\"scoreboard\" …>"} and {"t":"reset"}. On
+// connect the server subscribes the socket to its game's hub first, then
+// sends a state frame and every line with seq > after (in seq order, from the
+// store), then live lines and a state frame after each tail batch that
+// touched the game. Live lines at or below the last backfilled seq are
+// dropped, so the window between the backfill query and the subscription
+// loses nothing and doubles nothing.
+//
+// Reset: a store=ID other than Config.StoreID, an after above the store's
+// max seq, or more than Config.MaxBacklog lines to catch up gets a reset
+// frame and a normal close; the page reloads.
+//
+// Close codes: 1001 going away (server shutting down: reconnect), 1008
+// "slow client: resume from your cursor" (its send queue overflowed: the
+// hub dropped it without waiting), 1000 after a reset. A socket that does
+// not answer pings (every Config.PingEvery) within Config.WriteTimeout is
+// dropped.
+//
+// # Page hooks for browser tests
+//
+// The game page has <section id="game" data-seq data-cursor data-store>,
+// <ol id="timeline"> of <li id="evt_…" data-seq data-kind>, newest first,
+// <span id="conn" data-state="connecting|live|reconnecting|offline">,
+// <aside id="scoreboard"> and <a id="older" data-before>. The replay page
+// has #replay[data-state=ready][data-pos], #play, #speed, #pos; the status
+// page #status[data-state=live|offline] and #streams; the index
+// #index[data-state] and #games. A CSP violation sets
+// <html data-csp="violated: …">.
+package web
