@@ -52,7 +52,7 @@ func TestThroughputSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Events != 2000 || len(res.Raw) != 1 || len(res.Pipeline) != 1 || res.Raw[0] <= 0 || res.Pipeline[0] <= 0 {
+	if res.Events != 2000 || len(res.Raw) != 2 || len(res.Pipeline) != 1 || res.Raw[0] <= 0 || res.Pipeline[0] <= 0 {
 		t.Fatalf("result %+v", res)
 	}
 }
