@@ -35,12 +35,15 @@ TAIL_PID=""
 SLEEP_PID=""
 STOPPING=0
 
+PIDFILE=$VAR/run.pids
+
 start() { # start NAME LOGFILE CMD...: run CMD in its own session, log to LOGFILE
 	local name=$1 logfile=$2
 	shift 2
 	setsid "$@" >>"$logfile" 2>&1 </dev/null &
 	PIDS+=("$!")
 	NAMES+=("$name")
+	printf '%s %s\n' "$!" "$name" >>"$PIDFILE"
 	say "started $name (pid $!), log $logfile"
 }
 
@@ -90,12 +93,35 @@ cleanup() {
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
+	rm -f "$PIDFILE"
 	say "stopped; logs are in $LOG"
 	exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# A run that was SIGKILLed could not stop its children (they run in their
+# own sessions): stop them now, if they are still ours.
+if [[ -f $PIDFILE ]]; then
+	declare -a left_sim=() left_ren=() left_redis=()
+	while read -r pid name; do
+		cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+		cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
+		case $name in
+		redis) [[ $cwd == "$VAR/redis" && $cmdline == *-server* ]] && left_redis+=("$pid") ;;
+		gamesim) [[ $cwd == "$ROOT" && $cmdline == bin/gamesim* ]] && left_sim+=("$pid") ;;
+		*) [[ $cwd == "$ROOT" && $cmdline == bin/renderer* ]] && left_ren+=("$pid") ;;
+		esac
+	done <"$PIDFILE"
+	if ((${#left_sim[@]} + ${#left_ren[@]} + ${#left_redis[@]})); then
+		say "stopping processes left over from an earlier run: ${left_sim[*]} ${left_ren[*]} ${left_redis[*]}"
+		((${#left_sim[@]})) && stop_group gamesim "${left_sim[@]}"
+		((${#left_ren[@]})) && stop_group renderer "${left_ren[@]}"
+		((${#left_redis[@]})) && stop_group redis "${left_redis[@]}"
+	fi
+	rm -f "$PIDFILE"
+fi
 
 # --- build --------------------------------------------------------------------
 command -v go >/dev/null || die "go is not on PATH: install Go 1.26 (https://go.dev/dl/)"

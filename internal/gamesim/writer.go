@@ -358,7 +358,8 @@ func (w *writer) tick() {
 	w.lastTick, w.lastN = now, n
 }
 
-// report prints the final per-game counts.
+// report prints the final per-game counts. The last line is a contract:
+// tests of the binary parse "gamesim: done: N entries (G good, B malformed)".
 func (w *writer) report(s Summary) {
 	for _, g := range s.Games {
 		fmt.Fprintf(w.out, "gamesim: %s: good=%d bad=%d unknown=%d last=%s\n", g.Game, g.Good, g.Bad, g.Unknown, g.LastID)
