@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
@@ -15,6 +17,9 @@ import (
 	"github.com/codemojex/feed/templates"
 )
 
+// quiet drops the store's Info logs (a line per migration per Open).
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
 // MustOpen opens a store at path (a new file under t.TempDir() when path
 // is empty) and closes it when the test ends.
 func MustOpen(tb testing.TB, path string) *store.DB {
@@ -22,7 +27,7 @@ func MustOpen(tb testing.TB, path string) *store.DB {
 	if path == "" {
 		path = filepath.Join(tb.TempDir(), "feed.db")
 	}
-	db, err := store.Open(context.Background(), path)
+	db, err := store.OpenWith(context.Background(), path, store.Options{Logger: quiet})
 	if err != nil {
 		tb.Fatalf("open %s: %v", path, err)
 	}

@@ -74,7 +74,7 @@ func helperMain(t *testing.T, mode string) error {
 		child, _ := strconv.ParseUint(os.Getenv(envChild), 10, 64)
 		// A 1ms busy timeout hands almost every lock wait to the store's
 		// own retry loop, which is what this proof is about.
-		db, err := store.OpenWith(ctx, path, store.Options{BusyTimeout: time.Millisecond})
+		db, err := store.OpenWith(ctx, path, store.Options{BusyTimeout: time.Millisecond, Logger: quiet})
 		if err != nil {
 			return err
 		}
