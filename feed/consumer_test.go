@@ -220,3 +220,33 @@ func TestIdleConsumersRemoved(t *testing.T) {
 		t.Errorf("consumers left: %v", names)
 	}
 }
+
+// TestBatchPanicIsolated: a batch handler that panics on one entry does not
+// fail its batch mates: the entries are handed over one by one.
+func TestBatchPanicIsolated(t *testing.T) {
+	_, rdb := mustStart(t)
+	s := stream("isolate")
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.MinIdle = time.Minute
+	cfg.BatchHandler = func(ctx context.Context, ms []feed.Message) []error {
+		for _, m := range ms {
+			if m.Payload["verdict"] == "panic" {
+				panic("bad entry " + m.ID)
+			}
+		}
+		return make([]error, len(ms))
+	}
+	add(t, rdb, s)
+	bad := add(t, rdb, s, "verdict", "panic")
+	add(t, rdb, s)
+	c := mustOpen(t, cfg)
+	waitFor(t, 5*time.Second, "settled", func() bool { st := c.Stats(); return st.Acked == 2 && st.Failed == 1 })
+	if st := c.Stats(); st.Panics != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	p, _ := rdb.XPendingExt(context.Background(), &redis.XPendingExtArgs{Stream: s, Group: group, Start: "-", End: "+", Count: 10}).Result()
+	xs, _ := rdb.XRange(context.Background(), s, "-", "+").Result()
+	if len(p) != 1 || p[0].ID != xs[1].ID {
+		t.Errorf("pending %v, want only %s (%s)", p, xs[1].ID, bad)
+	}
+}

@@ -187,10 +187,32 @@ func (c *Consumer) callHandler(todo []delivery) []error {
 	})
 	c.setInHandler(false)
 	mHandlerSeconds.Observe(time.Since(start).Seconds())
-	close(stop)
-	wg.Wait()
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
 	if err == nil && len(verdicts) != len(ms) {
 		err = fmt.Errorf("feed: batch handler returned %d verdicts for %d entries", len(verdicts), len(ms))
+	}
+	if err != nil && len(ms) > 1 {
+		// One entry must not take its batch down with it (after
+		// PoisonAfter tries the whole batch would be dead-lettered): hand
+		// the entries over one by one, so each gets its own verdict.
+		c.log.Warn("batch handler failed as a whole; handling its entries one by one", "entries", len(ms), "err", err)
+		verdicts = make([]error, len(ms))
+		c.setInHandler(true)
+		for i := range ms {
+			one := ms[i : i+1]
+			verdicts[i] = safeCall(func() error {
+				v := c.handle(c.hctx, one)
+				if len(v) != 1 {
+					return fmt.Errorf("feed: batch handler returned %d verdicts for 1 entry", len(v))
+				}
+				return v[0]
+			})
+		}
+		c.setInHandler(false)
+		err = nil
 	}
 	if err != nil {
 		verdicts = make([]error, len(ms))
