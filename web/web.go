@@ -82,7 +82,7 @@ type Config struct {
 	WriteTimeout time.Duration // one websocket write or ping may take this long (10s)
 	ReadTimeout  time.Duration // whole-request read limit of plain HTTP requests (30s; websockets are exempt)
 	PingEvery    time.Duration // websocket ping interval (20s)
-	MaxBacklog   int           // a resume further behind than this many lines gets a reset frame (2000)
+	MaxBacklog   int           // a resume further behind than this many lines gets a reset frame (5000)
 	PageLines    int           // lines on a game page and per "older" fragment (100)
 
 	UpgradeRate  float64 // websocket upgrades per second per client address (2)
@@ -100,7 +100,7 @@ func (c *Config) defaults() {
 	setDur(&c.PingEvery, 20*time.Second)
 	setInt(&c.TailBatch, 256)
 	setInt(&c.SendQueue, 1024)
-	setInt(&c.MaxBacklog, 2000)
+	setInt(&c.MaxBacklog, 5000)
 	setInt(&c.PageLines, 100)
 	setInt(&c.UpgradeBurst, 20)
 	setInt(&c.MaxClients, 10000)
