@@ -18,6 +18,7 @@ type effects struct {
 	players map[playerKey]*playerFx
 	order   []playerKey // first-seen order, so SQL runs in a stable order
 	gorder  []string
+	args    []any // reused parameter slice
 }
 
 type playerKey struct{ game, name string }
@@ -150,33 +151,49 @@ func (p *playerFx) setPresent(id string, present bool) {
 	}
 }
 
-// apply writes the accumulated effects: one statement per game, then one
-// per player (players reference games).
+// apply writes the accumulated effects: multi-row upserts of the games,
+// then of the players (players reference games).
 func (fx *effects) apply(ctx context.Context, s *boundStmts) error {
-	for _, name := range fx.gorder {
-		g := fx.games[name]
-		status := g.status
-		if g.statusEvt == "" {
-			status = "waiting" // only used when the row is new
+	args := fx.args[:0]
+	games := fx.gorder
+	for len(games) > 0 {
+		chunk := games[:multiSQL[mGame].chunk(len(games))]
+		games = games[len(chunk):]
+		args = args[:0]
+		for _, name := range chunk {
+			g := fx.games[name]
+			status := g.status
+			if g.statusEvt == "" {
+				status = "waiting" // only used when the row is new
+			}
+			args = append(args, name,
+				g.title, g.rounds, g.codeLen, g.palette, g.infoEvt,
+				status, g.winner, g.statusEvt,
+				g.round, g.roundEvt,
+				g.events, g.lastEvtID, g.lastAt)
 		}
-		if _, err := s.get(stGame).ExecContext(ctx, name,
-			g.title, g.rounds, g.codeLen, g.palette, g.infoEvt,
-			status, g.winner, g.statusEvt,
-			g.round, g.roundEvt,
-			g.events, g.lastEvtID, g.lastAt); err != nil {
+		if _, err := s.rows(mGame, len(chunk)).ExecContext(ctx, args...); err != nil {
 			return err
 		}
 	}
-	for _, k := range fx.order {
-		p := fx.players[k]
-		if _, err := s.get(stPlayer).ExecContext(ctx, k.game, k.name,
-			p.avatar, p.avatarEvt,
-			p.present, p.presentEvt,
-			p.guess, p.exact, p.near, p.guessEvt,
-			p.score, p.wins, p.guesses); err != nil {
+	players := fx.order
+	for len(players) > 0 {
+		chunk := players[:multiSQL[mPlayer].chunk(len(players))]
+		players = players[len(chunk):]
+		args = args[:0]
+		for _, k := range chunk {
+			p := fx.players[k]
+			args = append(args, k.game, k.name,
+				p.avatar, p.avatarEvt,
+				p.present, p.presentEvt,
+				p.guess, p.exact, p.near, p.guessEvt,
+				p.score, p.wins, p.guesses)
+		}
+		if _, err := s.rows(mPlayer, len(chunk)).ExecContext(ctx, args...); err != nil {
 			return err
 		}
 	}
+	fx.args = args[:0]
 	return nil
 }
 

@@ -106,20 +106,11 @@ func prepareEvent(e *Event) (prepared, error) {
 	return p, nil
 }
 
-// maxInsertRows bounds one multi-row INSERT (10 parameters a row, far
-// below SQLite's limit). Chunks are powers of two (a batch of 250 is
-// 128+64+32+16+8+2), so a handful of statements prepared at Open serve
+// maxInsertRows bounds one multi-row INSERT of events (10 parameters a
+// row, far below SQLite's limit). Chunks are powers of two (a batch of 250
+// is 128+64+32+16+8+2), so a handful of statements prepared at Open serve
 // every batch size.
 const maxInsertRows = 128
-
-// chunkRows is the largest power of two ≤ n, capped at maxInsertRows.
-func chunkRows(n int) int {
-	c := maxInsertRows
-	for c > n {
-		c >>= 1
-	}
-	return c
-}
 
 // upsertTx is one attempt at the whole batch in one IMMEDIATE transaction.
 // The fast path inserts the batch with multi-row INSERT … ON CONFLICT DO
@@ -181,13 +172,13 @@ func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows [
 	}
 	args := make([]any, 0, 10*min(len(pending), maxInsertRows))
 	for len(pending) > 0 {
-		chunk := pending[:chunkRows(len(pending))]
+		chunk := pending[:multiSQL[mInsert].chunk(len(pending))]
 		pending = pending[len(chunk):]
 		args = args[:0]
 		for _, i := range chunk {
 			args = appendInsertArgs(args, &evs[i], &rows[i], now)
 		}
-		rs, err := s.insert(len(chunk)).QueryContext(ctx, args...)
+		rs, err := s.rows(mInsert, len(chunk)).QueryContext(ctx, args...)
 		if err != nil {
 			return fmt.Errorf("insert: %w", err)
 		}
@@ -233,7 +224,7 @@ func (db *DB) entryByEntry(ctx context.Context, s *boundStmts, evs []Event, rows
 		seq, err := func() (int64, error) {
 			var seq int64
 			var id string
-			err := s.insert(1).QueryRowContext(ctx, appendInsertArgs(args[:0], &evs[i], &rows[i], now)...).Scan(&seq, &id)
+			err := s.rows(mInsert, 1).QueryRowContext(ctx, appendInsertArgs(args[:0], &evs[i], &rows[i], now)...).Scan(&seq, &id)
 			if errors.Is(err, sql.ErrNoRows) {
 				return 0, nil // duplicate: no side effects, ever
 			}
@@ -269,44 +260,42 @@ func appendInsertArgs(args []any, e *Event, p *prepared, now int64) []any {
 	return append(args, e.EvtID, e.Game, e.Kind, p.payload, e.HTML, e.StreamID, e.Renderer, e.Attempts, p.at, now)
 }
 
-// insertSQL is a multi-row insert of n events. ON CONFLICT DO NOTHING makes
-// a stored EVT id a no-op, and RETURNING yields only the rows really
-// inserted: the verdicts, and the only events whose effects apply.
-func insertSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO events (evt_id, game, kind, payload, html, stream_id, renderer, attempts, at, stored_at) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`(?,?,?,?,?,?,?,?,?,?)`)
-	}
-	b.WriteString(` ON CONFLICT (evt_id) DO NOTHING RETURNING seq, evt_id`)
-	return b.String()
-}
-
-// Write statement indexes.
+// Multi-row statements, each prepared at Open for every power of two up to
+// its max rows, so any batch is a few statements whatever its size.
 const (
-	stSavepoint = iota
-	stRelease
-	stRollbackTo
-	stGame
-	stPlayer
-	stCount
+	mInsert = iota // events: the lines
+	mGame          // games: folded effects, one row per game
+	mPlayer        // players: folded effects, one row per player
+	mCount
 )
 
-// writeSQL is every fixed statement Upsert runs. Newer-wins columns compare
-// the incoming group's EVT id with the *_evt column of their group; in an
-// ON CONFLICT DO UPDATE every right-hand side sees the row as it was, so a
-// group's values and its *_evt move together or not at all. A group the
-// batch did not touch comes with an empty EVT id, which never wins.
-var writeSQL = [stCount]string{
-	stSavepoint:  `SAVEPOINT entry`,
-	stRelease:    `RELEASE entry`,
-	stRollbackTo: `ROLLBACK TO entry`,
-	stGame: `INSERT INTO games (name, title, rounds, code_len, palette, info_evt, status, winner, status_evt,
-			round, round_evt, events, last_evt_id, last_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+type multiRow struct {
+	head    string // INSERT … VALUES
+	cols    int    // parameters per row
+	tail    string // ON CONFLICT …
+	maxRows int    // a power of two
+}
+
+// multiSQL: the events insert does nothing on a stored EVT id, and
+// RETURNING yields only the rows really inserted: the verdicts, and the
+// only events whose effects apply. In the games and players upserts,
+// newer-wins columns compare the incoming group's EVT id with the *_evt
+// column of their group; in ON CONFLICT DO UPDATE every right-hand side
+// sees the row as it was, so a group's values and its *_evt move together
+// or not at all. A group the batch did not touch comes with an empty EVT
+// id, which never wins. Sums add.
+var multiSQL = [mCount]multiRow{
+	mInsert: {
+		head:    `INSERT INTO events (evt_id, game, kind, payload, html, stream_id, renderer, attempts, at, stored_at) VALUES `,
+		cols:    10,
+		tail:    ` ON CONFLICT (evt_id) DO NOTHING RETURNING seq, evt_id`,
+		maxRows: maxInsertRows,
+	},
+	mGame: {
+		head: `INSERT INTO games (name, title, rounds, code_len, palette, info_evt, status, winner, status_evt,
+			round, round_evt, events, last_evt_id, last_at) VALUES `,
+		cols: 14,
+		tail: `
 		ON CONFLICT (name) DO UPDATE SET
 			title    = CASE WHEN excluded.info_evt > info_evt THEN excluded.title ELSE title END,
 			rounds   = CASE WHEN excluded.info_evt > info_evt THEN excluded.rounds ELSE rounds END,
@@ -321,9 +310,13 @@ var writeSQL = [stCount]string{
 			events      = events + excluded.events,
 			last_evt_id = max(last_evt_id, excluded.last_evt_id),
 			last_at     = max(last_at, excluded.last_at)`,
-	stPlayer: `INSERT INTO players (game, name, avatar, avatar_evt, present, present_evt,
-			last_guess, last_exact, last_near, guess_evt, score, wins, guesses)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+		maxRows: 32,
+	},
+	mPlayer: {
+		head: `INSERT INTO players (game, name, avatar, avatar_evt, present, present_evt,
+			last_guess, last_exact, last_near, guess_evt, score, wins, guesses) VALUES `,
+		cols: 13,
+		tail: `
 		ON CONFLICT (game, name) DO UPDATE SET
 			avatar     = CASE WHEN excluded.avatar_evt > avatar_evt THEN excluded.avatar ELSE avatar END,
 			avatar_evt = max(avatar_evt, excluded.avatar_evt),
@@ -336,18 +329,58 @@ var writeSQL = [stCount]string{
 			score   = score + excluded.score,
 			wins    = wins + excluded.wins,
 			guesses = guesses + excluded.guesses`,
+		maxRows: 64,
+	},
+}
+
+// sql returns the statement for n rows.
+func (m multiRow) sql(n int) string {
+	var b strings.Builder
+	b.WriteString(m.head)
+	row := "(" + strings.Repeat("?,", m.cols-1) + "?)"
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(row)
+	}
+	b.WriteString(m.tail)
+	return b.String()
+}
+
+// chunk is the largest power of two ≤ n, capped at maxRows.
+func (m multiRow) chunk(n int) int {
+	c := m.maxRows
+	for c > n {
+		c >>= 1
+	}
+	return c
+}
+
+// Fixed statement indexes.
+const (
+	stSavepoint = iota
+	stRelease
+	stRollbackTo
+	stCount
+)
+
+var fixedSQL = [stCount]string{
+	stSavepoint:  `SAVEPOINT entry`,
+	stRelease:    `RELEASE entry`,
+	stRollbackTo: `ROLLBACK TO entry`,
 }
 
 // writeStmts are prepared once on the writer pool (one connection), so
 // binding them to a transaction reuses the compiled statement.
 type writeStmts struct {
-	s      [stCount]*sql.Stmt
-	insert map[int]*sql.Stmt // by row count: powers of two up to maxInsertRows
+	s     [stCount]*sql.Stmt
+	multi [mCount]map[int]*sql.Stmt // by row count: powers of two
 }
 
 func prepareWrite(ctx context.Context, w *sql.DB) (*writeStmts, error) {
-	ws := &writeStmts{insert: map[int]*sql.Stmt{}}
-	for i, q := range writeSQL {
+	ws := &writeStmts{}
+	for i, q := range fixedSQL {
 		st, err := w.PrepareContext(ctx, q)
 		if err != nil {
 			ws.close()
@@ -355,13 +388,16 @@ func prepareWrite(ctx context.Context, w *sql.DB) (*writeStmts, error) {
 		}
 		ws.s[i] = st
 	}
-	for n := 1; n <= maxInsertRows; n <<= 1 {
-		st, err := w.PrepareContext(ctx, insertSQL(n))
-		if err != nil {
-			ws.close()
-			return nil, fmt.Errorf("insert of %d: %w", n, err)
+	for k, m := range multiSQL {
+		ws.multi[k] = map[int]*sql.Stmt{}
+		for n := 1; n <= m.maxRows; n <<= 1 {
+			st, err := w.PrepareContext(ctx, m.sql(n))
+			if err != nil {
+				ws.close()
+				return nil, fmt.Errorf("statement %d of %d rows: %w", k, n, err)
+			}
+			ws.multi[k][n] = st
 		}
-		ws.insert[n] = st
 	}
 	return ws, nil
 }
@@ -372,23 +408,25 @@ func (ws *writeStmts) close() {
 			st.Close()
 		}
 	}
-	for _, st := range ws.insert {
-		st.Close()
+	for _, m := range ws.multi {
+		for _, st := range m {
+			st.Close()
+		}
 	}
 }
 
 // boundStmts binds statements to one transaction lazily: most batches use
 // only a few of them.
 type boundStmts struct {
-	ctx context.Context
-	tx  *sql.Tx
-	ws  *writeStmts
-	b   [stCount]*sql.Stmt
-	ins map[int]*sql.Stmt
+	ctx   context.Context
+	tx    *sql.Tx
+	ws    *writeStmts
+	b     [stCount]*sql.Stmt
+	multi [mCount]map[int]*sql.Stmt
 }
 
 func (ws *writeStmts) bind(ctx context.Context, tx *sql.Tx) *boundStmts {
-	return &boundStmts{ctx: ctx, tx: tx, ws: ws, ins: map[int]*sql.Stmt{}}
+	return &boundStmts{ctx: ctx, tx: tx, ws: ws}
 }
 
 func (b *boundStmts) get(i int) *sql.Stmt {
@@ -398,13 +436,16 @@ func (b *boundStmts) get(i int) *sql.Stmt {
 	return b.b[i]
 }
 
-// insert returns the n-row insert (n a power of two) bound to the
-// transaction.
-func (b *boundStmts) insert(n int) *sql.Stmt {
-	st := b.ins[n]
+// rows returns multi-row statement k for n rows (n a power of two ≤ its
+// maxRows) bound to the transaction.
+func (b *boundStmts) rows(k, n int) *sql.Stmt {
+	if b.multi[k] == nil {
+		b.multi[k] = map[int]*sql.Stmt{}
+	}
+	st := b.multi[k][n]
 	if st == nil {
-		st = b.tx.StmtContext(b.ctx, b.ws.insert[n])
-		b.ins[n] = st
+		st = b.tx.StmtContext(b.ctx, b.ws.multi[k][n])
+		b.multi[k][n] = st
 	}
 	return st
 }
