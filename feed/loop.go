@@ -2,8 +2,15 @@ package feed
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"time"
 )
+
+// quiet marks a turn's error that another log line already reports.
+type quiet struct{ error }
+
+func (q quiet) Unwrap() error { return q.error }
 
 // run is the loop goroutine. Each turn: re-discover streams when due, retry
 // failed acks, open group doors, recover own pending lists, claim idle
@@ -22,7 +29,11 @@ func (c *Consumer) run() {
 				return // Close cancelled the call; not a failure
 			}
 			d := c.loopBackoff.next()
-			c.log.Warn("consumer loop error; backing off", "err", err, "backoff", d.Round(time.Millisecond))
+			level := slog.LevelWarn
+			if errors.As(err, new(quiet)) {
+				level = slog.LevelDebug
+			}
+			c.log.Log(c.ctx, level, "consumer loop error; backing off", "err", err, "backoff", d.Round(time.Millisecond))
 			if !c.sleep(d) {
 				return
 			}

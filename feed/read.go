@@ -117,8 +117,10 @@ func (c *Consumer) readNew() error {
 				c.reopen(st, err)
 			}
 			if isNoGroup(err) {
-				// The door re-creates the group and says so in one line.
-				return nil
+				// The door re-creates the group and says so in one line;
+				// the short backoff still guards against a NOGROUP that
+				// the door cannot cure.
+				return quiet{err}
 			}
 		}
 		return err

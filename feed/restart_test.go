@@ -3,6 +3,8 @@ package feed_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -36,8 +38,10 @@ func TestRedisRestartWithoutPersistence(t *testing.T) {
 	srv, rdb := mustStart(t)
 	s := stream("volatile")
 	var rec recorder
+	var logs logBuffer
 	cfg := baseConfig(t, rdb, "r1", s)
 	cfg.Handler = rec.handler
+	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&logs, tbWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c := mustOpen(t, cfg)
 	before := add(t, rdb, s)
 	waitFor(t, 5*time.Second, "first entry", func() bool { return rec.count(before) == 1 })
@@ -56,8 +60,11 @@ func TestRedisRestartWithoutPersistence(t *testing.T) {
 		}
 		return true
 	})
-	if st := c.Stats(); st.GroupsRecreated < 1 {
-		t.Errorf("stats %+v: group not re-created", st)
+	if st := c.Stats(); st.GroupsRecreated != 1 {
+		t.Errorf("stats %+v: want the group re-created once", st)
+	}
+	if n := logs.count("NOGROUP"); n != 1 {
+		t.Errorf("%d log lines mention NOGROUP, want one", n)
 	}
 	waitFor(t, 5*time.Second, "lease re-taken", func() bool {
 		n, _ := rdb.Exists(context.Background(), feed.LeaseKey(group, "r1")).Result()
