@@ -39,6 +39,20 @@ func MustOpen(tb testing.TB, path string) *store.DB {
 	return db
 }
 
+// mustOpenWith opens a new store under t.TempDir() with opts.
+func mustOpenWith(tb testing.TB, opts store.Options) *store.DB {
+	tb.Helper()
+	if opts.Logger == nil {
+		opts.Logger = quiet
+	}
+	db, err := store.OpenWith(context.Background(), filepath.Join(tb.TempDir(), "feed.db"), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
 // waitFor polls cond until it holds or timeout passes.
 func waitFor(tb testing.TB, timeout time.Duration, cond func() bool) {
 	tb.Helper()

@@ -26,6 +26,11 @@ type Options struct {
 	ReadConns int
 	// Logger receives retries and migrations. Default slog.Default().
 	Logger *slog.Logger
+	// EntryByEntry makes every batch take the careful path (one SAVEPOINT
+	// and a few statements per entry) instead of only batches in which a
+	// statement failed. Slower; it exists so tests can hold both paths to
+	// the same results.
+	EntryByEntry bool
 }
 
 // DB is one process's handle on the store file: a single writer connection
@@ -41,6 +46,7 @@ type DB struct {
 	wmu   sync.Mutex // one batch at a time on the writer connection
 	stmts *writeStmts
 	fx    *effects // scratch for Upsert, under wmu
+	slow  bool     // Options.EntryByEntry
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -72,7 +78,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), fx: newEffects()}
+	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), fx: newEffects(), slow: opts.EntryByEntry}
 
 	db.w, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, false))
 	if err != nil {

@@ -122,8 +122,8 @@ const maxInsertRows = 128
 // attempt for retryBusy to run again from scratch; res is rewritten on
 // every attempt.
 func (db *DB) upsertTx(ctx context.Context, evs []Event, rows []prepared, res []Result) error {
-	err := db.attempt(ctx, evs, rows, res, false)
-	if err == nil || isBusy(err) || ctx.Err() != nil {
+	err := db.attempt(ctx, evs, rows, res, db.slow)
+	if db.slow || err == nil || isBusy(err) || ctx.Err() != nil {
 		return err
 	}
 	upsertFallbacks.Inc()
