@@ -24,8 +24,9 @@ type Config struct {
 	// (that is how it recovers its own pending list) and held by one live
 	// process at a time through a lease. Required.
 	Consumer string
-	// Streams discovers the stream keys to consume; it is called at Open and
-	// every StreamsEvery. A failing call keeps the previous list. Required.
+	// Streams discovers the stream keys to consume; it is called as the loop
+	// starts and then every StreamsEvery. A failing call keeps the previous
+	// list. Required.
 	Streams func(ctx context.Context) ([]string, error)
 	// StreamsEvery is the re-discovery period (default 2s).
 	StreamsEvery time.Duration

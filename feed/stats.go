@@ -4,10 +4,10 @@ import "sync/atomic"
 
 // Stats is a snapshot of one Consumer's counters since Open.
 type Stats struct {
-	Delivered        int64 // entries handed to the handler, all paths
+	Delivered        int64 // entries received with their fields, all paths (malformed ones too)
 	Recovered        int64 // of which from the own pending list at start
 	Claimed          int64 // entries taken over by XAUTOCLAIM
-	Acked            int64 // handler returned nil, XACKed
+	Acked            int64 // handler returned nil, XACK confirmed
 	Failed           int64 // handler error or panic, left pending
 	Panics           int64 // of which panics
 	Dead             int64 // dead-lettered, all reasons
