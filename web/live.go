@@ -66,8 +66,9 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowedOrigins})
 	if err != nil {
-		// Accept has answered (403 for a foreign Origin).
-		mUpgradesRejected.WithLabelValues("origin").Inc()
+		// Accept has answered (403 for a foreign Origin, 426 for a
+		// request that is no websocket handshake).
+		mUpgradesRejected.WithLabelValues("handshake").Inc()
 		s.log.Info("web: websocket refused", "game", game, "remote", clientAddr(r), "err", err)
 		return
 	}
@@ -104,8 +105,6 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.pump(c, last, gone)
 }
-
-var errReset = errors.New("web: client reset")
 
 // testHookSubscribed, when set by a test, runs between a websocket's hub
 // subscription and its backfill: the window where lines must not get lost.

@@ -17,9 +17,11 @@ import (
 
 // Errors of the web package.
 var (
-	ErrNoStore  = errors.New("web: config has no store")
-	ErrClosed   = errors.New("web: server closed")
+	// ErrNoStore is returned by Open when Config.Store is nil.
+	ErrNoStore = errors.New("web: config has no store")
+
 	errNoStatus = errors.New("web: no status source configured")
+	errReset    = errors.New("web: client reset") // a reset frame ended the socket
 )
 
 // Store is what the web reads from the store; *store.DB implements it.
