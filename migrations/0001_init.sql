@@ -13,7 +13,7 @@ CREATE TABLE events (
     evt_id    TEXT    NOT NULL UNIQUE,
     game      TEXT    NOT NULL REFERENCES games (name) DEFERRABLE INITIALLY DEFERRED,
     kind      TEXT    NOT NULL,
-    payload   TEXT    NOT NULL CHECK (json_valid(payload)),
+    payload   TEXT    NOT NULL,  -- the fields but id, a JSON object with sorted keys
     html      TEXT    NOT NULL,
     stream_id TEXT    NOT NULL DEFAULT '',
     renderer  TEXT    NOT NULL DEFAULT '',
