@@ -3,8 +3,10 @@ package main_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +16,24 @@ import (
 	"github.com/codemojex/feed/internal/redistest"
 )
 
+// bin is the gamesim binary under test, built once: only this command, so
+// the test does not wait for every binary to link.
+var bin string
+
 func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gamesim-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "gamesim")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
-	proctest.Cleanup()
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -46,7 +63,7 @@ func TestWritesWhatTheFlagsAndEnvironmentSay(t *testing.T) {
 	s := redistest.MustStart(t)
 	rdb := s.Client(t)
 	// Flags for some settings, environment for the others: both are honoured.
-	p := proctest.Start(t, "gamesim", "gamesim", []string{"-games", "2", "-events", "60"},
+	p := proctest.Start(t, "gamesim", bin, []string{"-games", "2", "-events", "60"},
 		"REDIS_URL="+s.URL(), "GAMESIM_PREFIX=envp", "GAMESIM_BAD=0.2", "GAMESIM_EVENTS=999")
 	if err := wait(t, p); err != nil {
 		t.Fatalf("exit: %v\n%s", err, p.Output())
@@ -65,7 +82,7 @@ func TestWritesWhatTheFlagsAndEnvironmentSay(t *testing.T) {
 func TestStopsCleanlyOnSignal(t *testing.T) {
 	s := redistest.MustStart(t)
 	rdb := s.Client(t)
-	p := proctest.Start(t, "gamesim", "gamesim", []string{"-redis", s.URL(), "-events", "0", "-rate", "500"})
+	p := proctest.Start(t, "gamesim", bin, []string{"-redis", s.URL(), "-events", "0", "-rate", "500"})
 	waitFor(t, 20*time.Second, "entries in game-1", func() bool {
 		n, _ := rdb.XLen(context.Background(), event.StreamKey("game-1")).Result()
 		return n >= 20
@@ -94,7 +111,7 @@ func TestFailsLoudly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := proctest.Start(t, "gamesim", "gamesim", tt.args, tt.env...)
+			p := proctest.Start(t, "gamesim", bin, tt.args, tt.env...)
 			err := wait(t, p)
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
