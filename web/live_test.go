@@ -455,3 +455,29 @@ func TestLiveOutlivesReadTimeout(t *testing.T) {
 		t.Fatalf("got %v", ids(got))
 	}
 }
+
+// A failing store costs errors, not a crash: the tailer counts and backs
+// off, pages answer 500, a new websocket is closed with an internal error.
+func TestStoreFailure(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.TailEvery = 20 * time.Millisecond })
+	w := e.dial("g1", 0)
+	w.next() // state: the hub exists, so the tailer reads lines
+	if err := e.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "tail errors counted", func() bool { return e.srv.Stats().TailErrors > 0 })
+	if resp, _ := e.get("/games/g1"); resp.StatusCode != 500 {
+		t.Fatalf("page with the store closed: %d, want 500", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, e.wsURL("g1", 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	_, _, err = c.Read(ctx)
+	if websocket.CloseStatus(err) != websocket.StatusInternalError {
+		t.Fatalf("read: %v, want an internal-error close", err)
+	}
+}
