@@ -166,10 +166,12 @@ func TestAnyDeliveryOrderSameStore(t *testing.T) {
 					db = mustOpenWith(t, store.Options{EntryByEntry: true})
 				}
 				inserted := 0
+				seqOf := map[string]int64{}
 				for _, b := range batches {
-					for _, res := range mustUpsert(t, db, b) {
+					for i, res := range mustUpsert(t, db, b) {
 						if res.Inserted {
 							inserted++
+							seqOf[b[i].EvtID] = res.Seq
 						}
 					}
 				}
@@ -192,9 +194,12 @@ func TestAnyDeliveryOrderSameStore(t *testing.T) {
 				if len(lines) != len(evs) {
 					t.Errorf("%s: Since(0) returned %d lines, want %d", name, len(lines), len(evs))
 				}
-				for i := 1; i < len(lines); i++ {
-					if lines[i].Seq <= lines[i-1].Seq {
-						t.Fatalf("%s: seq not increasing: %d after %d", name, lines[i].Seq, lines[i-1].Seq)
+				for i, l := range lines {
+					if i > 0 && l.Seq <= lines[i-1].Seq {
+						t.Fatalf("%s: seq not increasing: %d after %d", name, l.Seq, lines[i-1].Seq)
+					}
+					if seqOf[l.EvtID] != l.Seq {
+						t.Fatalf("%s: %s stored at seq %d, its Result said %d", name, l.EvtID, l.Seq, seqOf[l.EvtID])
 					}
 				}
 			}
