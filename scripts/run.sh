@@ -9,6 +9,7 @@
 #   RUN_HTTP_PORT   first renderer port (default 8080; the others follow)
 #   RUN_GAMES       games simulated (default 3)
 #   RUN_RATE        simulator entries per second over all games (default 3)
+#   RUN_SEED        simulator seed (default: the time, so each run plays new matches)
 #   RUN_TAIL        1 (default) tails the logs here; 0 only prints where they are
 set -euo pipefail
 
@@ -270,7 +271,10 @@ for ((k = 0; k < 3; k++)); do
 done
 
 # --- the game simulator ----------------------------------------------------------
-start gamesim "$LOG/gamesim.log" bin/gamesim -redis "$REDIS_URL" -games "$GAMES" -rate "$RATE" -events 0
+# A new seed per run: the same seed would replay the very same matches on top
+# of the ones the previous run left in the streams and the store.
+start gamesim "$LOG/gamesim.log" bin/gamesim -redis "$REDIS_URL" -games "$GAMES" -rate "$RATE" -events 0 \
+	-seed "${RUN_SEED:-$(date +%s)}"
 
 cat >&2 <<EOF
 
