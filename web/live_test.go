@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -172,101 +171,6 @@ func TestLiveNoGapWhileWriting(t *testing.T) {
 	}
 }
 
-func TestLiveReset(t *testing.T) {
-	tests := []struct {
-		name      string
-		lines     int
-		after     func(max int64) int64
-		wantReset bool
-		wantLines int // lines before silence, when no reset
-	}{
-		{"cursor ahead of the store", 3, func(max int64) int64 { return max + 10 }, true, 0},
-		{"more than MaxBacklog behind", 12, func(int64) int64 { return 0 }, true, 0},
-		{"exactly MaxBacklog behind", 10, func(int64) int64 { return 0 }, false, 10},
-		{"at the head", 3, func(max int64) int64 { return max }, false, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := MustOpenEnv(t, func(c *web.Config) { c.MaxBacklog = 10; c.TailBatch = 4 })
-			e.upsert(e.gen("g1").chats(t, tt.lines)...)
-			max, err := e.db.MaxSeq(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := e.dial("g1", tt.after(max))
-			var got []wireFrame
-			for {
-				f, rerr := w.read(time.Second)
-				if rerr != nil {
-					err = rerr
-					break
-				}
-				got = append(got, f)
-				if f.T == "reset" {
-					break
-				}
-			}
-			reset := len(got) > 0 && got[len(got)-1].T == "reset"
-			if reset != tt.wantReset {
-				t.Fatalf("frames %+v (then %v): reset %v, want %v", got, err, reset, tt.wantReset)
-			}
-			if reset {
-				_, err := w.read(2 * time.Second)
-				if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
-					t.Fatalf("after reset: %v, want a normal close", err)
-				}
-				if n := e.srv.Stats().Resets; n != 1 {
-					t.Fatalf("Resets = %d, want 1", n)
-				}
-				return
-			}
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("read: %v, want silence", err)
-			}
-			n := 0
-			for _, f := range got {
-				if f.T == "line" {
-					n++
-				}
-			}
-			if got[0].T != "state" || n != tt.wantLines {
-				t.Fatalf("frames %+v: want state then %d lines", got, tt.wantLines)
-			}
-		})
-	}
-}
-
-// A cursor from another store's page (another host) is reset, not trusted.
-func TestLiveResetOtherStore(t *testing.T) {
-	e := MustOpenEnv(t, func(c *web.Config) { c.StoreID = "host-a" })
-	e.upsert(e.gen("g1").chats(t, 2)...)
-	_, page := e.get("/games/g1")
-	if !strings.Contains(page, `data-store="host-a"`) {
-		t.Fatal("page does not embed the store id")
-	}
-	for _, tt := range []struct {
-		store string
-		reset bool
-	}{{"host-a", false}, {"", false}, {"host-b", true}} {
-		u := e.wsURL("g1", 1)
-		if tt.store != "" {
-			u += "&store=" + tt.store
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c, _, err := websocket.Dial(ctx, u, nil)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := &wsClient{tb: t, c: c}
-		f := w.next()
-		if (f.T == "reset") != tt.reset {
-			t.Fatalf("store %q: first frame %+v, want reset=%v", tt.store, f, tt.reset)
-		}
-		c.CloseNow()
-	}
-}
-
 // Each line is encoded once per game, however many clients watch it.
 func TestLiveFramesEncodedOncePerGame(t *testing.T) {
 	e := MustOpenEnv(t, nil)
@@ -335,24 +239,6 @@ func TestTailerWakeups(t *testing.T) {
 	}
 }
 
-func TestCloseSendsGoingAway(t *testing.T) {
-	e := MustOpenEnv(t, nil)
-	w := e.dial("g1", 0)
-	w.next() // state
-	waitFor(t, 5*time.Second, "client counted", func() bool { return e.srv.Stats().Clients == 1 })
-	start := time.Now()
-	if err := e.srv.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("Close took %v", d)
-	}
-	_, err := w.read(5 * time.Second)
-	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
-		t.Fatalf("read after Close: %v, want StatusGoingAway", err)
-	}
-}
-
 // An event with an older EVT id stored after newer ones is served at its
 // sorted place on the page.
 func TestGamePageOrderByEvtID(t *testing.T) {
@@ -365,35 +251,6 @@ func TestGamePageOrderByEvtID(t *testing.T) {
 	want := reverse(evtIDs(evs))
 	if got := pageLines(page); !eq(got, want) {
 		t.Fatalf("page lines %v, want %v", got, want)
-	}
-}
-
-// Pings keep a reading client connected and close one that never answers.
-func TestLivePings(t *testing.T) {
-	e := MustOpenEnv(t, func(c *web.Config) { c.PingEvery = 50 * time.Millisecond; c.WriteTimeout = 300 * time.Millisecond })
-	alive := e.dial("g1", 0)
-	mute := e.dial("g1", 0)
-	waitFor(t, 5*time.Second, "two clients", func() bool { return e.srv.Stats().Clients == 2 })
-	// Reading answers pings (coder/websocket replies while a Read is in
-	// progress); the mute client never reads, so its pongs never come.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for {
-			if _, _, err := alive.c.Read(ctx); err != nil {
-				return
-			}
-		}
-	}()
-	waitFor(t, 5*time.Second, "the mute client closed", func() bool { return e.srv.Stats().Clients == 1 })
-	_ = mute
-	// Several ping periods later the reading client is still there.
-	deadline := time.Now().Add(500 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		if n := e.srv.Stats().Clients; n != 1 {
-			t.Fatalf("clients = %d, want the reading client kept", n)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -439,45 +296,4 @@ func TestLiveSubscribeBackfillWindow(t *testing.T) {
 		t.Fatalf("got %v\nwant %v", ids(got), want)
 	}
 	w.quiet(100 * time.Millisecond)
-}
-
-// A websocket outlives the server's ReadTimeout for plain requests.
-func TestLiveOutlivesReadTimeout(t *testing.T) {
-	e := MustOpenEnv(t, func(c *web.Config) { c.ReadTimeout = 100 * time.Millisecond })
-	w := e.dial("g1", 0)
-	w.next() // state
-	// Let the plain-request deadline pass (not synchronisation: the
-	// passing time is what is tested).
-	time.Sleep(400 * time.Millisecond)
-	evs := e.gen("g1").chats(t, 1)
-	e.upsert(evs...)
-	if got := w.lines(1); got[0].ID != evs[0].EvtID {
-		t.Fatalf("got %v", ids(got))
-	}
-}
-
-// A failing store costs errors, not a crash: the tailer counts and backs
-// off, pages answer 500, a new websocket is closed with an internal error.
-func TestStoreFailure(t *testing.T) {
-	e := MustOpenEnv(t, func(c *web.Config) { c.TailEvery = 20 * time.Millisecond })
-	w := e.dial("g1", 0)
-	w.next() // state: the hub exists, so the tailer reads lines
-	if err := e.db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 5*time.Second, "tail errors counted", func() bool { return e.srv.Stats().TailErrors > 0 })
-	if resp, _ := e.get("/games/g1"); resp.StatusCode != 500 {
-		t.Fatalf("page with the store closed: %d, want 500", resp.StatusCode)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, e.wsURL("g1", 0), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	_, _, err = c.Read(ctx)
-	if websocket.CloseStatus(err) != websocket.StatusInternalError {
-		t.Fatalf("read: %v, want an internal-error close", err)
-	}
 }

@@ -1,0 +1,99 @@
+package web_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/codemojex/feed/web"
+)
+
+func TestCloseSendsGoingAway(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	w := e.dial("g1", 0)
+	w.next() // state
+	waitFor(t, 5*time.Second, "client counted", func() bool { return e.srv.Stats().Clients == 1 })
+	start := time.Now()
+	if err := e.srv.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	_, err := w.read(5 * time.Second)
+	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("read after Close: %v, want StatusGoingAway", err)
+	}
+}
+
+// Pings keep a reading client connected and close one that never answers.
+func TestLivePings(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PingEvery = 50 * time.Millisecond; c.WriteTimeout = 300 * time.Millisecond })
+	alive := e.dial("g1", 0)
+	mute := e.dial("g1", 0)
+	waitFor(t, 5*time.Second, "two clients", func() bool { return e.srv.Stats().Clients == 2 })
+	// Reading answers pings (coder/websocket replies while a Read is in
+	// progress); the mute client never reads, so its pongs never come.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, _, err := alive.c.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	waitFor(t, 5*time.Second, "the mute client closed", func() bool { return e.srv.Stats().Clients == 1 })
+	_ = mute
+	// Several ping periods later the reading client is still there.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if n := e.srv.Stats().Clients; n != 1 {
+			t.Fatalf("clients = %d, want the reading client kept", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A websocket outlives the server's ReadTimeout for plain requests.
+func TestLiveOutlivesReadTimeout(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.ReadTimeout = 100 * time.Millisecond })
+	w := e.dial("g1", 0)
+	w.next() // state
+	// Let the plain-request deadline pass (not synchronisation: the
+	// passing time is what is tested).
+	time.Sleep(400 * time.Millisecond)
+	evs := e.gen("g1").chats(t, 1)
+	e.upsert(evs...)
+	if got := w.lines(1); got[0].ID != evs[0].EvtID {
+		t.Fatalf("got %v", ids(got))
+	}
+}
+
+// A failing store costs errors, not a crash: the tailer counts and backs
+// off, pages answer 500, a new websocket is closed with an internal error.
+func TestStoreFailure(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.TailEvery = 20 * time.Millisecond })
+	w := e.dial("g1", 0)
+	w.next() // state: the hub exists, so the tailer reads lines
+	if err := e.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "tail errors counted", func() bool { return e.srv.Stats().TailErrors > 0 })
+	if resp, _ := e.get("/games/g1"); resp.StatusCode != 500 {
+		t.Fatalf("page with the store closed: %d, want 500", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, e.wsURL("g1", 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	_, _, err = c.Read(ctx)
+	if websocket.CloseStatus(err) != websocket.StatusInternalError {
+		t.Fatalf("read: %v, want an internal-error close", err)
+	}
+}

@@ -1,0 +1,108 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/codemojex/feed/web"
+)
+
+func TestLiveReset(t *testing.T) {
+	tests := []struct {
+		name      string
+		lines     int
+		after     func(max int64) int64
+		wantReset bool
+		wantLines int // lines before silence, when no reset
+	}{
+		{"cursor ahead of the store", 3, func(max int64) int64 { return max + 10 }, true, 0},
+		{"more than MaxBacklog behind", 12, func(int64) int64 { return 0 }, true, 0},
+		{"exactly MaxBacklog behind", 10, func(int64) int64 { return 0 }, false, 10},
+		{"at the head", 3, func(max int64) int64 { return max }, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := MustOpenEnv(t, func(c *web.Config) { c.MaxBacklog = 10; c.TailBatch = 4 })
+			e.upsert(e.gen("g1").chats(t, tt.lines)...)
+			max, err := e.db.MaxSeq(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := e.dial("g1", tt.after(max))
+			var got []wireFrame
+			for {
+				f, rerr := w.read(time.Second)
+				if rerr != nil {
+					err = rerr
+					break
+				}
+				got = append(got, f)
+				if f.T == "reset" {
+					break
+				}
+			}
+			reset := len(got) > 0 && got[len(got)-1].T == "reset"
+			if reset != tt.wantReset {
+				t.Fatalf("frames %+v (then %v): reset %v, want %v", got, err, reset, tt.wantReset)
+			}
+			if reset {
+				_, err := w.read(2 * time.Second)
+				if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+					t.Fatalf("after reset: %v, want a normal close", err)
+				}
+				if n := e.srv.Stats().Resets; n != 1 {
+					t.Fatalf("Resets = %d, want 1", n)
+				}
+				return
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("read: %v, want silence", err)
+			}
+			n := 0
+			for _, f := range got {
+				if f.T == "line" {
+					n++
+				}
+			}
+			if got[0].T != "state" || n != tt.wantLines {
+				t.Fatalf("frames %+v: want state then %d lines", got, tt.wantLines)
+			}
+		})
+	}
+}
+
+// A cursor from another store's page (another host) is reset, not trusted.
+func TestLiveResetOtherStore(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.StoreID = "host-a" })
+	e.upsert(e.gen("g1").chats(t, 2)...)
+	_, page := e.get("/games/g1")
+	if !strings.Contains(page, `data-store="host-a"`) {
+		t.Fatal("page does not embed the store id")
+	}
+	for _, tt := range []struct {
+		store string
+		reset bool
+	}{{"host-a", false}, {"", false}, {"host-b", true}} {
+		u := e.wsURL("g1", 1)
+		if tt.store != "" {
+			u += "&store=" + tt.store
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, _, err := websocket.Dial(ctx, u, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &wsClient{tb: t, c: c}
+		f := w.next()
+		if (f.T == "reset") != tt.reset {
+			t.Fatalf("store %q: first frame %+v, want reset=%v", tt.store, f, tt.reset)
+		}
+		c.CloseNow()
+	}
+}
