@@ -290,8 +290,11 @@ func firstOf(first, err error) error {
 	return err
 }
 
+// alreadyWritten recognises XADD's refusal of an explicit id that is not
+// above the stream's top ("ERR The ID specified in XADD is equal or smaller
+// than the target stream top item", the same in Redis 7 and Valkey).
 func alreadyWritten(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "equal or smaller than the target stream top item")
+	return err != nil && strings.Contains(err.Error(), "equal or smaller")
 }
 
 // confirm counts an entry Redis holds.
