@@ -158,7 +158,7 @@ type Stats struct {
 	SlowCloses    int64 // websockets closed for not keeping up
 	Resets        int64 // reset frames sent
 	TailCursor    int64 // highest seq handed to the hubs
-	TailErrors    int64
+	TailErrors    int64 // failed store reads of the tailer
 }
 
 type counters struct {
