@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -114,7 +113,7 @@ const maxInsertRows = 128
 
 // upsertTx is one attempt at the whole batch in one IMMEDIATE transaction.
 // The fast path inserts the batch with multi-row INSERT … ON CONFLICT DO
-// NOTHING RETURNING (the returned rows are exactly the inserted ones) and
+// NOTHING (see wholeBatch for how it learns which rows went in) and
 // applies the inserted events' effects once per game and player. If any
 // statement fails for a reason other than busy, the attempt is rolled back
 // and redone with one SAVEPOINT per entry, so the failure is pinned on its
@@ -170,6 +169,16 @@ func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows [
 		at[evs[i].EvtID] = i
 		pending = append(pending, i)
 	}
+	// Which rows went in: a chunk whose every row went in holds the seqs
+	// last-n+1 … last in VALUES order (one statement, under the write
+	// lock, AUTOINCREMENT counting up). A chunk with some rows skipped may
+	// leave gaps (a skipped row can use up a seq), so its rows are looked
+	// up afterwards among those above the seq the batch started from.
+	var before int64
+	if err := s.get(stMaxSeq).QueryRowContext(ctx).Scan(&before); err != nil {
+		return fmt.Errorf("max seq: %w", err)
+	}
+	mixed := false
 	args := make([]any, 0, 10*min(len(pending), maxInsertRows))
 	for len(pending) > 0 {
 		chunk := pending[:multiSQL[mInsert].chunk(len(pending))]
@@ -178,22 +187,30 @@ func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows [
 		for _, i := range chunk {
 			args = appendInsertArgs(args, &evs[i], &rows[i], now)
 		}
-		rs, err := s.rows(mInsert, len(chunk)).QueryContext(ctx, args...)
+		r, err := s.rows(mInsert, len(chunk)).ExecContext(ctx, args...)
 		if err != nil {
 			return fmt.Errorf("insert: %w", err)
 		}
-		for rs.Next() {
-			var seq int64
-			var id string
-			if err := rs.Scan(&seq, &id); err != nil {
-				rs.Close()
+		n, err := r.RowsAffected()
+		if err != nil {
+			return err
+		}
+		switch {
+		case n == int64(len(chunk)):
+			last, err := r.LastInsertId()
+			if err != nil {
 				return err
 			}
-			i := at[id]
-			res[i].Inserted, res[i].Seq = true, seq
+			for j, i := range chunk {
+				res[i].Inserted, res[i].Seq = true, last-n+1+int64(j)
+			}
+		case n > 0:
+			mixed = true
 		}
-		if err := rs.Close(); err != nil {
-			return fmt.Errorf("insert: %w", err)
+	}
+	if mixed {
+		if err := markInserted(ctx, s, before, at, res); err != nil {
+			return fmt.Errorf("inserted rows: %w", err)
 		}
 	}
 	fx := db.fx
@@ -209,6 +226,33 @@ func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows [
 	return nil
 }
 
+// markInserted reads the rows this transaction inserted (seq > before)
+// and marks their entries. Rows of fully inserted chunks come back too;
+// their seq must match what was derived for them.
+func markInserted(ctx context.Context, s *boundStmts, before int64, at map[string]int, res []Result) error {
+	rs, err := s.get(stSince).QueryContext(ctx, before)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var seq int64
+		var id string
+		if err := rs.Scan(&seq, &id); err != nil {
+			return err
+		}
+		i, ok := at[id]
+		if !ok {
+			return fmt.Errorf("%s at seq %d was not in this batch", id, seq)
+		}
+		if res[i].Inserted && res[i].Seq != seq {
+			return fmt.Errorf("%s: derived seq %d, stored %d", id, res[i].Seq, seq)
+		}
+		res[i].Inserted, res[i].Seq = true, seq
+	}
+	return rs.Err()
+}
+
 // entryByEntry is the careful path: each entry in its own SAVEPOINT, so a
 // failing entry is rolled back alone (line and effects) with its own error.
 func (db *DB) entryByEntry(ctx context.Context, s *boundStmts, evs []Event, rows []prepared, res []Result, now int64) error {
@@ -222,14 +266,16 @@ func (db *DB) entryByEntry(ctx context.Context, s *boundStmts, evs []Event, rows
 			return err
 		}
 		seq, err := func() (int64, error) {
-			var seq int64
-			var id string
-			err := s.rows(mInsert, 1).QueryRowContext(ctx, appendInsertArgs(args[:0], &evs[i], &rows[i], now)...).Scan(&seq, &id)
-			if errors.Is(err, sql.ErrNoRows) {
-				return 0, nil // duplicate: no side effects, ever
-			}
+			r, err := s.rows(mInsert, 1).ExecContext(ctx, appendInsertArgs(args[:0], &evs[i], &rows[i], now)...)
 			if err != nil {
 				return 0, fmt.Errorf("insert: %w", err)
+			}
+			if n, err := r.RowsAffected(); err != nil || n == 0 {
+				return 0, err // n == 0: a duplicate: no side effects, ever
+			}
+			seq, err := r.LastInsertId()
+			if err != nil {
+				return 0, err
 			}
 			fx.reset()
 			fx.add(&evs[i], now)
@@ -276,9 +322,9 @@ type multiRow struct {
 	maxRows int    // a power of two
 }
 
-// multiSQL: the events insert does nothing on a stored EVT id, and
-// RETURNING yields only the rows really inserted: the verdicts, and the
-// only events whose effects apply. In the games and players upserts,
+// multiSQL: the events insert does nothing on a stored EVT id; the rows it
+// really inserted are the verdicts, and the only events whose effects
+// apply. In the games and players upserts,
 // newer-wins columns compare the incoming group's EVT id with the *_evt
 // column of their group; in ON CONFLICT DO UPDATE every right-hand side
 // sees the row as it was, so a group's values and its *_evt move together
@@ -288,7 +334,7 @@ var multiSQL = [mCount]multiRow{
 	mInsert: {
 		head:    `INSERT INTO events (evt_id, game, kind, payload, html, stream_id, renderer, attempts, at, stored_at) VALUES `,
 		cols:    10,
-		tail:    ` ON CONFLICT (evt_id) DO NOTHING RETURNING seq, evt_id`,
+		tail:    ` ON CONFLICT (evt_id) DO NOTHING`,
 		maxRows: maxInsertRows,
 	},
 	mGame: {
@@ -362,6 +408,8 @@ const (
 	stSavepoint = iota
 	stRelease
 	stRollbackTo
+	stMaxSeq
+	stSince
 	stCount
 )
 
@@ -369,6 +417,8 @@ var fixedSQL = [stCount]string{
 	stSavepoint:  `SAVEPOINT entry`,
 	stRelease:    `RELEASE entry`,
 	stRollbackTo: `ROLLBACK TO entry`,
+	stMaxSeq:     `SELECT coalesce(max(seq), 0) FROM events`,
+	stSince:      `SELECT seq, evt_id FROM events WHERE seq > ? ORDER BY seq`,
 }
 
 // writeStmts are prepared once on the writer pool (one connection), so
