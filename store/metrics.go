@@ -20,6 +20,10 @@ var (
 		Name: "codemojex_store_upsert_fallbacks_total",
 		Help: "Batches redone entry by entry (one SAVEPOINT each) after a statement failed.",
 	})
+	checkpoints = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "codemojex_store_checkpoints_total",
+		Help: "Background WAL checkpoints run (PASSIVE, off the write path).",
+	})
 	upsertBatchSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "codemojex_store_upsert_batch_seconds",
 		Help:    "Time to commit one Upsert batch, busy retries included.",

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -47,6 +48,11 @@ type DB struct {
 	stmts *writeStmts
 	fx    *effects // scratch for Upsert, under wmu
 	slow  bool     // Options.EntryByEntry
+
+	ckpt     *sql.DB            // checkpoint connection (see checkpoint.go)
+	stopCkpt context.CancelFunc // stops checkpointLoop
+	dirty    atomic.Bool        // batches committed since the last checkpoint
+	wg       sync.WaitGroup     // checkpointLoop
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -105,6 +111,10 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: open %s: readers: %w", path, err)
 	}
+	if err := db.startCheckpointer(ctx, dsn(abs, opts.BusyTimeout, false)); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %s: checkpointer: %w", path, err)
+	}
 	return db, nil
 }
 
@@ -151,6 +161,7 @@ func dsn(abs string, busy time.Duration, readOnly bool) string {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walSafetyPages))
 	}
 	u := url.URL{Path: abs}
 	return "file:" + u.EscapedPath() + "?" + q.Encode()
@@ -164,6 +175,13 @@ func (db *DB) Close() error {
 	var err error
 	db.closeOnce.Do(func() {
 		close(db.closed)
+		if db.stopCkpt != nil {
+			db.stopCkpt()
+		}
+		db.wg.Wait()
+		if db.ckpt != nil {
+			db.ckpt.Close()
+		}
 		db.wmu.Lock()
 		defer db.wmu.Unlock()
 		if db.stmts != nil {

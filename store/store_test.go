@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -274,4 +275,24 @@ func TestCompare(t *testing.T) {
 	if err != nil || len(s.Lines) != 2 || len(s.Games) != 1 || s.Players["h"][0].Score != 5 {
 		t.Errorf("Snapshot(h) = %+v, %v", s, err)
 	}
+}
+
+// The WAL is checkpointed in the background, not by a commit: the
+// writer's own threshold (64 MiB) is far above what is written here, yet
+// the main database file grows soon after the batches.
+func TestBackgroundCheckpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "feed.db")
+	db := MustOpen(t, path)
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := size()
+	for _, b := range inBatches(genGames(t, 5, 2), 100) {
+		mustUpsert(t, db, b)
+	}
+	waitFor(t, 10*time.Second, func() bool { return size() > before+100_000 })
 }

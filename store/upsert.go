@@ -54,6 +54,7 @@ func (db *DB) Upsert(ctx context.Context, evs []Event) ([]Result, error) {
 		return fail(res, err)
 	}
 	upsertBatchSeconds.Observe(time.Since(start).Seconds())
+	db.dirty.Store(true)
 	var ins, dup, bad int
 	for i := range res {
 		switch {
