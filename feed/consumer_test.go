@@ -37,7 +37,9 @@ func TestConsumesAndAcks(t *testing.T) {
 			t.Errorf("message %+v", m)
 		}
 	}
-	waitFor(t, 2*time.Second, "everything acked", func() bool { return pending(t, rdb, a)+pending(t, rdb, b) == 0 })
+	waitFor(t, 2*time.Second, "everything acked", func() bool {
+		return pending(t, rdb, a)+pending(t, rdb, b) == 0 && c.Stats().Acked == 20
+	})
 	if err := c.Ready(); err != nil {
 		t.Errorf("Ready: %v", err)
 	}

@@ -84,12 +84,12 @@ func (c *Consumer) process(path string, batch []delivery) error {
 				d.reason, d.label = fmt.Sprintf("failed %d times: %v", d.attempts, err), "attempts"
 				s.dead = append(s.dead, d)
 			default:
-				c.stats.failed.Add(1)
-				mFailed.Inc()
 				if errors.Is(err, ErrPanic) {
 					c.stats.panics.Add(1)
 					mPanics.Inc()
 				}
+				c.stats.failed.Add(1)
+				mFailed.Inc()
 				c.log.Warn("handler failed; entry left pending", c.entryAttrs(d, "err", err,
 					"retry_after", c.cfg.MinIdle)...)
 			}
