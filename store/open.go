@@ -170,7 +170,8 @@ func dsn(abs string, busy time.Duration, readOnly bool) string {
 // Path returns the absolute path of the store file.
 func (db *DB) Path() string { return db.path }
 
-// Close closes both pools. Calls after the first are no-ops.
+// Close stops the checkpointer and closes the connections, after the batch
+// in progress, if any. Calls after the first are no-ops.
 func (db *DB) Close() error {
 	var err error
 	db.closeOnce.Do(func() {
