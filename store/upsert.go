@@ -8,16 +8,19 @@ import (
 
 // Upsert stores a batch in one transaction, each entry's verdict its own:
 // should any entry fail, the batch is redone with every entry inside its
-// own SAVEPOINT, so that entry alone fails and the rest still commits. An EVT id already stored is a no-op (Inserted
-// false): its side effects (score, wins, guess and line counts) were applied
-// by the transaction that inserted it, and only then. Newer-wins state
-// (game info, status, round; a player's avatar, presence, last guess) moves
-// only when the event's EVT id is greater than the one the state came from,
-// so any delivery order, with any duplicates, ends in the same store.
+// own SAVEPOINT, so that entry alone fails and the rest still commits.
+//
+// An EVT id already stored is a no-op (Inserted false): its side effects
+// (score, wins, guess and line counts) were applied by the transaction that
+// inserted it, and only then. Newer-wins state (game info, status, round; a
+// player's avatar, presence, last guess) moves only when the event's EVT id
+// is greater than the one the state came from, so any delivery order, with
+// any duplicates, ends in the same store.
 //
 // SQLITE_BUSY is retried with backoff until ctx ends; the returned error is
 // non-nil only when the whole batch failed (ctx, Close, I/O), and then every
-// Result carries it too.
+// Result carries it too. Upsert is safe for concurrent use; calls serialise
+// on the process's writer connection.
 func (db *DB) Upsert(ctx context.Context, evs []Event) ([]Result, error) {
 	res := make([]Result, len(evs))
 	if len(evs) == 0 {
