@@ -9,8 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
@@ -94,7 +92,7 @@ func (g *global) dead(ctx context.Context, args []string, stdout io.Writer) erro
 			}
 			fmt.Fprintf(stdout, "dropped %s\n", id)
 		case len(set) > 0:
-			pos, err := requeueFixed(ctx, g.rdb, stream, deadKey, id, set)
+			pos, err := feed.RequeueDeadFixed(ctx, g.rdb, stream, deadKey, id, set)
 			if err != nil {
 				return err
 			}
@@ -108,46 +106,6 @@ func (g *global) dead(ctx context.Context, args []string, stdout io.Writer) erro
 		}
 	}
 	return nil
-}
-
-// requeueFixed requeues a dead letter with some fields replaced, in one
-// MULTI guarded by WATCH, so a concurrent requeue or drop of the same letter
-// cannot make it appear twice.
-func requeueFixed(ctx context.Context, rdb *redis.Client, stream, deadKey, deadID string, set map[string]string) (string, error) {
-	var pos string
-	err := rdb.Watch(ctx, func(tx *redis.Tx) error {
-		xs, err := tx.XRange(ctx, deadKey, deadID, deadID).Result()
-		if err != nil {
-			return err
-		}
-		if len(xs) == 0 {
-			return fmt.Errorf("%w: %s %s", feed.ErrDeadNotFound, deadKey, deadID)
-		}
-		fields := map[string]any{}
-		for k, v := range xs[0].Values {
-			if !strings.HasPrefix(k, "dead_") {
-				fields[k] = v
-			}
-		}
-		for k, v := range set {
-			fields[k] = v
-		}
-		var add *redis.StringCmd
-		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			add = p.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: fields})
-			p.XDel(ctx, deadKey, deadID)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		pos = add.Val()
-		return nil
-	}, deadKey)
-	if err != nil {
-		return "", fmt.Errorf("requeue %s %s: %w", deadKey, deadID, err)
-	}
-	return pos, nil
 }
 
 func writeDead(w io.Writer, ds []feed.DeadLetter) {
@@ -179,4 +137,3 @@ func oneLine(s string) string {
 	}
 	return s
 }
-
