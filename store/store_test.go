@@ -296,3 +296,45 @@ func TestBackgroundCheckpoint(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, func() bool { return size() > before+100_000 })
 }
+
+// Page reads its lines and its seq in one snapshot: while a writer keeps
+// adding lines, no line on a page is newer than the seq it came with, so a
+// browser resuming from Page.Seq never gets a line twice or misses one.
+func TestPageIsOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "feed.db")
+	db := MustOpen(t, path)
+	evs := genGames(t, 11, 2)
+	game := evs[0].Game
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, b := range inBatches(evs, 10) {
+			if _, err := db.Upsert(ctx, b); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	pages := 0
+	for running := true; running; pages++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		p, err := db.Page(ctx, game, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range p.Lines {
+			if l.Seq > p.Seq {
+				t.Fatalf("page at seq %d holds line %s at seq %d", p.Seq, l.EvtID, l.Seq)
+			}
+		}
+		if int64(len(p.Lines)) != p.Board.Game.Events {
+			t.Fatalf("page has %d lines, its scoreboard counts %d", len(p.Lines), p.Board.Game.Events)
+		}
+	}
+	t.Logf("%d pages read while writing", pages)
+}
