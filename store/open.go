@@ -86,7 +86,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), fx: newEffects(), slow: opts.EntryByEntry}
 
-	db.w, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, false))
+	db.w, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, roleWriter))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -100,7 +100,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 
-	db.r, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, true))
+	db.r, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, roleReader))
 	if err != nil {
 		db.w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -111,7 +111,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: open %s: readers: %w", path, err)
 	}
-	if err := db.startCheckpointer(ctx, dsn(abs, opts.BusyTimeout, false)); err != nil {
+	if err := db.startCheckpointer(ctx, dsn(abs, opts.BusyTimeout, roleCheckpointer)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: open %s: checkpointer: %w", path, err)
 	}
@@ -145,10 +145,19 @@ func (db *DB) setup(ctx context.Context) error {
 	return nil
 }
 
+// Connection roles: each gets the pragmas it needs.
+const (
+	roleWriter = iota
+	roleReader
+	roleCheckpointer
+)
+
 // dsn builds the modernc DSN. Connection pragmas go in the DSN so every
 // pooled connection gets them; write transactions BEGIN IMMEDIATE so a
 // writer takes the lock up front and never fails half-way on an upgrade.
-func dsn(abs string, busy time.Duration, readOnly bool) string {
+// Page caches are sized per role (the writer's index pages stay hot; a
+// reader touches a page of lines) to keep a renderer's memory modest.
+func dsn(abs string, busy time.Duration, role int) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
@@ -156,12 +165,16 @@ func dsn(abs string, busy time.Duration, readOnly bool) string {
 	// Multi-row upserts need a statement journal; keep it in memory
 	// rather than in a temp file (it spills past 64 KiB otherwise).
 	q.Add("_pragma", "temp_store(MEMORY)")
-	q.Add("_pragma", "cache_size(-32768)") // 32 MiB per connection
-	if readOnly {
-		q.Add("_pragma", "query_only(1)")
-	} else {
+	switch role {
+	case roleWriter:
 		q.Set("_txlock", "immediate")
 		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walSafetyPages))
+		q.Add("_pragma", "cache_size(-16384)") // KiB
+	case roleReader:
+		q.Add("_pragma", "query_only(1)")
+		q.Add("_pragma", "cache_size(-4096)")
+	case roleCheckpointer:
+		q.Add("_pragma", "wal_autocheckpoint(0)")
 	}
 	u := url.URL{Path: abs}
 	return "file:" + u.EscapedPath() + "?" + q.Encode()
