@@ -11,11 +11,14 @@
 #   RUN_RATE        simulator entries per second over all games (default 3)
 #   RUN_SEED        simulator seed (default: the time, so each run plays new matches)
 #   RUN_TAIL        1 (default) tails the logs here; 0 only prints where they are
+#   RUN_REDIS_PORT  first port tried for a private Redis (default 6380; never 6379)
+#   RUN_VAR, RUN_BIN  data and binary directories (default var/ and bin/)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-VAR=$ROOT/var
+VAR=${RUN_VAR:-$ROOT/var}
+BIN=${RUN_BIN:-$ROOT/bin}
 LOG=$VAR/log
 mkdir -p "$LOG" "$VAR/redis"
 
@@ -111,8 +114,8 @@ if [[ -f $PIDFILE ]]; then
 		cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
 		case $name in
 		redis) [[ $cwd == "$VAR/redis" && $cmdline == *-server* ]] && left_redis+=("$pid") ;;
-		gamesim) [[ $cwd == "$ROOT" && $cmdline == bin/gamesim* ]] && left_sim+=("$pid") ;;
-		*) [[ $cwd == "$ROOT" && $cmdline == bin/renderer* ]] && left_ren+=("$pid") ;;
+		gamesim) [[ $cwd == "$ROOT" && $cmdline == "$BIN/gamesim "* ]] && left_sim+=("$pid") ;;
+		*) [[ $cwd == "$ROOT" && $cmdline == "$BIN/renderer "* ]] && left_ren+=("$pid") ;;
 		esac
 	done <"$PIDFILE"
 	if ((${#left_sim[@]} + ${#left_ren[@]} + ${#left_redis[@]})); then
@@ -127,14 +130,14 @@ fi
 # --- build --------------------------------------------------------------------
 command -v go >/dev/null || die "go is not on PATH: install Go 1.26 (https://go.dev/dl/)"
 command -v setsid >/dev/null || die "setsid is not on PATH: install util-linux"
-say "building binaries into bin/"
-mkdir -p bin
-go build -o bin/ ./cmd/...
+say "building binaries into $BIN/"
+mkdir -p "$BIN"
+go build -o "$BIN/" ./cmd/...
 
 # --- Redis --------------------------------------------------------------------
 ping_url() { # ping_url URL: exit 0 when a Redis answers PING there
-	if [[ -x bin/feedctl ]]; then
-		timeout 5 bin/feedctl -redis "$1" ping >/dev/null 2>&1
+	if [[ -x $BIN/feedctl ]]; then
+		timeout 5 "$BIN/feedctl" -redis "$1" ping >/dev/null 2>&1
 	elif command -v redis-cli >/dev/null; then
 		[[ $(timeout 5 redis-cli -u "$1" ping 2>/dev/null) == PONG ]]
 	else
@@ -183,11 +186,12 @@ check_version() { # warn when the server is older than we support
 start_private_redis() {
 	local bin=$1 port
 	check_version "$bin"
-	for ((port = ${RUN_REDIS_PORT:-6380}; port < 6480; port++)); do
+	local first=${RUN_REDIS_PORT:-6380}
+	for ((port = first; port < first + 100; port++)); do
 		[[ $port == 6379 ]] && continue
 		port_free "$port" && break
 	done
-	port_free "$port" || die "no free port for a private Redis in 6380..6479"
+	port_free "$port" || die "no free port for a private Redis in $first..$((first + 99))"
 	say "starting $(basename "$bin") on 127.0.0.1:$port, data (AOF) in var/redis"
 	start redis "$LOG/redis.log" "$bin" --port "$port" --bind 127.0.0.1 --dir "$VAR/redis" \
 		--appendonly yes --appendfsync everysec --save "" --daemonize no --protected-mode yes
@@ -238,7 +242,7 @@ for i in 1 2 3; do
 	port=$((HTTP_PORT + i - 1))
 	port_free "$port" || die "port $port is taken: stop what listens there or set RUN_HTTP_PORT"
 	PORTS+=("$port")
-	start "renderer r$i" "$LOG/r$i.log" bin/renderer -redis "$REDIS_URL" -db "$VAR/feed.db" \
+	start "renderer r$i" "$LOG/r$i.log" "$BIN/renderer" -redis "$REDIS_URL" -db "$VAR/feed.db" \
 		-http ":$port" -group feed -consumer "r$i"
 done
 
@@ -273,7 +277,7 @@ done
 # --- the game simulator ----------------------------------------------------------
 # A new seed per run: the same seed would replay the very same matches on top
 # of the ones the previous run left in the streams and the store.
-start gamesim "$LOG/gamesim.log" bin/gamesim -redis "$REDIS_URL" -games "$GAMES" -rate "$RATE" -events 0 \
+start gamesim "$LOG/gamesim.log" "$BIN/gamesim" -redis "$REDIS_URL" -games "$GAMES" -rate "$RATE" -events 0 \
 	-seed "${RUN_SEED:-$(date +%s)}"
 
 cat >&2 <<EOF

@@ -1,0 +1,211 @@
+// Package scripts_test runs scripts/run.sh (what `make run` does) for real:
+// a private Redis, three renderers and the simulator, checked through their
+// pages, then a Ctrl-C that must leave no process behind.
+package scripts_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/internal/redistest"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// freeBase returns a port p such that p, p+1 and p+2 are free.
+func freeBase(tb testing.TB) int {
+	tb.Helper()
+	for range 100 {
+		base := 20000 + rand.Intn(30000)
+		ok := true
+		for i := range 3 {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	tb.Fatal("no three consecutive free ports")
+	return 0
+}
+
+func get(url string) (int, string) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var startedRe = regexp.MustCompile(`run: started (.+?) \(pid (\d+)\)`)
+
+// startedPids lists the processes the script says it started.
+func startedPids(out string) map[int]string {
+	pids := map[int]string{}
+	for _, m := range startedRe.FindAllStringSubmatch(out, -1) {
+		pid, _ := strconv.Atoi(m[2])
+		pids[pid] = m[1]
+	}
+	return pids
+}
+
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
+
+func TestMakeRun(t *testing.T) {
+	if _, err := redistest.Binary(); err != nil {
+		t.Fatal(err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "run.sh")
+	tmp := t.TempDir()
+	base := freeBase(t)
+
+	cmd := exec.Command("bash", script)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REDIS_URL=") && !strings.HasPrefix(kv, "RUN_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env,
+		"RUN_VAR="+filepath.Join(tmp, "var"), "RUN_BIN="+filepath.Join(tmp, "bin"),
+		"RUN_HTTP_PORT="+strconv.Itoa(base), "RUN_REDIS_PORT="+strconv.Itoa(base+10),
+		"RUN_RATE=40", "RUN_SEED=7", "RUN_TAIL=0")
+	// Its own process group, as a shell gives a foreground job: a Ctrl-C
+	// is SIGINT to that group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		// Whatever happened, leave nothing behind.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		for pid := range startedPids(out.String()) {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			t.Logf("run.sh output:\n%s", out.String())
+			for _, name := range []string{"r1", "r2", "r3", "gamesim", "redis"} {
+				b, _ := os.ReadFile(filepath.Join(tmp, "var", "log", name+".log"))
+				if len(b) > 3000 {
+					b = b[len(b)-3000:]
+				}
+				t.Logf("--- %s.log:\n%s", name, b)
+			}
+		}
+	})
+
+	waitFor(t, 4*time.Minute, "run.sh to print its URLs", func() bool {
+		select {
+		case err := <-exited:
+			t.Fatalf("run.sh exited early: %v", err)
+		default:
+		}
+		return strings.Contains(out.String(), "Press Ctrl-C")
+	})
+	pids := startedPids(out.String())
+	if len(pids) != 5 {
+		t.Fatalf("run.sh started %v, want redis, three renderers and gamesim", pids)
+	}
+	// Every replica serves every game from the shared store, growing live.
+	for i := range 3 {
+		for _, game := range []string{"game-1", "game-3"} {
+			url := fmt.Sprintf("http://127.0.0.1:%d/games/%s", base+i, game)
+			waitFor(t, 60*time.Second, url+" showing 5 lines", func() bool {
+				code, body := get(url)
+				return code == http.StatusOK && strings.Count(body, `<li id="evt_`) >= 5
+			})
+		}
+	}
+	_, first := get(fmt.Sprintf("http://127.0.0.1:%d/games/game-2", base))
+	waitFor(t, 60*time.Second, "game-2 to grow", func() bool {
+		_, now := get(fmt.Sprintf("http://127.0.0.1:%d/games/game-2", base+1))
+		return strings.Count(now, `<li id="evt_`) > strings.Count(first, `<li id="evt_`)
+	})
+
+	// Ctrl-C.
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("run.sh: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("run.sh did not stop within 60s of Ctrl-C")
+	}
+	if !strings.Contains(out.String(), "run: stopped;") {
+		t.Fatal("run.sh did not report a clean stop")
+	}
+	for pid, name := range pids {
+		if alive(pid) {
+			t.Errorf("%s (pid %d) still running after Ctrl-C", name, pid)
+		}
+	}
+	if strings.Contains(out.String(), "SIGKILL") {
+		t.Errorf("a process had to be SIGKILLed: the stop was not clean")
+	}
+	for _, name := range []string{"r1", "r2", "r3"} {
+		b, _ := os.ReadFile(filepath.Join(tmp, "var", "log", name+".log"))
+		if !bytes.Contains(b, []byte("shutting down")) && !bytes.Contains(b, []byte("closed")) {
+			t.Errorf("%s.log shows no graceful shutdown", name)
+		}
+	}
+}
