@@ -26,7 +26,7 @@ bench:
 
 ## chaos: the long chaos run (the short one is part of `make test`).
 chaos:
-	$(GO) test -race -run TestChaos -count=1 -timeout $(CHAOS_TIMEOUT) ./e2e -chaos.long
+	$(GO) test -race -run '^TestChaos$$' -count=1 -v -timeout $(CHAOS_TIMEOUT) ./e2e -chaos.long
 
 ## generate: regenerate the templ components (*_templ.go are committed).
 generate:

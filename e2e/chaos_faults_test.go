@@ -125,12 +125,14 @@ func (f *chaosFaults) run() {
 			paused = true
 		}
 		if !now.Before(nextKill) && (writing || f.kills < p.minKills) {
-			nextKill = nextKill.Add(p.killEvery)
+			nextKill = now.Add(p.killEvery)
 			if n := f.victim(); n != nil {
 				// What it holds just before it dies: the entries to reclaim.
-				held, err := f.pendingOf(n.r.name, nil)
-				if err != nil {
-					held = nil // Redis away: the tracker reads them after the kill
+				var held map[string][]string // nil: the tracker reads them after the kill
+				if resumeAt.IsZero() {
+					if h, err := f.pendingOf(n.r.name, nil); err == nil {
+						held = h
+					}
 				}
 				now = time.Now()
 				n.r.Kill()

@@ -126,24 +126,24 @@ func TestChaos(t *testing.T) {
 
 	// Convergence, each with a deadline: store, dead letters, pending, clients.
 	db := openChaosDB(t, c.dbPath)
-	chaosWait(t, plan.settle, "store to hold every well-formed entry", func() (bool, string) {
+	settled := chaosWait(t, plan.settle, "store to hold every well-formed entry", func() (bool, string) {
 		n := db.count()
 		return n >= truth.good, fmt.Sprintf("holds %d of %d", n, truth.good)
-	})
-	chaosWait(t, plan.settle, "dead-letter streams to hold every malformed entry", func() (bool, string) {
+	}) && chaosWait(t, plan.settle, "dead-letter streams to hold every malformed entry", func() (bool, string) {
 		n := deadCount(c, games)
 		return n >= truth.bad, fmt.Sprintf("hold %d of %d", n, truth.bad)
-	})
-	chaosWait(t, plan.settle, "no entry pending in the group", func() (bool, string) {
+	}) && chaosWait(t, plan.settle, "no entry pending in the group", func() (bool, string) {
 		n := pendingTotal(c, games)
 		return n == 0, fmt.Sprintf("%d pending", n)
 	})
 	f.waitReclaims()
 	st := db.timeline(t)
-	chaosWait(t, plan.settle, "every websocket client to show its game's stored lines", func() (bool, string) {
-		lag := clients.lagging(st)
-		return lag == "", lag
-	})
+	if settled {
+		chaosWait(t, plan.settle, "every websocket client to show its game's stored lines", func() (bool, string) {
+			lag := clients.lagging(st)
+			return lag == "", lag
+		})
+	}
 	cancel()
 	clients.wait()
 
@@ -199,19 +199,21 @@ func gamesimTotals(t *testing.T, out string) (good, bad int64) {
 	return 0, 0
 }
 
-// chaosWait polls cond every 20ms until it holds, or fails the test at the
-// deadline with cond's last account of the state.
-func chaosWait(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+// chaosWait polls cond every 20ms until it holds, or reports a failure at
+// the deadline with cond's last account of the state and returns false, so
+// that the checks that follow can say precisely what is missing.
+func chaosWait(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) bool {
 	t.Helper()
 	start := time.Now()
 	for {
 		ok, state := cond()
 		if ok {
 			t.Logf("chaos: %s: after %v", what, time.Since(start).Round(time.Millisecond))
-			return
+			return true
 		}
 		if time.Since(start) > timeout {
-			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, state)
+			t.Errorf("timed out after %v waiting for %s: %s", timeout, what, state)
+			return false
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval
 	}
