@@ -250,3 +250,17 @@ func scoreboard(ctx context.Context, q querier, game string) (Scoreboard, error)
 	}
 	return sb, rows.Err()
 }
+
+// ID returns the store file's own random id, made when the file was
+// created. Seqs are only meaningful within one store: the web compares ids
+// so that a browser never resumes with another store's cursor.
+func (db *DB) ID(ctx context.Context) (string, error) {
+	var id string
+	err := db.read(ctx, "id", func() error {
+		return db.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'store_id'`).Scan(&id)
+	})
+	if err != nil {
+		return "", fmt.Errorf("store: id: %w", err)
+	}
+	return id, nil
+}

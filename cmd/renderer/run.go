@@ -77,8 +77,13 @@ func (m *Main) Run(ctx context.Context) error {
 		go func() { defer m.wg.Done(); m.listenDoorbell(runCtx, log) }()
 	}
 
+	storeID, err := m.db.ID(ctx)
+	if err != nil {
+		return err
+	}
 	m.server, err = web.Open(web.Config{
 		Addr:           m.Config.HTTP,
+		StoreID:        storeID,
 		Store:          m.db,
 		Status:         m.status,
 		Ready:          m.ready,
