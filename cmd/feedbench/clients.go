@@ -18,7 +18,8 @@ import (
 // runClients is the fan-out's client process: it connects -n websocket
 // clients, says "connected N" on stdout, and on "report EXPECTED" from stdin
 // waits (up to -wait) until it holds EXPECTED marked deliveries, then
-// prints them as one JSON document (bench.ClientReport) and exits.
+// prints them as one JSON document (bench.ClientReport), and exits when its
+// stdin closes.
 func runClients(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("feedbench clients", flag.ContinueOnError)
 	n := fs.Int("n", 10000, "websocket clients")
@@ -62,7 +63,14 @@ func runClients(ctx context.Context, args []string) error {
 		if derr != nil {
 			rep.DropErr = derr.Error()
 		}
-		return json.NewEncoder(os.Stdout).Encode(rep)
+		if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+			return err
+		}
+		// Stay connected until stdin closes: the parent reads the
+		// renderer's memory with the clients still there.
+		for in.Scan() {
+		}
+		return in.Err()
 	}
 	return in.Err()
 }

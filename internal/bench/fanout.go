@@ -158,8 +158,19 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 	if err := json.NewDecoder(out).Decode(&rep); err != nil {
 		return res, fmt.Errorf("bench: clients report: %w", err)
 	}
-	if res.RSSAfter, err = RSS(rend.Pid()); err != nil {
+	if res.RSSAfter, err = RSS(rend.Pid()); err != nil { // the clients are still connected
 		return res, err
+	}
+	if cfg.HeapProfile != "" {
+		if err := writeHeapProfile(cfg.HeapProfile + ".after"); err != nil {
+			return res, err
+		}
+		var ms2 runtime.MemStats
+		runtime.ReadMemStats(&ms2)
+		n := int64(cfg.Clients)
+		fmt.Fprintf(cfg.Log, "fanout: after the rounds, per client (after GC): stacks %d B, heap in use %d B, heap idle not released %d B; profile %s.after\n",
+			int64(ms2.StackInuse-ms0.StackInuse)/n, (int64(ms2.HeapInuse)-int64(ms0.HeapInuse))/n,
+			(int64(ms2.HeapIdle)-int64(ms2.HeapReleased))/n, cfg.HeapProfile)
 	}
 	res.Dropped = rep.Dropped
 	lat := make([]time.Duration, len(rep.Deliveries))
