@@ -17,7 +17,8 @@ import (
 
 // runClients is the fan-out's client process: it connects -n websocket
 // clients, says "connected N" on stdout, and on "report EXPECTED" from stdin
-// waits (up to -wait) until it holds EXPECTED marked deliveries, then
+// waits (up to -wait) until it holds EXPECTED line deliveries (besides the
+// one each client backfills), then
 // prints them as one JSON document (bench.ClientReport), and exits when its
 // stdin closes.
 func runClients(ctx context.Context, args []string) error {
@@ -52,12 +53,9 @@ func runClients(ctx context.Context, args []string) error {
 		}
 		expected, _ := strconv.Atoi(arg)
 		_, _ = bench.WaitFor(ctx, *wait, "deliveries", func() (bool, error) {
-			return len(sw.Deliveries()) >= expected, nil
+			return len(sw.Deliveries()) >= expected+*n, nil
 		})
-		rep := bench.ClientReport{Connected: *n, Frames: sw.Frames()}
-		for _, d := range sw.Deliveries() {
-			rep.Deliveries = append(rep.Deliveries, [2]int64{d.Sent, int64(d.Latency)})
-		}
+		rep := bench.ClientReport{Connected: *n, Frames: sw.Frames(), Deliveries: sw.Deliveries()}
 		var derr error
 		rep.Dropped, derr = sw.Dropped()
 		if derr != nil {

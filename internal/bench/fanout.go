@@ -23,7 +23,7 @@ import (
 type ClientReport struct {
 	Connected  int
 	Frames     int64
-	Deliveries [][2]int64 // sent unix ns, latency ns
+	Deliveries []Delivery
 	Dropped    int
 	DropErr    string
 }
@@ -140,10 +140,11 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 		return res, err
 	}
 	defer stopProfile()
+	w := NewWriter(rdb, m, games)
 	tick := time.NewTicker(cfg.Every)
 	defer tick.Stop()
 	for i := range cfg.Rounds {
-		if _, err := Broadcast(ctx, rdb, m, games); err != nil {
+		if err := w.Broadcast(ctx); err != nil {
 			return res, err
 		}
 		if i < cfg.Rounds-1 {
@@ -173,15 +174,10 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 			(int64(ms2.HeapIdle)-int64(ms2.HeapReleased))/n, cfg.HeapProfile)
 	}
 	res.Dropped = rep.Dropped
-	lat := make([]time.Duration, len(rep.Deliveries))
-	toAll := map[int64]time.Duration{}
-	for i, d := range rep.Deliveries {
-		lat[i] = time.Duration(d[1])
-		toAll[d[0]] = max(toAll[d[0]], time.Duration(d[1]))
-	}
+	lat, last := Latencies(w, rep.Deliveries)
 	res.Q = Summarize(lat)
 	var rounds []time.Duration
-	for _, d := range toAll {
+	for _, d := range last {
 		rounds = append(rounds, d)
 	}
 	res.ToAll = Summarize(rounds)

@@ -82,9 +82,11 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	defer sw.Close()
 	fmt.Fprintf(cfg.Log, "latency: %d clients connected over %d games in %v\n", cfg.Clients, cfg.Games, time.Since(start).Round(time.Millisecond))
 
-	if _, err := WriteMarked(ctx, rdb, m, games, cfg.Rate, cfg.Warmup); err != nil {
+	w := NewWriter(rdb, m, games)
+	if _, err := w.Paced(ctx, cfg.Rate, cfg.Warmup); err != nil {
 		return res, err
 	}
+	w.Reset()
 	frames0 := sw.Frames()
 	stopProfile, err := startCPUProfile(cfg.CPUProfile)
 	if err != nil {
@@ -94,7 +96,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	rend0, _ := ProcCPU(rend.Pid())
 	self0, redis0 := SelfCPU(), mustCPU(r.Pid())
 	from := time.Now()
-	sent, err := WriteMarked(ctx, rdb, m, games, cfg.Rate, cfg.Duration)
+	sent, err := w.Paced(ctx, cfg.Rate, cfg.Duration)
 	wall := time.Since(from).Seconds()
 	rend1, _ := ProcCPU(rend.Pid())
 	res.RendererCores = (rend1 - rend0).Seconds() / wall
@@ -105,35 +107,22 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 		return res, err
 	}
 	res.Sent = sent
-	res.AchievedHz = float64(sent) / time.Since(from).Seconds()
+	res.AchievedHz = float64(sent) / wall
 	perGame := make([]int, len(games))
 	for i := range cfg.Clients {
 		perGame[i%len(games)]++
 	}
-	for i := range sent {
-		res.Expected += perGame[i%len(games)]
-	}
-	measured := func() []Delivery {
-		var out []Delivery
-		for _, d := range sw.Deliveries() {
-			if d.Sent >= from.UnixNano() {
-				out = append(out, d)
-			}
-		}
-		return out
+	for g, n := range w.SentGames() {
+		res.Expected += n * perGame[g]
 	}
 	_, _ = WaitFor(ctx, 10*time.Second, "every line delivered", func() (bool, error) {
-		return len(measured()) >= res.Expected, nil
+		lat, _ := Latencies(w, sw.Deliveries())
+		return len(lat) >= res.Expected, nil
 	})
-	ds := measured()
-	if len(ds) > 0 {
-		res.FramesPerLine = float64(sw.Frames()-frames0) / float64(len(ds))
+	lat, _ := Latencies(w, sw.Deliveries())
+	if len(lat) > 0 {
+		res.FramesPerLine = float64(sw.Frames()-frames0) / float64(len(lat))
 	}
-	lat := make([]time.Duration, len(ds))
-	for i, d := range ds {
-		lat[i] = d.Latency
-	}
-	dumpDeliveries(filepath.Join(cfg.Dir, "latency-deliveries.csv"), from, ds)
 	res.Q = Summarize(lat)
 	res.Dropped, _ = sw.Dropped()
 	fmt.Fprintf(cfg.Log, "latency: %d lines at %.0f/s, %d of %d deliveries: %s\n", sent, res.AchievedHz, res.Q.N, res.Expected, res.Q)
@@ -145,8 +134,8 @@ func (r LatencyResult) Rows() []Row {
 	c := r.Cfg
 	ok := r.Q.P99 < 25*time.Millisecond && r.Q.N == r.Expected
 	return []Row{
-		{Bench: "latency", Metric: fmt.Sprintf("XADD → websocket frame, %.0f events/s over %d games, %d clients, one renderer process; %d lines in %v",
-			c.Rate, c.Games, c.Clients, r.Sent, c.Duration),
+		{Bench: "latency", Metric: fmt.Sprintf("XADD → websocket frame, %.0f events/s (gamesim's mix of kinds) over %d games, %d clients, %s; %d lines in %v",
+			c.Rate, c.Games, c.Clients, r.where(), r.Sent, c.Duration),
 			Value:  fmt.Sprintf("p50 %s · p99 %s · max %s", ms(r.Q.P50), ms(r.Q.P99), ms(r.Q.Max)),
 			Target: "p99 < 25 ms", Met: verdict(ok)},
 		{Bench: "latency", Metric: "deliveries received / expected (clients dropped)",
@@ -155,19 +144,6 @@ func (r LatencyResult) Rows() []Row {
 			Value: fmt.Sprintf("%.2f", r.FramesPerLine)},
 		{Bench: "latency", Metric: "CPU while writing, in cores: renderer / feedbench (clients + writer) / redis-server",
 			Value: r.cpuString()},
-	}
-}
-
-// dumpDeliveries writes send offset and latency of each delivery (µs), for
-// looking at when the slow ones happen.
-func dumpDeliveries(path string, from time.Time, ds []Delivery) {
-	f, err := os.Create(path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	for _, d := range ds {
-		fmt.Fprintf(f, "%d,%d\n", (d.Sent-from.UnixNano())/1000, d.Latency.Microseconds())
 	}
 }
 
@@ -188,6 +164,13 @@ func startCPUProfile(path string) (func(), error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
+func (r LatencyResult) where() string {
+	if r.InProcess {
+		return "renderer wired in the feedbench process"
+	}
+	return "one renderer process"
+}
+
 func (r LatencyResult) cpuString() string {
 	if r.InProcess {
 		return fmt.Sprintf("%.2f (renderer, clients and writer in one process) / — / %.2f", r.BenchCores, r.RedisCores)
@@ -198,4 +181,21 @@ func (r LatencyResult) cpuString() string {
 func mustCPU(pid int) time.Duration {
 	d, _ := ProcCPU(pid)
 	return d
+}
+
+// Latencies returns the latency of every delivery of a line w sent since
+// its last Reset, and per send time (one per Broadcast) the latest of them.
+func Latencies(w *Writer, ds []Delivery) ([]time.Duration, map[int64]time.Duration) {
+	lat := make([]time.Duration, 0, len(ds))
+	last := map[int64]time.Duration{}
+	for _, d := range ds {
+		at, _, ok := w.Sent(d.ID)
+		if !ok {
+			continue
+		}
+		l := time.Duration(d.At - at)
+		lat = append(lat, l)
+		last[at] = max(last[at], l)
+	}
+	return lat, last
 }

@@ -3,36 +3,8 @@ package bench
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 )
-
-// Latencies collects durations from many goroutines.
-type Latencies struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-// Add records one duration.
-func (l *Latencies) Add(d time.Duration) {
-	l.mu.Lock()
-	l.d = append(l.d, d)
-	l.mu.Unlock()
-}
-
-// AddAll records many durations.
-func (l *Latencies) AddAll(ds []time.Duration) {
-	l.mu.Lock()
-	l.d = append(l.d, ds...)
-	l.mu.Unlock()
-}
-
-// Summary sorts what was recorded and returns its quantiles.
-func (l *Latencies) Summary() Quantiles {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return Summarize(l.d)
-}
 
 // Quantiles summarise a set of durations.
 type Quantiles struct {

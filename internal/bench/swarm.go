@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,10 +14,6 @@ import (
 
 	"github.com/coder/websocket"
 )
-
-// Marker is what the benchmark writers put in a chat text, followed by the
-// send time in unix nanoseconds; clients find it in the line's HTML.
-const Marker = "bench:"
 
 // SwarmConfig is a set of websocket clients of one renderer.
 type SwarmConfig struct {
@@ -33,10 +28,10 @@ type SwarmConfig struct {
 	Concurrency int
 }
 
-// Delivery is one marked line received by one client.
+// Delivery is one line frame received by one client.
 type Delivery struct {
-	Sent    int64 // the writer's send time, unix ns
-	Latency time.Duration
+	ID string // the line's EVT id
+	At int64  // when the frame was read, unix ns
 }
 
 // Swarm is a set of connected websocket clients.
@@ -159,28 +154,25 @@ func (c *wsClient) read(ctx context.Context) {
 	}
 }
 
-// record counts a frame and, when it carries a marked line, its latency.
+// record counts a frame and, when it is a line, when it arrived.
 func (c *wsClient) record(data []byte, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.frames++
-	i := bytes.Index(data, []byte(Marker))
+	const key = `"id":"`
+	i := bytes.Index(data, []byte(key))
 	if i < 0 {
 		return
 	}
-	j := i + len(Marker)
-	k := j
-	for k < len(data) && data[k] >= '0' && data[k] <= '9' {
-		k++
-	}
-	sent, err := strconv.ParseInt(string(data[j:k]), 10, 64)
-	if err != nil {
+	j := i + len(key)
+	k := bytes.IndexByte(data[j:], '"')
+	if k < 0 {
 		return
 	}
-	c.deliveries = append(c.deliveries, Delivery{Sent: sent, Latency: now.Sub(time.Unix(0, sent))})
+	c.deliveries = append(c.deliveries, Delivery{ID: string(data[j : j+k]), At: now.UnixNano()})
 }
 
-// Deliveries returns every marked line received so far, by all clients.
+// Deliveries returns every line received so far, by all clients.
 func (s *Swarm) Deliveries() []Delivery {
 	var out []Delivery
 	for _, c := range s.clients {

@@ -3,8 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,27 +37,66 @@ func Keys(games []string) []string {
 	return out
 }
 
-// markedChat is a chat entry whose text carries its send time.
-func markedChat(m *event.Minter, now time.Time) []string {
-	return []string{
-		event.FieldID, m.Next(now), event.FieldKind, event.KindChat, event.FieldAt, gamesim.FormatAt(now),
-		"player", "bench", "text", Marker + strconv.FormatInt(now.UnixNano(), 10),
-	}
+// Writer appends plausible game events (gamesim's generator: joins,
+// rounds, guesses, wins, chat, …) to a set of games and remembers when it
+// sent each one, by EVT id, so that a client can tell a line's latency
+// from its frame's id.
+type Writer struct {
+	rdb   redis.UniversalClient
+	m     *event.Minter
+	games []string
+	gens  []*gamesim.Game
+	turn  int
+
+	mu   sync.Mutex
+	sent map[string]sentRec // by EVT id
 }
 
-// WriteMarked writes marked chat lines at rate per second, round-robin over
-// games, for d; entries that are due together go in one pipeline, each
-// stamped with the time just before it is sent. It returns how many it
-// wrote.
-func WriteMarked(ctx context.Context, rdb redis.UniversalClient, m *event.Minter, games []string, rate float64, d time.Duration) (int, error) {
+type sentRec struct {
+	at   int64 // unix ns just before its XADD was sent
+	game int   // index in games
+}
+
+// NewWriter returns a Writer of games, which SeedGames seeded with the
+// same prefix: each game goes on from its first event.
+func NewWriter(rdb redis.UniversalClient, m *event.Minter, games []string) *Writer {
+	w := &Writer{rdb: rdb, m: m, games: games, sent: map[string]sentRec{}}
+	for i, g := range games {
+		gen := gamesim.NewGame(g, gamesim.GameSeed(1, i+1))
+		gen.Next() // the game_started SeedGames wrote
+		w.gens = append(w.gens, gen)
+	}
+	return w
+}
+
+// send writes one event to each game index of idx in one pipeline.
+func (w *Writer) send(ctx context.Context, idx []int) error {
+	pipe := w.rdb.Pipeline()
+	now := time.Now()
+	ids := make([]string, len(idx))
+	for j, i := range idx {
+		ids[j] = w.m.Next(now)
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey(w.games[i]), Values: w.gens[i].Next().Entry(ids[j], now)})
+	}
+	w.mu.Lock()
+	for j, id := range ids {
+		w.sent[id] = sentRec{at: now.UnixNano(), game: idx[j]}
+	}
+	w.mu.Unlock()
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("bench: xadd: %w", err)
+	}
+	return nil
+}
+
+// Paced writes events at rate per second, round-robin over the games, for
+// d; events due together go in one pipeline. It returns how many it wrote.
+func (w *Writer) Paced(ctx context.Context, rate float64, d time.Duration) (int, error) {
 	start := time.Now()
 	total := int(rate * d.Seconds())
 	sent := 0
 	for sent < total {
-		due := int(time.Since(start).Seconds()*rate) + 1
-		if due > total {
-			due = total
-		}
+		due := min(int(time.Since(start).Seconds()*rate)+1, total)
 		if due <= sent {
 			next := start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))
 			select {
@@ -67,31 +106,55 @@ func WriteMarked(ctx context.Context, rdb redis.UniversalClient, m *event.Minter
 			}
 			continue
 		}
-		pipe := rdb.Pipeline()
-		now := time.Now()
-		for i := sent; i < due; i++ {
-			pipe.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey(games[i%len(games)]), Values: markedChat(m, now)})
+		idx := make([]int, 0, due-sent)
+		for range due - sent {
+			idx = append(idx, w.turn%len(w.games))
+			w.turn++
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return sent, fmt.Errorf("bench: xadd: %w", err)
+		if err := w.send(ctx, idx); err != nil {
+			return sent, err
 		}
 		sent = due
 	}
 	return sent, nil
 }
 
-// Broadcast writes one marked line to every game in one pipeline and
-// returns its send time.
-func Broadcast(ctx context.Context, rdb redis.UniversalClient, m *event.Minter, games []string) (int64, error) {
-	pipe := rdb.Pipeline()
-	now := time.Now()
-	for _, g := range games {
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey(g), Values: markedChat(m, now)})
+// Broadcast writes one event to every game in one pipeline.
+func (w *Writer) Broadcast(ctx context.Context) error {
+	idx := make([]int, len(w.games))
+	for i := range idx {
+		idx[i] = i
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("bench: xadd: %w", err)
+	return w.send(ctx, idx)
+}
+
+// Sent returns the send time (unix ns) and the game index of the event
+// id, if this writer sent it since the last Reset.
+func (w *Writer) Sent(id string) (at int64, game int, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok := w.sent[id]
+	return r.at, r.game, ok
+}
+
+// SentGames returns how many events each game was sent since the last
+// Reset.
+func (w *Writer) SentGames() []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]int, len(w.games))
+	for _, r := range w.sent {
+		out[r.game]++
 	}
-	return now.UnixNano(), nil
+	return out
+}
+
+// Reset forgets what was sent so far (the warm-up), so that only what is
+// sent afterwards is measured.
+func (w *Writer) Reset() {
+	w.mu.Lock()
+	clear(w.sent)
+	w.mu.Unlock()
 }
 
 // PendingOf returns the number of entries consumer holds pending over keys
