@@ -144,7 +144,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if only["latency"] {
 		res, err := bench.Latency(ctx, bench.LatencyConfig{
-			Dir: o.dir, Renderer: renderer, CPUProfile: profile("latency.cpu.prof"), Games: o.latGames, Clients: o.latClients,
+			Dir: o.dir, Renderer: renderer, CPUProfile: profile("latency.cpu.prof"), Dump: profile("latency-deliveries.csv"), Games: o.latGames, Clients: o.latClients,
 			Rate: float64(o.latRate), Warmup: 2 * time.Second, Duration: o.latDuration, Log: logw,
 		})
 		if err != nil {

@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"time"
 
 	"github.com/codemojex/feed/internal/event"
@@ -25,6 +27,9 @@ type LatencyConfig struct {
 	// CPUProfile, when set, is written for the measured window (useful
 	// with an in-process renderer: Renderer "").
 	CPUProfile string
+	// Dump, when set, receives one CSV line per delivery: send time since
+	// the measured window began and latency, in µs.
+	Dump string
 }
 
 // LatencyResult is XADD → websocket frame latency over every delivery.
@@ -38,6 +43,10 @@ type LatencyResult struct {
 	// FramesPerLine is websocket frames received per marked line delivered
 	// over the measured window (line frames plus state frames).
 	FramesPerLine float64
+	// WindowP99 is the p99 of each second of the measured window (by send
+	// time), sorted: a shared machine's busy spells show as a few bad
+	// seconds rather than a higher p99 everywhere.
+	WindowP99 []time.Duration
 	// CPU used over the measured window, in cores: the renderer (this
 	// process when in-process), this process (clients and writer), Redis.
 	RendererCores, BenchCores, RedisCores float64
@@ -120,6 +129,10 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 		return len(lat) >= res.Expected, nil
 	})
 	lat, _ := Latencies(w, sw.Deliveries())
+	res.WindowP99 = windowP99(w, from, time.Second, sw.Deliveries())
+	if cfg.Dump != "" {
+		dumpDeliveries(cfg.Dump, w, from, sw.Deliveries())
+	}
 	if len(lat) > 0 {
 		res.FramesPerLine = float64(sw.Frames()-frames0) / float64(len(lat))
 	}
@@ -138,6 +151,8 @@ func (r LatencyResult) Rows() []Row {
 			c.Rate, c.Games, c.Clients, r.where(), r.Sent, c.Duration),
 			Value:  fmt.Sprintf("p50 %s · p99 %s · max %s", ms(r.Q.P50), ms(r.Q.P99), ms(r.Q.Max)),
 			Target: "p99 < 25 ms", Met: verdict(ok)},
+		{Bench: "latency", Metric: fmt.Sprintf("p99 of each second of the run (%d seconds): best / median / worst", len(r.WindowP99)),
+			Value: r.windows()},
 		{Bench: "latency", Metric: "deliveries received / expected (clients dropped)",
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
 		{Bench: "latency", Metric: "websocket frames received per line delivered (line + scoreboard state frames)",
@@ -198,4 +213,47 @@ func Latencies(w *Writer, ds []Delivery) ([]time.Duration, map[int64]time.Durati
 		last[at] = max(last[at], l)
 	}
 	return lat, last
+}
+
+func dumpDeliveries(path string, w *Writer, from time.Time, ds []Delivery) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	bw := bufio.NewWriter(f)
+	defer bw.Flush()
+	for _, d := range ds {
+		if at, _, ok := w.Sent(d.ID); ok {
+			fmt.Fprintf(bw, "%d,%d\n", (at-from.UnixNano())/1000, (d.At-at)/1000)
+		}
+	}
+}
+
+// windowP99 returns the p99 latency of the deliveries of each window of
+// send time since from, sorted.
+func windowP99(w *Writer, from time.Time, window time.Duration, ds []Delivery) []time.Duration {
+	by := map[int64][]time.Duration{}
+	for _, d := range ds {
+		at, _, ok := w.Sent(d.ID)
+		if !ok {
+			continue
+		}
+		k := (at - from.UnixNano()) / int64(window)
+		by[k] = append(by[k], time.Duration(d.At-at))
+	}
+	out := make([]time.Duration, 0, len(by))
+	for _, lat := range by {
+		out = append(out, Summarize(lat).P99)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r LatencyResult) windows() string {
+	if len(r.WindowP99) == 0 {
+		return "—"
+	}
+	w := r.WindowP99
+	return fmt.Sprintf("%s / %s / %s", ms(w[0]), ms(w[len(w)/2]), ms(w[len(w)-1]))
 }
