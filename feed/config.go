@@ -14,7 +14,10 @@ import (
 // Config configures a Consumer. Zero durations and counts take the defaults
 // named on each field.
 type Config struct {
-	// Client is the Redis (or Valkey) client. Required. The consumer reads
+	// Client is the Redis (or Valkey) client. Required. Set its
+	// ContextTimeoutEnabled option: the consumer bounds its calls with
+	// context deadlines, which go-redis otherwise ignores, so a Redis that
+	// stops answering would hold each call for go-redis's own timeouts. The consumer reads
 	// new entries of all its streams in one XREADGROUP call, so with a
 	// cluster client every stream must live on one node's slots.
 	Client redis.UniversalClient

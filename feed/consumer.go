@@ -28,7 +28,6 @@ type Consumer struct {
 	hctx     context.Context // handler context, cancelled ShutdownGrace after Close
 	hcancel  context.CancelFunc
 	wg       sync.WaitGroup
-	closeErr error
 
 	mu        sync.Mutex // guards the readiness fields
 	running   bool
@@ -97,27 +96,47 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 	return c, nil
 }
 
+// closeSlack bounds how long Close waits, beyond ShutdownGrace, for Redis
+// calls in flight: a Redis that does not answer must not hold a shutdown
+// for go-redis's timeouts and retries.
+const closeSlack = 3 * time.Second
+
 // Close stops reading, lets the handler finish what is in hand (for up to
 // ShutdownGrace, then its context is cancelled), settles it, releases the
 // lease and waits for the goroutines. Work whose handler did not return nil
 // stays pending. Close is safe to call more than once.
+//
+// When Redis does not answer, Close gives up on the calls in flight after
+// ShutdownGrace plus a few seconds: a goroutine still inside one then exits
+// on its own when the call returns, and can only ack work its handler
+// finished. A lease that cannot be released is not an error either: it
+// expires within LeaseTTL by itself.
 func (c *Consumer) Close() error {
 	c.stopOnce.Do(func() {
 		close(c.stop)
 		c.cancel()
 		grace := time.AfterFunc(c.cfg.ShutdownGrace, c.hcancel)
-		c.wg.Wait()
+		done := make(chan struct{})
+		go func() { c.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(c.cfg.ShutdownGrace + closeSlack):
+			c.log.Warn("consumer closed with Redis calls still in flight; unfinished work stays pending",
+				"waited", c.cfg.ShutdownGrace+closeSlack)
+		}
 		grace.Stop()
 		c.hcancel()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		c.closeErr = c.lease.release(ctx)
+		if err := c.lease.release(ctx); err != nil {
+			c.log.Warn("lease not released; it expires by itself", "err", err, "ttl", c.cfg.LeaseTTL)
+		}
 		c.mu.Lock()
 		c.running = false
 		c.mu.Unlock()
 		c.log.Info("consumer stopped")
 	})
-	return c.closeErr
+	return nil
 }
 
 // Ready returns nil while the loop runs, holds the lease and Redis answered

@@ -102,7 +102,12 @@ func (c *Consumer) readNew() error {
 	for range act {
 		args = append(args, ">")
 	}
-	res, err := c.rdb.XReadGroup(c.ctx, &redis.XReadGroupArgs{
+	// go-redis waits BLOCK plus 10s for a blocking reply; a deadline just
+	// past BLOCK (honoured with ContextTimeoutEnabled) lets a silent Redis
+	// fail the turn, and a Close, in about a second instead.
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Block+time.Second)
+	defer cancel()
+	res, err := c.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: c.cfg.Group, Consumer: c.cfg.Consumer,
 		Streams: args, Count: c.cfg.Count, Block: c.cfg.Block,
 	}).Result()

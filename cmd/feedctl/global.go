@@ -32,6 +32,7 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("-redis: %w", err)
 	}
+	opt.ContextTimeoutEnabled = true // honour the command's deadline when Redis hangs
 	g.rdb = redis.NewClient(opt)
 	return g, fs.Args(), nil
 }

@@ -57,6 +57,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("-redis: %w", err)
 	}
+	// Without this go-redis ignores context deadlines on reads and writes,
+	// and a Redis that stops answering holds every call (and a shutdown)
+	// for its own timeouts and retries.
+	opt.ContextTimeoutEnabled = true
 	m.rdb = redis.NewClient(opt)
 
 	m.db, err = store.Open(ctx, m.Config.DB)
@@ -137,7 +141,7 @@ func (m *Main) tryOpenConsumer(ctx context.Context, log *slog.Logger) error {
 		ClaimEvery:   m.Config.ClaimEvery,
 		PoisonAfter:  m.Config.PoisonAfter,
 		BatchHandler: p.Handle,
-		Logger:       log,
+		Logger:       m.Logger, // feed adds group and consumer itself
 	})
 	return err
 }

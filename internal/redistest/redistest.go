@@ -83,7 +83,9 @@ func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
 // Client returns a client of the server, closed when the test ends.
 func (s *Server) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	// As the binaries do: context deadlines bound every call, so a paused
+	// server cannot hold a test beyond the deadlines it sets.
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true})
 	tb.Cleanup(func() { c.Close() })
 	return c
 }
