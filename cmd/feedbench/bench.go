@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -25,6 +25,7 @@ type options struct {
 	renderer   string
 	cpuprofile string
 	inproc     bool
+	rowsJSON   bool
 	profileDir string
 
 	tpEvents, tpGames, tpRounds int
@@ -47,6 +48,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.dir, "dir", "", "scratch directory (default: a new temporary directory, removed at the end)")
 	fs.StringVar(&o.renderer, "renderer", "", "renderer binary (default: go build ./cmd/renderer into the scratch directory)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the first full-pipeline throughput round here")
+	fs.BoolVar(&o.rowsJSON, "rows-json", false, "print the rows of one benchmark as JSON (how feedbench runs each benchmark in a fresh process)")
 	fs.BoolVar(&o.inproc, "inproc", false, "latency and fan-out: wire the renderer in this process instead of running the binary (for profiling)")
 	fs.StringVar(&o.profileDir, "profile", "", "write latency.cpu.prof and fanout.heap.prof here (implies -inproc)")
 	fs.IntVar(&o.tpEvents, "throughput-events", 200000, "throughput: events pre-filled over all games")
@@ -110,28 +112,98 @@ func runBench(ctx context.Context, args []string) error {
 	for _, b := range strings.Split(o.only, ",") {
 		only[strings.TrimSpace(b)] = true
 	}
+	var names []string
+	for _, n := range benchNames {
+		if only[n] {
+			names = append(names, n)
+		}
+	}
 	needRenderer := only["recovery"] || (!o.inproc && (only["latency"] || only["fanout"]))
 	if needRenderer && o.renderer == "" {
 		if o.renderer, err = buildRenderer(ctx, o.dir); err != nil {
 			return err
 		}
 	}
+	if o.rowsJSON {
+		if len(names) != 1 {
+			return fmt.Errorf("-rows-json runs one benchmark, not %q", o.only)
+		}
+		rows, err := runOne(ctx, o, names[0])
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(os.Stdout).Encode(rows)
+	}
 	m := bench.ThisMachine()
 	m.Command = strings.Join(os.Args, " ")
 	m.Redis = redisVersion()
-	logw := os.Stderr
 	var rows []bench.Row
-	var notes []string
-	if only["throughput"] {
-		res, err := bench.Throughput(ctx, bench.ThroughputConfig{
-			Dir: o.dir, Games: o.tpGames, Events: o.tpEvents, Rounds: o.tpRounds, Count: 100,
-			CPUProfile: o.cpuprofile, Log: logw,
-		})
-		if err != nil {
-			return fmt.Errorf("throughput: %w", err)
+	for _, name := range names {
+		var r []bench.Row
+		if len(names) == 1 {
+			r, err = runOne(ctx, o, name)
+		} else {
+			r, err = runChild(ctx, o, args, name)
 		}
-		rows = append(rows, res.Rows()...)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r...)
 	}
+	m.LoadEnd = bench.LoadAvg()
+	var buf bytes.Buffer
+	bench.WriteTable(&buf, m, rows)
+	os.Stdout.Write(buf.Bytes())
+	if o.write != "" {
+		return writeDoc(o.write, m, buf.Bytes())
+	}
+	return nil
+}
+
+// benchNames are the benchmarks in the order they run.
+var benchNames = []string{"throughput", "latency", "fanout", "recovery"}
+
+// runChild runs one benchmark in a fresh feedbench process, so that what
+// an earlier benchmark left in this process (a grown heap, caches, GC work)
+// cannot slow a later one, and returns its rows.
+func runChild(ctx context.Context, o *options, args []string, name string) ([]bench.Row, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	var child []string
+	skip := map[string]bool{"-write": true, "-only": true, "-renderer": true, "-dir": true}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		key, _, hasValue := strings.Cut(strings.Replace(a, "--", "-", 1), "=")
+		if skip[key] {
+			if !hasValue {
+				i++ // its value is the next argument
+			}
+			continue
+		}
+		child = append(child, a)
+	}
+	child = append(child, "-only", name, "-rows-json", "-dir", o.dir)
+	if o.renderer != "" {
+		child = append(child, "-renderer", o.renderer)
+	}
+	cmd := exec.CommandContext(ctx, self, child...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var rows []bench.Row
+	if err := json.Unmarshal(out, &rows); err != nil {
+		return nil, fmt.Errorf("%s: rows: %w", name, err)
+	}
+	return rows, nil
+}
+
+// runOne runs one benchmark in this process.
+func runOne(ctx context.Context, o *options, name string) ([]bench.Row, error) {
+	logw := os.Stderr
 	renderer := o.renderer
 	if o.inproc {
 		renderer = "" // in this process
@@ -142,49 +214,51 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		return filepath.Join(o.profileDir, name)
 	}
-	if only["latency"] {
-		res, err := bench.Latency(ctx, bench.LatencyConfig{
-			Dir: o.dir, Renderer: renderer, CPUProfile: profile("latency.cpu.prof"), Dump: profile("latency-deliveries.csv"), Games: o.latGames, Clients: o.latClients,
-			Rate: float64(o.latRate), Warmup: 2 * time.Second, Duration: o.latDuration, Log: logw,
+	switch name {
+	case "throughput":
+		res, err := bench.Throughput(ctx, bench.ThroughputConfig{
+			Dir: o.dir, Games: o.tpGames, Events: o.tpEvents, Rounds: o.tpRounds, Count: 100,
+			CPUProfile: o.cpuprofile, Log: logw,
 		})
 		if err != nil {
-			return fmt.Errorf("latency: %w", err)
+			return nil, fmt.Errorf("throughput: %w", err)
 		}
-		rows = append(rows, res.Rows()...)
-	}
-	if only["fanout"] {
+		return res.Rows(), nil
+	case "latency":
+		res, err := bench.Latency(ctx, bench.LatencyConfig{
+			Dir: o.dir, Renderer: renderer, Games: o.latGames, Clients: o.latClients,
+			Rate: float64(o.latRate), Warmup: 2 * time.Second, Duration: o.latDuration, Log: logw,
+			CPUProfile: profile("latency.cpu.prof"), Dump: profile("latency-deliveries.csv"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("latency: %w", err)
+		}
+		return res.Rows(), nil
+	case "fanout":
 		self, err := os.Executable()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		res, err := bench.Fanout(ctx, bench.FanoutConfig{
-			Dir: o.dir, Renderer: renderer, Self: self, HeapProfile: profile("fanout.heap.prof"), CPUProfile: profile("fanout.cpu.prof"), Games: o.fanGames, Clients: o.fanClients,
+			Dir: o.dir, Renderer: renderer, Self: self, Games: o.fanGames, Clients: o.fanClients,
 			Rounds: o.fanRounds, Every: 500 * time.Millisecond, Log: logw,
+			HeapProfile: profile("fanout.heap.prof"), CPUProfile: profile("fanout.cpu.prof"),
 		})
 		if err != nil {
-			return fmt.Errorf("fanout: %w", err)
+			return nil, fmt.Errorf("fanout: %w", err)
 		}
-		rows = append(rows, res.Rows()...)
-	}
-	if only["recovery"] {
+		return res.Rows(), nil
+	case "recovery":
 		res, err := bench.Recovery(ctx, bench.RecoveryConfig{
 			Dir: o.dir, Renderer: o.renderer, Games: 20, Pending: o.recPending,
 			MinIdle: o.recMinIdle, ClaimEvery: o.recClaim, Log: logw,
 		})
 		if err != nil {
-			return fmt.Errorf("recovery: %w", err)
+			return nil, fmt.Errorf("recovery: %w", err)
 		}
-		rows = append(rows, res.Rows()...)
+		return res.Rows(), nil
 	}
-	_ = notes
-	m.LoadEnd = bench.LoadAvg()
-	var buf bytes.Buffer
-	bench.WriteTable(&buf, m, rows)
-	os.Stdout.Write(buf.Bytes())
-	if o.write != "" {
-		return writeDoc(o.write, m, buf.Bytes())
-	}
-	return nil
+	return nil, fmt.Errorf("unknown benchmark %q (want %s)", name, strings.Join(benchNames, ", "))
 }
 
 // buildRenderer builds ./cmd/renderer (from the module the working
@@ -239,5 +313,3 @@ func writeDoc(path string, m bench.Machine, table []byte) error {
 	fmt.Fprintf(os.Stderr, "feedbench: wrote %s\n", path)
 	return nil
 }
-
-var _ io.Writer = os.Stderr

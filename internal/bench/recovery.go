@@ -129,13 +129,21 @@ func recoverRestart(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult
 }
 
 // stopWithPending SIGSTOPs rend at a moment its consumer holds entries
-// pending, and returns how many; the caller then SIGKILLs it.
-func stopWithPending(ctx context.Context, rdb redis.UniversalClient, rend *Renderer, keys []string) (int64, error) {
+// pending, and returns how many; the caller then SIGKILLs it. Whenever the
+// group has consumed everything before that moment came, refill writes
+// more.
+func stopWithPending(ctx context.Context, rdb redis.UniversalClient, rend *Renderer, keys []string, refill func() error) (int64, error) {
 	var n int64
 	_, err := WaitFor(ctx, time.Minute, "renderer caught with entries in hand", func() (bool, error) {
 		p, err := PendingOf(ctx, rdb, "feed", rend.Args.Consumer, keys)
-		if err != nil || p == 0 {
+		if err != nil {
 			return false, err
+		}
+		if p == 0 {
+			if done, err := Drained(ctx, rdb, "feed", keys); err != nil || !done {
+				return false, err
+			}
+			return false, refill()
 		}
 		if err := rend.Signal(syscall.SIGSTOP); err != nil {
 			return false, err
@@ -173,7 +181,11 @@ func recoverCrash(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) 
 	if err != nil {
 		return err
 	}
-	if res.CrashPending, err = stopWithPending(ctx, rdb, rend, keys); err != nil {
+	refill := func() error {
+		_, err := prefill(ctx, rdb, "rc", cfg.Games, cfg.Pending)
+		return err
+	}
+	if res.CrashPending, err = stopWithPending(ctx, rdb, rend, keys, refill); err != nil {
 		return err
 	}
 	rend.Kill()
@@ -233,8 +245,12 @@ func recoverPeer(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) e
 	if err != nil {
 		return err
 	}
+	refill := func() error {
+		_, err := prefill(ctx, rdb, "rp", cfg.Games, cfg.Pending)
+		return err
+	}
 	victim := rends[1]
-	if res.PeerPending, err = stopWithPending(ctx, rdb, victim, keys); err != nil {
+	if res.PeerPending, err = stopWithPending(ctx, rdb, victim, keys, refill); err != nil {
 		return err
 	}
 	victim.Kill()
