@@ -14,6 +14,7 @@ import (
 
 	"github.com/codemojex/feed/internal/browsertest"
 	"github.com/codemojex/feed/internal/proctest"
+	"github.com/codemojex/feed/internal/wait"
 )
 
 // timelineIDs reads the ids of the page's timeline lines, top to bottom.
@@ -31,10 +32,10 @@ func timelineIDs(tb testing.TB, ctx context.Context) []string {
 func waitTimeline(tb testing.TB, ctx context.Context, want []string, timeout time.Duration) {
 	tb.Helper()
 	var got []string
-	proctest.WaitFor(tb, timeout, func() bool {
+	wait.Until(tb, timeout, func() bool {
 		got = timelineIDs(tb, ctx)
 		return equal(got, want)
-	}, "timeline to show %s (shows %s)", describe(want), describe(got))
+	}, func() string { return fmt.Sprintf("timeline to show %s (shows %s)", describe(want), describe(got)) })
 }
 
 func connState(tb testing.TB, ctx context.Context) string {

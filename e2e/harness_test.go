@@ -19,6 +19,7 @@ import (
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/proctest"
 	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/wait"
 )
 
 func TestMain(m *testing.M) {
@@ -170,10 +171,10 @@ func (c *cluster) waitStored(game string, want []string, timeout time.Duration) 
 	sort.Strings(sorted)
 	sorted = dedupe(sorted)
 	var got []string
-	proctest.WaitFor(c.tb, timeout, func() bool {
+	wait.Until(c.tb, timeout, func() bool {
 		got = c.storeIDs(game)
 		return equal(got, sorted)
-	}, "store of %s to hold %d ids (has %d)", game, len(sorted), len(got))
+	}, func() string { return fmt.Sprintf("store of %s to hold %d ids (has %d)", game, len(sorted), len(got)) })
 }
 
 func dedupe(s []string) []string {

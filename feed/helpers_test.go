@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"fmt"
+	"github.com/codemojex/feed/internal/wait"
 	"log/slog"
 	"strings"
 	"sync"
@@ -18,17 +19,8 @@ import (
 
 const group = "feed"
 
-// waitFor polls cond every 10ms until it holds or timeout passes.
-func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
-	}
-}
+// waitFor is wait.For: poll a condition with a deadline.
+var waitFor = wait.For
 
 // testLogger sends warnings and errors to the test log.
 func testLogger(tb testing.TB) *slog.Logger {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/codemojex/feed/internal/wait"
 	"io"
 	"math/rand"
 	"net"
@@ -43,16 +44,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+var waitFor = wait.For
 
 // freeBase returns a port p such that p, p+1 and p+2 are free.
 func freeBase(tb testing.TB) int {

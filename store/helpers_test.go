@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"github.com/codemojex/feed/internal/wait"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -56,13 +57,7 @@ func mustOpenWith(tb testing.TB, opts store.Options) *store.DB {
 // waitFor polls cond until it holds or timeout passes.
 func waitFor(tb testing.TB, timeout time.Duration, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("condition not met within %v", timeout)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	wait.For(tb, timeout, "the condition", cond)
 }
 
 // mustUpsert upserts evs and fails on any error, returning the verdicts.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codemojex/feed/internal/wait"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,17 +24,8 @@ import (
 	"github.com/codemojex/feed/web"
 )
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitFor is wait.For: poll a condition with a deadline.
+var waitFor = wait.For
 
 // MustOpenStore opens a real store in a temporary directory.
 func MustOpenStore(tb testing.TB) *store.DB {

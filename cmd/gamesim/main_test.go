@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/codemojex/feed/internal/wait"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,18 +38,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+var waitFor = wait.For
 
-func wait(tb testing.TB, p *proctest.Proc) error {
+func waitExit(tb testing.TB, p *proctest.Proc) error {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -65,7 +57,7 @@ func TestWritesWhatTheFlagsAndEnvironmentSay(t *testing.T) {
 	// Flags for some settings, environment for the others: both are honoured.
 	p := proctest.Start(t, "gamesim", bin, []string{"-games", "2", "-events", "60"},
 		"REDIS_URL="+s.URL(), "GAMESIM_PREFIX=envp", "GAMESIM_BAD=0.2", "GAMESIM_EVENTS=999")
-	if err := wait(t, p); err != nil {
+	if err := waitExit(t, p); err != nil {
 		t.Fatalf("exit: %v\n%s", err, p.Output())
 	}
 	for _, game := range []string{"envp-1", "envp-2"} {
@@ -112,7 +104,7 @@ func TestFailsLoudly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := proctest.Start(t, "gamesim", bin, tt.args, tt.env...)
-			err := wait(t, p)
+			err := waitExit(t, p)
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
 				t.Fatalf("exit = %v, want a non-zero status\n%s", err, p.Output())

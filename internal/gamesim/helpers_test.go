@@ -3,6 +3,7 @@ package gamesim_test
 import (
 	"context"
 	"fmt"
+	"github.com/codemojex/feed/internal/wait"
 	"strings"
 	"testing"
 	"time"
@@ -14,17 +15,8 @@ import (
 	"github.com/codemojex/feed/internal/gamesim"
 )
 
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitFor is wait.For: poll a condition with a deadline.
+var waitFor = wait.For
 
 // malformedReason applies the design's rules for malformed entries (not the
 // simulator's own bookkeeping) and returns why an entry is malformed, or "".

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/codemojex/feed/internal/wait"
 	"net"
 	"net/http"
 	"os"
@@ -243,15 +244,9 @@ func WaitHTTP(tb testing.TB, url string, want int, timeout time.Duration) {
 	}, "GET %s to answer %d", url, want)
 }
 
-// WaitFor polls cond every 10ms until it holds or timeout passes, then fails
-// the test with the description.
+// WaitFor polls cond until it holds or timeout passes, then fails the test
+// with the description.
 func WaitFor(tb testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for "+format, append([]any{timeout}, args...)...)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval, not synchronisation
-	}
+	wait.Until(tb, timeout, cond, func() string { return fmt.Sprintf(format, args...) })
 }

@@ -1,0 +1,32 @@
+// Package wait is how tests wait: poll a condition until it holds or a
+// deadline passes, never sleep a guessed time.
+package wait
+
+import (
+	"testing"
+	"time"
+)
+
+// Poll is the interval between two looks at a condition: short enough not
+// to slow a test, long enough not to busy a shared machine.
+const Poll = 5 * time.Millisecond
+
+// For polls cond until it holds, or fails tb after timeout, saying what it
+// waited for.
+func For(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	Until(tb, timeout, cond, func() string { return what })
+}
+
+// Until is For with a description made when it fails, so it can show the
+// last state the condition saw.
+func Until(tb testing.TB, timeout time.Duration, cond func() bool, describe func() string) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", timeout, describe())
+		}
+		time.Sleep(Poll) // the poll interval, not synchronisation
+	}
+}
