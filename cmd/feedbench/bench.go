@@ -155,7 +155,10 @@ func runBench(ctx context.Context, args []string) error {
 	bench.WriteTable(&buf, m, rows)
 	os.Stdout.Write(buf.Bytes())
 	if o.write != "" {
-		return writeDoc(o.write, m, buf.Bytes())
+		if err := bench.WriteDoc(o.write, m.Command, buf.Bytes()); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "feedbench: wrote %s\n", o.write)
 	}
 	return nil
 }
@@ -284,32 +287,4 @@ func redisVersion() string {
 		}
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// writeDoc replaces the generated part of the Markdown file (between the
-// markers) with the table and the command, keeping the hand-written rest.
-func writeDoc(path string, m bench.Machine, table []byte) error {
-	const begin, end = "<!-- feedbench:begin -->", "<!-- feedbench:end -->"
-	var gen bytes.Buffer
-	fmt.Fprintln(&gen, begin)
-	fmt.Fprintf(&gen, "Produced by:\n\n```\n%s\n```\n\n", m.Command)
-	gen.Write(table)
-	fmt.Fprintln(&gen, end)
-	old, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	s := string(old)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	var doc string
-	if i >= 0 && j > i {
-		doc = s[:i] + gen.String() + s[j+len(end)+1:]
-	} else {
-		doc = "# Benchmarks\n\n" + gen.String()
-	}
-	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "feedbench: wrote %s\n", path)
-	return nil
 }

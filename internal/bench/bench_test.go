@@ -3,6 +3,8 @@ package bench_test
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -70,5 +72,40 @@ func TestLatencyInProcess(t *testing.T) {
 	}
 	if res.Sent != 100 || res.Expected != 200 || res.Q.N != res.Expected || res.Dropped != 0 {
 		t.Fatalf("sent %d, expected %d, got %d deliveries, %d dropped", res.Sent, res.Expected, res.Q.N, res.Dropped)
+	}
+}
+
+func TestWriteDoc(t *testing.T) {
+	tests := []struct {
+		name, before string
+		want         func(gen string) string
+	}{
+		{"no file", "", func(gen string) string { return "# Benchmarks\n\n" + gen + "\n" }},
+		{"no markers", "hand-written\n", func(gen string) string { return "# Benchmarks\n\n" + gen + "\n" }},
+		{"markers kept, text around kept", "# B\n\nintro\n\n" + bench.DocBegin + "\nold table\n" + bench.DocEnd + "\n\nnotes\n",
+			func(gen string) string { return "# B\n\nintro\n\n" + gen + "\n\nnotes\n" }},
+		{"end marker at end of file", "x\n" + bench.DocBegin + "old" + bench.DocEnd,
+			func(gen string) string { return "x\n" + gen }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "b.md")
+			if tt.before != "" {
+				if err := os.WriteFile(path, []byte(tt.before), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := bench.WriteDoc(path, "feedbench -quick", []byte("| table |\n")); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gen := bench.DocBegin + "\nProduced by:\n\n```\nfeedbench -quick\n```\n\n| table |\n" + bench.DocEnd
+			if want := tt.want(gen); string(got) != want {
+				t.Fatalf("got\n%s\nwant\n%s", got, want)
+			}
+		})
 	}
 }

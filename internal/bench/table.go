@@ -96,3 +96,36 @@ func WriteTable(w io.Writer, m Machine, rows []Row) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.Bench, r.Metric, r.Value, r.Target, r.Verdict())
 	}
 }
+
+// Markers around the generated part of a Markdown file.
+const (
+	DocBegin = "<!-- feedbench:begin -->"
+	DocEnd   = "<!-- feedbench:end -->"
+)
+
+// WriteDoc writes the command and the table between the markers of the
+// Markdown file at path, keeping what is outside them; a file without the
+// markers (or no file) gets a new document.
+func WriteDoc(path, command string, table []byte) error {
+	var gen strings.Builder
+	fmt.Fprintln(&gen, DocBegin)
+	fmt.Fprintf(&gen, "Produced by:\n\n```\n%s\n```\n\n", command)
+	gen.Write(table)
+	gen.WriteString(DocEnd)
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("bench: %w", err)
+	}
+	s := string(old)
+	i, j := strings.Index(s, DocBegin), strings.Index(s, DocEnd)
+	var doc string
+	if i >= 0 && j > i {
+		doc = s[:i] + gen.String() + s[j+len(DocEnd):]
+	} else {
+		doc = "# Benchmarks\n\n" + gen.String() + "\n"
+	}
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
