@@ -112,7 +112,7 @@ const nameWait = 7 * time.Second
 func (m *Main) openConsumer(ctx context.Context, log *slog.Logger) error {
 	deadline := time.Now().Add(nameWait)
 	for i := 0; ; i++ {
-		err := m.tryOpenConsumer(ctx, log)
+		err := m.tryOpenConsumer(ctx)
 		if err == nil || !errors.Is(err, feed.ErrConsumerTaken) || time.Now().After(deadline) {
 			return err
 		}
@@ -127,7 +127,7 @@ func (m *Main) openConsumer(ctx context.Context, log *slog.Logger) error {
 	}
 }
 
-func (m *Main) tryOpenConsumer(ctx context.Context, log *slog.Logger) error {
+func (m *Main) tryOpenConsumer(ctx context.Context) error {
 	p := &pipeline.Pipeline{DB: m.db, Renderer: m.Config.Consumer, Committed: m.ring}
 	var err error
 	m.consumer, err = feed.Open(ctx, feed.Config{
