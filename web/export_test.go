@@ -7,3 +7,45 @@ func SetTestHookSubscribed(f func(game string)) (restore func()) {
 	testHookSubscribed = f
 	return func() { testHookSubscribed = nil }
 }
+
+// Mailbox is a websocket client's queue, for tests of its bound, order and
+// memory.
+type Mailbox struct{ c *client }
+
+// NewMailbox returns the mailbox of a client with a SendQueue of size.
+func NewMailbox(size int) *Mailbox { return &Mailbox{newClient(size)} }
+
+// Offer queues a line frame with seq, as the hub does, and reports whether
+// it fit.
+func (m *Mailbox) Offer(seq int64) bool { return m.c.offer(frame{seq: seq}) }
+
+// Drain takes the queued frames as the writer does and returns their seqs;
+// they keep their slots until Took.
+func (m *Mailbox) Drain() []int64 {
+	var seqs []int64
+	for _, f := range m.c.drain() {
+		seqs = append(seqs, f.seq)
+	}
+	return seqs
+}
+
+// Took frees the slots of n drained frames, as the writer does when it
+// starts to write them.
+func (m *Mailbox) Took(n int) {
+	for range n {
+		m.c.took()
+	}
+}
+
+// Ready is the writer's wake-up channel.
+func (m *Mailbox) Ready() <-chan struct{} { return m.c.ready }
+
+// Slow reports whether the client was marked slow.
+func (m *Mailbox) Slow() bool { return isClosed(m.c.slow) }
+
+// Cap is the capacity of the queue's backing array.
+func (m *Mailbox) Cap() int {
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	return cap(m.c.queue)
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"sync"
+	"sync/atomic"
 )
 
 // frame is one encoded websocket message. The bytes are shared by every
@@ -11,29 +12,63 @@ type frame struct {
 	data []byte
 }
 
-// client is one websocket's mailbox. The hub never blocks on it: a full
-// queue marks the client slow and drops it from the hub, and the client's
-// own goroutine closes the socket.
+// client is one websocket's mailbox: a queue that grows on demand up to a
+// bound instead of a channel preallocated at the bound. A long session that
+// once had a burst would otherwise keep SendQueue × 32 B resident per client;
+// here a drained client holds no queue at all. The hub never blocks on it: a
+// full mailbox marks the client slow and drops it from the hub, and the
+// client's own goroutine closes the socket.
 type client struct {
-	q        chan frame
+	max     int          // unwritten frames allowed before the client is slow
+	pending atomic.Int64 // queued, or drained and not yet taken by the writer
+
+	mu    sync.Mutex
+	queue []frame // nil when drained, so an idle client holds nothing
+
+	ready    chan struct{} // one slot: wakes the writer after an offer
 	slow     chan struct{}
 	slowOnce sync.Once
 }
 
 func newClient(queue int) *client {
-	return &client{q: make(chan frame, queue), slow: make(chan struct{})}
+	return &client{max: queue, ready: make(chan struct{}, 1), slow: make(chan struct{})}
 }
 
-// offer queues f without blocking and reports whether it fit.
+// offer queues f without blocking and reports whether it fit. The bound
+// counts what the writer has drained but not started to write, so a client
+// holds at most max unwritten frames, as a channel of max slots would.
 func (c *client) offer(f frame) bool {
-	select {
-	case c.q <- f:
-		return true
-	default:
+	c.mu.Lock()
+	// pending only falls outside mu (the writer taking frames), so the
+	// check can only be too strict by frames taken meanwhile.
+	if c.pending.Load() >= int64(c.max) {
+		c.mu.Unlock()
 		c.slowOnce.Do(func() { close(c.slow) })
 		return false
 	}
+	c.pending.Add(1)
+	c.queue = append(c.queue, f)
+	c.mu.Unlock()
+	select {
+	case c.ready <- struct{}{}:
+	default: // the writer has a wake-up pending and will drain this too
+	}
+	return true
 }
+
+// drain hands the writer every queued frame in offer order and leaves the
+// mailbox without a backing array: the batch is garbage once written. The
+// writer calls took once per frame as it starts writing it.
+func (c *client) drain() []frame {
+	c.mu.Lock()
+	q := c.queue
+	c.queue = nil
+	c.mu.Unlock()
+	return q
+}
+
+// took frees the slot of one drained frame.
+func (c *client) took() { c.pending.Add(-1) }
 
 // hub fans a game's frames out to the websockets of this replica that watch
 // it. It lives while it has clients.

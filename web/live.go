@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -226,24 +227,15 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 			s.log.Info("web: slow websocket closed", "game", ws.game, "seq", last)
 			ws.closeWithin(websocket.StatusPolicyViolation, reasonSlow, s.cfg.WriteTimeout)
 			return
-		case f := <-c.q:
-			typ := frameState
-			if f.seq != 0 {
-				if f.seq <= last {
-					continue
-				}
-				typ = frameLine
-			}
-			if err := ws.write(typ, f.data); err != nil {
+		case <-c.ready:
+			var err error
+			if last, err = ws.flush(c, last); err != nil {
 				if errors.Is(err, context.DeadlineExceeded) && !isClosed(c.slow) {
 					// Stuck in a write for WriteTimeout: as slow as a full queue.
 					s.countSlow(1)
 					s.log.Info("web: slow websocket closed", "game", ws.game, "seq", last, "err", err)
 				}
 				return
-			}
-			if f.seq != 0 {
-				last = f.seq
 			}
 		case <-ping.C:
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
@@ -254,6 +246,47 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 			}
 		}
 	}
+}
+
+// flush writes every frame queued in c, in order, and returns the seq of the
+// last line written (or sent before). Lines at or below last were sent by the
+// backfill and are dropped. The batch shares one context whose deadline
+// restarts with each frame: every frame still gets WriteTimeout, and a stuck
+// write fails with context.DeadlineExceeded, but a batch costs one context
+// and one timer instead of one of each per frame.
+func (ws *wsConn) flush(c *client, last int64) (int64, error) {
+	batch := c.drain()
+	if len(batch) == 0 {
+		// A wake-up for frames an earlier drain already took.
+		return last, nil
+	}
+	timeout := ws.s.cfg.WriteTimeout
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	t := time.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
+	defer t.Stop()
+	for _, f := range batch {
+		c.took()
+		typ := frameState
+		if f.seq != 0 {
+			if f.seq <= last {
+				continue
+			}
+			typ = frameLine
+		}
+		t.Reset(timeout)
+		if err := ws.conn.Write(ctx, websocket.MessageText, f.data); err != nil {
+			if context.Cause(ctx) == context.DeadlineExceeded {
+				return last, fmt.Errorf("web: write stuck for %v: %w", timeout, context.DeadlineExceeded)
+			}
+			return last, err
+		}
+		ws.s.countSent(typ)
+		if f.seq != 0 {
+			last = f.seq
+		}
+	}
+	return last, nil
 }
 
 func isClosed(ch <-chan struct{}) bool {

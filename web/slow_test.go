@@ -130,3 +130,26 @@ func TestLiveSlowClient(t *testing.T) {
 	}
 	w.quiet(100 * time.Millisecond)
 }
+
+// A write stuck for WriteTimeout closes the client as slow even though its
+// mailbox never filled: the drained batch's shared deadline restarts with
+// each frame and still fires on a frame that does not move.
+func TestLiveStuckWriteIsSlow(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) {
+		c.SendQueue = 1024
+		c.WriteTimeout = 300 * time.Millisecond
+		c.PingEvery = time.Hour // the pings must not be what ends it
+	})
+	g := e.gen("g1")
+	e.dialSmallBuffer("g1", 0) // never read
+	waitFor(t, 5*time.Second, "client counted", func() bool { return e.srv.Stats().Clients == 1 })
+	// 480 lines of 16 KiB: far more than the socket buffers hold, far fewer
+	// than the mailbox's 1024 slots.
+	for range 60 {
+		e.upsert(g.bigChats(t, 8, 16<<10)...)
+	}
+	waitFor(t, 10*time.Second, "the stuck client closed as slow", func() bool {
+		st := e.srv.Stats()
+		return st.SlowCloses == 1 && st.Clients == 0
+	})
+}
