@@ -10,9 +10,11 @@ import (
 
 // Errors of the store.
 var (
-	ErrNotFound       = errors.New("store: not found")
-	ErrSchemaNewer    = errors.New("store: database schema is newer than this binary knows")
-	ErrNotImplemented = errors.New("store: not implemented")
+	// ErrNotFound is returned for a game the store has no line of.
+	ErrNotFound = errors.New("store: not found")
+	// ErrSchemaNewer is returned by Open for a file migrated by a newer
+	// binary: an older one must not write to it.
+	ErrSchemaNewer = errors.New("store: database schema is newer than this binary knows")
 	// ErrClosed is returned by every method after Close.
 	ErrClosed = errors.New("store: closed")
 	// ErrInvalidEvent marks an Upsert entry that cannot be stored as given
