@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -57,7 +58,6 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	defer s.wg.Done()
 
 	// net/http leaves clearing a hijacked connection's deadlines to the
 	// hijacker: a websocket must not inherit the plain-request ReadTimeout.
@@ -67,13 +67,33 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowedOrigins})
 	if err != nil {
+		s.wg.Done()
 		// Accept has answered (403 for a foreign Origin, 426 for a
 		// request that is no websocket handshake).
 		mUpgradesRejected.WithLabelValues("handshake").Inc()
 		s.log.Info("web: websocket refused", "game", game, "remote", clientAddr(r), "err", err)
 		return
 	}
+	// The connection is hijacked: it no longer needs the request's
+	// goroutine, whose stack has grown through net/http, the router and the
+	// middleware. A fresh goroutine serves the socket and this one returns,
+	// which saves a grown stack per websocket (the fan-out's memory).
+	go s.serveSocket(conn, game, after, r.URL.Query().Get("store"))
+}
+
+// serveSocket is a websocket's life after the handshake: hub subscription,
+// backfill, then the writer loop. It owns conn and the s.wg slot that live
+// took for it.
+func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, storeID string) {
+	defer s.wg.Done()
 	defer conn.CloseNow()
+	// No middleware recovers this goroutine: a bug in one socket must not
+	// take the replica down.
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("web: websocket panicked", "game", game, "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
 	conn.SetReadLimit(512)
 	// The socket's own life, not the request's nor the server's: shutdown is
 	// signalled through s.ctx so that the close can be a polite GoingAway.
@@ -97,7 +117,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	}
 
 	ws := &wsConn{s: s, conn: conn, game: game, hardClose: cancelRead}
-	last, err := ws.backfill(after, r.URL.Query().Get("store"))
+	last, err := ws.backfill(after, storeID)
 	if err != nil {
 		if !errors.Is(err, errReset) {
 			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, "err", err)
