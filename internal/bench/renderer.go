@@ -168,3 +168,12 @@ func RSS(pid int) (int64, error) {
 	}
 	return 0, fmt.Errorf("bench: no VmRSS in /proc/%d/status", pid)
 }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("bench: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

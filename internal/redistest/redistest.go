@@ -24,6 +24,9 @@ type Options struct {
 	// AOF turns on the append-only file (appendfsync always), so a SIGKILL
 	// loses nothing that was acknowledged.
 	AOF bool
+	// MaxClients raises redis-server's client limit (its default is
+	// 10,000), for benchmarks with many connections.
+	MaxClients int
 }
 
 // Server is a redis-server process owned by a test.
@@ -54,27 +57,47 @@ func Binary() (string, error) {
 // MustStart starts a server on a free port and stops it when the test ends.
 func MustStart(tb testing.TB, opts ...Options) *Server {
 	tb.Helper()
-	bin, err := Binary()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	s, err := Start(tb.TempDir(), o)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &Server{bin: bin, Dir: tb.TempDir()}
-	if len(opts) > 0 {
-		s.opts = opts[0]
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Start starts a server on a free port with its data under dir, for
+// callers that are not tests (the benchmarks); Stop stops it.
+func Start(dir string, opts Options) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
 	}
+	s := &Server{bin: bin, Dir: dir, opts: opts}
 	var lastErr error
 	for range 5 { // a free port can be taken between probe and bind
-		s.Port = freePort(tb)
+		if s.Port, err = freePort(); err != nil {
+			return nil, err
+		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
 		if lastErr = s.start(); lastErr == nil {
-			break
+			return s, nil
 		}
 	}
-	if lastErr != nil {
-		tb.Fatal(lastErr)
+	return nil, lastErr
+}
+
+// Pid returns the running server's process id (0 when it is not running).
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
 	}
-	tb.Cleanup(s.stop)
-	return s
+	return s.proc.Pid
 }
 
 // URL returns the server's redis:// URL.
@@ -101,7 +124,7 @@ func (s *Server) Start(tb testing.TB) {
 // Kill stops the server with SIGKILL and waits for it to exit.
 func (s *Server) Kill(tb testing.TB) {
 	tb.Helper()
-	s.stop()
+	s.Stop()
 }
 
 // Restart kills the server with SIGKILL and starts it on the same port and
@@ -140,6 +163,9 @@ func (s *Server) start() error {
 		"--daemonize", "no",
 		"--logfile", filepath.Join(s.Dir, "redis.log"),
 		"--protected-mode", "no",
+	}
+	if s.opts.MaxClients > 0 {
+		args = append(args, "--maxclients", strconv.Itoa(s.opts.MaxClients))
 	}
 	if s.opts.AOF {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
@@ -182,7 +208,8 @@ func (s *Server) start() error {
 	return nil
 }
 
-func (s *Server) stop() {
+// Stop kills the server and waits for it to exit; the data stays.
+func (s *Server) Stop() {
 	s.mu.Lock()
 	proc, exited := s.proc, s.exited
 	s.proc, s.exited = nil, nil
@@ -201,12 +228,11 @@ func tail(b []byte) string {
 	return string(b)
 }
 
-func freePort(tb testing.TB) int {
-	tb.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatalf("redistest: free port: %v", err)
+		return 0, fmt.Errorf("redistest: free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
