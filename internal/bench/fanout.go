@@ -8,15 +8,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/codemojex/feed/internal/event"
 )
 
 // ClientReport is what the fan-out's client process prints at the end.
@@ -63,29 +60,12 @@ type FanoutResult struct {
 // at once and measures their delivery to every client.
 func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 	res := FanoutResult{Cfg: cfg}
-	r, err := StartRedis(mkdir(cfg.Dir, "redis-fanout"))
+	st, err := openStage(ctx, cfg.Renderer, cfg.Dir, "fanout", "fan", cfg.Games)
 	if err != nil {
 		return res, err
 	}
-	defer r.Close()
-	rdb := r.Client(0)
-	defer rdb.Close()
-	m := event.NewMinter(time.Now().UnixNano())
-	games, err := SeedGames(ctx, rdb, m, "fan", cfg.Games)
-	if err != nil {
-		return res, err
-	}
-	keys := Keys(games)
-	rend, err := startTarget(ctx, cfg.Renderer, r.URL(), filepath.Join(cfg.Dir, "fanout.db"), "fan-1", cfg.Dir)
-	if err != nil {
-		return res, err
-	}
-	defer rend.Stop()
-	if _, err := WaitFor(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
-		return Drained(ctx, rdb, "feed", keys)
-	}); err != nil {
-		return res, err
-	}
+	defer st.Close()
+	rdb, m, games, rend := st.rdb, st.mint, st.games, st.rend
 	// A few idle tail periods, so that the baseline includes the
 	// renderer's steady state rather than its start-up.
 	time.Sleep(3 * time.Second)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -140,4 +141,55 @@ func startTarget(ctx context.Context, bin, redisURL, dbPath, consumer, logDir st
 		return nil, err
 	}
 	return r, nil
+}
+
+// stage is where the latency and fan-out benchmarks start: their own Redis,
+// games seeded under a prefix, and one renderer that has consumed the seed.
+type stage struct {
+	redis *Redis
+	rdb   *redis.Client
+	mint  *event.Minter
+	games []string
+	rend  target
+}
+
+// openStage starts Redis under dir/redis-NAME, seeds games (named after
+// prefix), starts the renderer (bin, or in-process when bin is empty) on
+// dir/NAME.db and waits until it has consumed the seed.
+func openStage(ctx context.Context, bin, dir, name, prefix string, games int) (st *stage, err error) {
+	st = &stage{}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	if st.redis, err = StartRedis(mkdir(dir, "redis-"+name)); err != nil {
+		return nil, err
+	}
+	st.rdb = st.redis.Client(0)
+	st.mint = event.NewMinter(time.Now().UnixNano())
+	if st.games, err = SeedGames(ctx, st.rdb, st.mint, prefix, games); err != nil {
+		return st, err
+	}
+	if st.rend, err = startTarget(ctx, bin, st.redis.URL(), filepath.Join(dir, name+".db"), prefix+"-1", dir); err != nil {
+		return st, err
+	}
+	keys := Keys(st.games)
+	_, err = WaitFor(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
+		return Drained(ctx, st.rdb, "feed", keys)
+	})
+	return st, err
+}
+
+// Close stops the renderer, then Redis.
+func (st *stage) Close() {
+	if st.rend != nil {
+		st.rend.Stop()
+	}
+	if st.rdb != nil {
+		st.rdb.Close()
+	}
+	if st.redis != nil {
+		st.redis.Close()
+	}
 }

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"time"
-
-	"github.com/codemojex/feed/internal/event"
 )
 
 // LatencyConfig sizes the latency benchmark.
@@ -60,29 +57,12 @@ type LatencyResult struct {
 // the frame's arrival.
 func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	res := LatencyResult{Cfg: cfg}
-	r, err := StartRedis(mkdir(cfg.Dir, "redis-latency"))
+	st, err := openStage(ctx, cfg.Renderer, cfg.Dir, "latency", "lat", cfg.Games)
 	if err != nil {
 		return res, err
 	}
-	defer r.Close()
-	rdb := r.Client(0)
-	defer rdb.Close()
-	m := event.NewMinter(time.Now().UnixNano())
-	games, err := SeedGames(ctx, rdb, m, "lat", cfg.Games)
-	if err != nil {
-		return res, err
-	}
-	keys := Keys(games)
-	rend, err := startTarget(ctx, cfg.Renderer, r.URL(), filepath.Join(cfg.Dir, "latency.db"), "lat-1", cfg.Dir)
-	if err != nil {
-		return res, err
-	}
-	defer rend.Stop()
-	if _, err := WaitFor(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
-		return Drained(ctx, rdb, "feed", keys)
-	}); err != nil {
-		return res, err
-	}
+	defer st.Close()
+	r, rdb, m, games, rend := st.redis, st.rdb, st.mint, st.games, st.rend
 	start := time.Now()
 	sw, err := Connect(ctx, SwarmConfig{BaseURL: rend.URL(), Games: games, N: cfg.Clients})
 	if err != nil {
