@@ -12,13 +12,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/codemojex/feed/internal/renderer"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	m := NewMain()
+	m := renderer.NewMain()
 	if err := m.ParseFlags(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)

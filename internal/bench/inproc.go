@@ -2,118 +2,47 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
-	"github.com/codemojex/feed/internal/pipeline"
-	"github.com/codemojex/feed/store"
-	"github.com/codemojex/feed/web"
+	"github.com/codemojex/feed/internal/renderer"
 )
 
-// InProc is a renderer wired in this process the way cmd/renderer wires
-// it (store, pipeline, consumer, doorbell, web), so that a run can be
-// profiled with runtime/pprof.
+// InProc is a renderer run in this process by internal/renderer, exactly as
+// cmd/renderer runs it, so that a run can be profiled with runtime/pprof.
 type InProc struct {
-	rdb      *redis.Client
-	db       *store.DB
-	consumer *feed.Consumer
-	web      *web.Server
-	doorbell chan struct{}
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	m *renderer.Main
 }
 
 // StartInProc starts an in-process renderer named consumer in group "feed".
 func StartInProc(ctx context.Context, redisURL, dbPath, consumer string) (*InProc, error) {
-	opt, err := redis.ParseURL(redisURL)
+	m := renderer.NewMain()
+	m.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	err := m.ParseFlags([]string{"-redis", redisURL, "-db", dbPath, "-http", "127.0.0.1:0", "-consumer", consumer})
+	if err == nil {
+		err = m.Run(ctx)
+	}
 	if err != nil {
+		m.Close()
 		return nil, err
 	}
-	p := &InProc{rdb: redis.NewClient(opt), doorbell: make(chan struct{}, 1)}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if p.db, err = store.Open(ctx, dbPath); err != nil {
-		p.Stop()
-		return nil, err
-	}
-	pl := &pipeline.Pipeline{DB: p.db, Renderer: consumer, Committed: func(ctx context.Context, _ int) {
-		p.wake()
-		p.rdb.Publish(ctx, event.DoorbellChannel, consumer)
-	}}
-	p.consumer, err = feed.Open(ctx, feed.Config{
-		Client: p.rdb, Group: "feed", Consumer: consumer, Streams: feed.RegistryStreams(p.rdb),
-		BatchHandler: pl.Handle, Logger: log,
-	})
-	if err != nil {
-		p.Stop()
-		return nil, err
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		ps := p.rdb.Subscribe(runCtx, event.DoorbellChannel)
-		defer ps.Close()
-		ch := ps.Channel()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case _, ok := <-ch:
-				if !ok {
-					return
-				}
-				p.wake()
-			}
-		}
-	}()
-	p.web, err = web.Open(web.Config{Addr: "127.0.0.1:0", Store: p.db, Doorbell: p.doorbell, Logger: log})
-	if err != nil {
-		p.Stop()
-		return nil, err
-	}
-	return p, nil
-}
-
-func (p *InProc) wake() {
-	select {
-	case p.doorbell <- struct{}{}:
-	default:
-	}
+	return &InProc{m: m}, nil
 }
 
 // URL is its web server's base URL.
-func (p *InProc) URL() string { return p.web.URL() }
+func (p *InProc) URL() string { return "http://" + p.m.Addr() }
 
 // Pid is this process's id.
 func (p *InProc) Pid() int { return os.Getpid() }
 
 // Stop closes every part, consumer first.
 func (p *InProc) Stop() {
-	var errs []error
-	if p.consumer != nil {
-		errs = append(errs, p.consumer.Close())
-	}
-	if p.web != nil {
-		errs = append(errs, p.web.Close())
-	}
-	if p.cancel != nil {
-		p.cancel()
-	}
-	p.wg.Wait()
-	if p.db != nil {
-		errs = append(errs, p.db.Close())
-	}
-	errs = append(errs, p.rdb.Close())
-	if err := errors.Join(errs...); err != nil {
+	if err := p.m.Close(); err != nil {
 		slog.Warn("bench: in-process renderer stop", "err", err)
 	}
 }

@@ -1,4 +1,8 @@
-package main
+// Package renderer wires one codemojex feed replica together: Redis, the
+// consumer, the store, the doorbell and the web server. cmd/renderer runs
+// it; tests and the benchmarks' in-process mode run it with ":0" and temp
+// dirs.
+package renderer
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package main_test
+package renderer_test
 
 import (
 	"context"
@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
-	main "github.com/codemojex/feed/cmd/renderer"
 	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/proctest"
 	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/renderer"
 )
 
 // MustRunMain runs a renderer in-process with a ":0" address and a temp
 // store, and closes it when the test ends.
-func MustRunMain(tb testing.TB, redisURL, dbPath, consumer string, args ...string) *main.Main {
+func MustRunMain(tb testing.TB, redisURL, dbPath, consumer string, args ...string) *renderer.Main {
 	tb.Helper()
-	m := main.NewMain()
+	m := renderer.NewMain()
 	base := []string{"-redis", redisURL, "-db", dbPath, "-http", "127.0.0.1:0", "-consumer", consumer,
 		"-min-idle", "1s", "-claim-every", "200ms", "-games-refresh", "100ms"}
 	if err := m.ParseFlags(append(base, args...)); err != nil {
@@ -110,7 +110,7 @@ func TestSecondProcessWithSameNameRefused(t *testing.T) {
 	rs := redistest.MustStart(t)
 	dir := t.TempDir()
 	MustRunMain(t, rs.URL(), filepath.Join(dir, "a.db"), "same")
-	m := main.NewMain()
+	m := renderer.NewMain()
 	if err := m.ParseFlags([]string{"-redis", rs.URL(), "-db", filepath.Join(dir, "b.db"), "-http", "127.0.0.1:0", "-consumer", "same"}); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSecondProcessWithSameNameRefused(t *testing.T) {
 func TestParseFlagsEnvFallback(t *testing.T) {
 	t.Setenv("FEED_MIN_IDLE", "7s")
 	t.Setenv("REDIS_URL", "redis://example:1/2")
-	m := main.NewMain()
+	m := renderer.NewMain()
 	if err := m.ParseFlags([]string{"-consumer", "x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestParseFlagsEnvFallback(t *testing.T) {
 		t.Fatalf("flag does not beat env: %v %+v", err, m.Config)
 	}
 	t.Setenv("FEED_POISON_AFTER", "many")
-	if err := main.NewMain().ParseFlags(nil); err == nil {
+	if err := renderer.NewMain().ParseFlags(nil); err == nil {
 		t.Fatal("bad $FEED_POISON_AFTER accepted")
 	}
 }
