@@ -196,6 +196,7 @@ type Server struct {
 type Stats struct {
 	Clients       int64 // open websockets
 	Requests      int64 // plain requests in flight
+	Conns         int64 // HTTP connections open (a websocket leaves this count at its handshake)
 	Hubs          int64 // games with at least one websocket
 	LinesEncoded  int64 // line frames the tailer encoded (once per line per watched game, shared by its clients)
 	StatesEncoded int64 // state frames the tailer encoded (once per tail batch per touched game)
@@ -207,7 +208,7 @@ type Stats struct {
 }
 
 type counters struct {
-	clients, linesEncoded, statesEncoded, framesSent, slowCloses, resets, tailCursor, tailErrors atomic.Int64
+	conns, clients, linesEncoded, statesEncoded, framesSent, slowCloses, resets, tailCursor, tailErrors atomic.Int64
 }
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
@@ -249,6 +250,7 @@ func Open(cfg Config) (*Server, error) {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		ConnState:         s.connState,
 	}
 	s.stats.tailCursor.Store(start)
 
@@ -283,6 +285,7 @@ func (s *Server) Stats() Stats {
 	return Stats{
 		Clients:       s.stats.clients.Load(),
 		Requests:      s.requests.total(),
+		Conns:         s.stats.conns.Load(),
 		Hubs:          int64(s.hubs.len()),
 		LinesEncoded:  s.stats.linesEncoded.Load(),
 		StatesEncoded: s.stats.statesEncoded.Load(),
@@ -325,6 +328,15 @@ func (s *Server) track() bool {
 	}
 	s.wg.Add(1)
 	return true
+}
+
+func (s *Server) connState(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		s.stats.conns.Add(1)
+	case http.StateHijacked, http.StateClosed:
+		s.stats.conns.Add(-1)
+	}
 }
 
 func isLoopback(a net.Addr) bool {
