@@ -10,9 +10,17 @@
   var errEl = document.getElementById('status-err');
   var group = document.getElementById('status-group');
 
-  // The admin token the page was opened with travels on to the API.
-  var token = new URLSearchParams(location.search).get('token');
+  // The admin token the page was opened with travels on to the API, and
+  // leaves the address bar and the history at once: a URL with a token is
+  // one that gets copied, bookmarked and shared.
+  var params = new URLSearchParams(location.search);
+  var token = params.get('token');
   var headers = token ? { Authorization: 'Bearer ' + token } : {};
+  if (params.has('token')) {
+    params.delete('token');
+    var rest = params.toString();
+    history.replaceState(history.state, '', location.pathname + (rest ? '?' + rest : '') + location.hash);
+  }
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
