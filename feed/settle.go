@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // Dead-letter fields added to the original fields of an entry.
@@ -120,7 +122,7 @@ func (c *Consumer) settle(s *settlement) error {
 			// Left pending: it comes back by XAUTOCLAIM and is
 			// dead-lettered then (its attempts are past the threshold).
 			c.fail("dead", err)
-			c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, "reason", d.reason, "err", err)...)
+			c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, untrusted.Attr("reason", d.reason), untrusted.Err(err))...)
 			if !serverError(err) {
 				connErr = err
 			}
@@ -128,7 +130,7 @@ func (c *Consumer) settle(s *settlement) error {
 		}
 		c.stats.dead.Add(1)
 		mDead.WithLabelValues(d.label).Inc()
-		c.log.Warn("entry dead-lettered", c.entryAttrs(d, "reason", d.reason,
+		c.log.Warn("entry dead-lettered", c.entryAttrs(d, untrusted.Attr("reason", d.reason),
 			"dead_key", c.cfg.DeadKey(d.stream), "dead_id", deads[i].Val())...)
 	}
 	if connErr == nil {

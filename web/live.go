@@ -113,7 +113,7 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 	// take the replica down.
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("web: websocket panicked", "game", game, "panic", v, "stack", string(debug.Stack()))
+			s.log.Error("web: websocket panicked", "game", game, untrusted.Attr("panic", fmt.Sprint(v)), "stack", string(debug.Stack()))
 		}
 	}()
 	conn.SetReadLimit(512)
@@ -142,7 +142,7 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 	last, err := ws.backfill(after, storeID)
 	if err != nil {
 		if !errors.Is(err, errReset) {
-			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, "err", err)
+			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, untrusted.Err(err))
 		}
 		return
 	}
@@ -235,7 +235,7 @@ func (ws *wsConn) fail(err error) error {
 		ws.closeWithin(websocket.StatusGoingAway, reasonShutdown, time.Second)
 		return err
 	}
-	ws.s.log.Warn("web: websocket backfill", "game", ws.game, "err", err)
+	ws.s.log.Warn("web: websocket backfill", "game", ws.game, untrusted.Err(err))
 	ws.closeWithin(websocket.StatusInternalError, "store unavailable", time.Second)
 	return err
 }
@@ -275,7 +275,7 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 				if errors.Is(err, context.DeadlineExceeded) && !isClosed(c.slow) {
 					// Stuck in a write for WriteTimeout: as slow as a full queue.
 					s.countSlow(1)
-					s.log.Info("web: slow websocket closed", "game", ws.game, "seq", last, "err", err)
+					s.log.Info("web: slow websocket closed", "game", ws.game, "seq", last, untrusted.Err(err))
 				}
 				return
 			}

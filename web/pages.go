@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/untrusted"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
 )
@@ -38,7 +39,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	s.log.Error("web: "+what, "path", r.URL.Path, "err", err)
+	s.log.Error("web: "+what, untrusted.Attr("path", r.URL.Path), untrusted.Err(err))
 	http.Error(w, "internal error", http.StatusInternalServerError)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/untrusted"
 	"github.com/codemojex/feed/store"
 )
 
@@ -44,7 +45,7 @@ func (t *tailer) run(ctx context.Context) {
 			t.s.stats.tailErrors.Add(1)
 			mTailErrors.Inc()
 			wait := backoff(failures, 100*time.Millisecond, 5*time.Second)
-			t.s.log.Warn("web: tail store", "seq", t.cursor, "attempts", failures, "retry_in", wait, "err", err)
+			t.s.log.Warn("web: tail store", "seq", t.cursor, "attempts", failures, "retry_in", wait, untrusted.Err(err))
 			select {
 			case <-ctx.Done():
 				return
@@ -126,7 +127,7 @@ func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 		if err != nil {
 			// The lines went out; a missing scoreboard refresh heals with
 			// the game's next line.
-			t.s.log.Warn("web: scoreboard", "game", game, "err", err)
+			t.s.log.Warn("web: scoreboard", "game", game, untrusted.Err(err))
 			continue
 		}
 		t.s.countEncoded(frameState)
