@@ -17,9 +17,9 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/codemojex/feed/internal/event"
-	"github.com/codemojex/feed/internal/proctest"
-	"github.com/codemojex/feed/internal/redistest"
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 func TestMain(m *testing.M) {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"io"
 	"log/slog"
 	"net/http"

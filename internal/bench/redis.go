@@ -3,7 +3,7 @@ package bench
 import (
 	"github.com/redis/go-redis/v9"
 
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 // Redis is a redis-server process the benchmark started on a free port of

@@ -7,7 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"net"
 	"net/http"
 	"os"
@@ -59,7 +59,7 @@ func Cleanup() {
 
 func moduleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Proc is a running child process whose output is kept for the test log.
