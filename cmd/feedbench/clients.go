@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codemojex/feed/internal/bench"
+	"github.com/codemojex/feed/cmd/feedbench/internal/bench"
 	"github.com/codemojex/feed/internal/gamesim"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codemojex/feed/internal/bench"
+	"github.com/codemojex/feed/cmd/feedbench/internal/bench"
 )
 
 func TestSummarize(t *testing.T) {
