@@ -1,58 +1,29 @@
 // Package redistest starts real redis-server (or valkey-server) processes
-// for tests, each on a free port with its data in a temporary directory. It
-// never touches a server it did not start.
+// for tests, each on a free port with its data in a temporary directory
+// (internal/proc's Redis, with test helpers). It never touches a server it
+// did not start.
 package redistest
 
 import (
-	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/proc"
 )
 
 // Options configure a Server.
-type Options struct {
-	// AOF turns on the append-only file (appendfsync always), so a SIGKILL
-	// loses nothing that was acknowledged.
-	AOF bool
-	// MaxClients raises redis-server's client limit (its default is
-	// 10,000), for benchmarks with many connections.
-	MaxClients int
-}
+type Options = proc.RedisOptions
 
 // Server is a redis-server process owned by a test.
 type Server struct {
-	Addr string // host:port
-	Port int
-	Dir  string // data directory, kept across restarts
-
-	bin  string
-	opts Options
-
-	mu     sync.Mutex
-	proc   *os.Process
-	exited chan error // receives once when proc exits
+	*proc.Redis
 }
 
 // Binary returns the path of valkey-server or redis-server, or an error that
 // names the package to install.
-func Binary() (string, error) {
-	for _, name := range []string{"redis-server", "valkey-server"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("redistest: neither redis-server nor valkey-server is on PATH: install Debian's package (apt-get install -y redis-server)")
-}
+func Binary() (string, error) { return proc.RedisBinary() }
 
 // MustStart starts a server on a free port and stops it when the test ends.
 func MustStart(tb testing.TB, opts ...Options) *Server {
@@ -61,47 +32,14 @@ func MustStart(tb testing.TB, opts ...Options) *Server {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	s, err := Start(tb.TempDir(), o)
+	r, err := proc.StartRedis(tb.TempDir(), o)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	s := &Server{r}
 	tb.Cleanup(s.Stop)
 	return s
 }
-
-// Start starts a server on a free port with its data under dir, for
-// callers that are not tests (the benchmarks); Stop stops it.
-func Start(dir string, opts Options) (*Server, error) {
-	bin, err := Binary()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{bin: bin, Dir: dir, opts: opts}
-	var lastErr error
-	for range 5 { // a free port can be taken between probe and bind
-		if s.Port, err = freePort(); err != nil {
-			return nil, err
-		}
-		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
-		if lastErr = s.start(); lastErr == nil {
-			return s, nil
-		}
-	}
-	return nil, lastErr
-}
-
-// Pid returns the running server's process id (0 when it is not running).
-func (s *Server) Pid() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return 0
-	}
-	return s.proc.Pid
-}
-
-// URL returns the server's redis:// URL.
-func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
 
 // Client returns a client of the server, closed when the test ends.
 func (s *Server) Client(tb testing.TB) *redis.Client {
@@ -116,7 +54,7 @@ func (s *Server) Client(tb testing.TB) *redis.Client {
 // Start starts the server again on the same port and data directory.
 func (s *Server) Start(tb testing.TB) {
 	tb.Helper()
-	if err := s.start(); err != nil {
+	if err := s.Redis.Start(); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -144,95 +82,7 @@ func (s *Server) Resume(tb testing.TB) { tb.Helper(); s.signal(tb, syscall.SIGCO
 
 func (s *Server) signal(tb testing.TB, sig syscall.Signal) {
 	tb.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		tb.Fatalf("redistest: server on %s is not running", s.Addr)
+	if err := s.Redis.Signal(sig); err != nil {
+		tb.Fatal(err)
 	}
-	if err := s.proc.Signal(sig); err != nil {
-		tb.Fatalf("redistest: signal %v: %v", sig, err)
-	}
-}
-
-func (s *Server) start() error {
-	args := []string{
-		"--port", strconv.Itoa(s.Port),
-		"--bind", "127.0.0.1",
-		"--dir", s.Dir,
-		"--save", "",
-		"--daemonize", "no",
-		"--logfile", filepath.Join(s.Dir, "redis.log"),
-		"--protected-mode", "no",
-	}
-	if s.opts.MaxClients > 0 {
-		args = append(args, "--maxclients", strconv.Itoa(s.opts.MaxClients))
-	}
-	if s.opts.AOF {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		args = append(args, "--appendonly", "no")
-	}
-	cmd := exec.Command(s.bin, args...)
-	// Its own process group, so a Ctrl-C of the test run is not delivered
-	// twice and a killed test binary does not leave the signal unhandled.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("redistest: start %s: %w", s.bin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			break
-		}
-		select {
-		case werr := <-exited:
-			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-			return fmt.Errorf("redistest: %s exited on port %d: %v\n%s", s.bin, s.Port, werr, tail(log))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			return fmt.Errorf("redistest: %s on port %d did not answer within 10s: %v", s.bin, s.Port, err)
-		}
-	}
-	s.mu.Lock()
-	s.proc, s.exited = cmd.Process, exited
-	s.mu.Unlock()
-	return nil
-}
-
-// Stop kills the server and waits for it to exit; the data stays.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	proc, exited := s.proc, s.exited
-	s.proc, s.exited = nil, nil
-	s.mu.Unlock()
-	if proc == nil {
-		return
-	}
-	_ = proc.Kill()
-	<-exited
-}
-
-func tail(b []byte) string {
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("redistest: free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

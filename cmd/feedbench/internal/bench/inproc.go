@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/proc"
 	"github.com/codemojex/feed/internal/renderer"
 )
 
@@ -109,7 +110,7 @@ func (st *stage) open(ctx context.Context, bin, dir, name, prefix string, games 
 		return err
 	}
 	keys := Keys(st.games)
-	_, err = WaitFor(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
+	_, err = proc.Poll(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
 		return Drained(ctx, st.rdb, "feed", keys)
 	})
 	return err

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -259,8 +258,6 @@ func median(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
-
-var errTimeout = errors.New("bench: timed out")
 
 // Rows are the table's throughput figures: medians over the rounds, and
 // each round's own ratio (the two loops of a round ran back to back).

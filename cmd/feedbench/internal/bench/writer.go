@@ -209,26 +209,3 @@ func Drained(ctx context.Context, rdb redis.UniversalClient, group string, keys 
 	}
 	return true, nil
 }
-
-// WaitFor polls cond every 5ms until it is true, fails, or timeout passes;
-// it returns how long it took.
-func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) (time.Duration, error) {
-	start := time.Now()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return time.Since(start), err
-		}
-		if ok {
-			return time.Since(start), nil
-		}
-		if time.Since(start) > timeout {
-			return time.Since(start), fmt.Errorf("%w after %v: %s", errTimeout, timeout, what)
-		}
-		select {
-		case <-ctx.Done():
-			return time.Since(start), ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
