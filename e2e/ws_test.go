@@ -16,7 +16,7 @@ import (
 	"github.com/codemojex/feed/internal/proctest"
 )
 
-// frame is a websocket frame of design.md.
+// frame is a websocket frame of docs/contracts.md.
 type frame struct {
 	T    string `json:"t"`
 	Seq  int64  `json:"seq"`
