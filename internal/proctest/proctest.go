@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codemojex/feed/internal/wait"
 )
 
 var (
