@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/event"
-	"github.com/codemojex/feed/internal/proctest"
+	"github.com/codemojex/feed/internal/testkit/proctest"
 )
 
 // feedctl runs feedctl with stdin from /dev/null (not a terminal) and

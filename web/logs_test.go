@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/web"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codemojex/feed/internal/redistest"
 	"github.com/codemojex/feed/internal/renderer"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 // TestAdminNeedsTokenBeyondLoopback: a renderer that would listen beyond
