@@ -115,7 +115,7 @@ func (w *writer) mint() string { return w.minter.Next(time.Now()) }
 // add writes an entry with id and the kind's fields.
 func (w *writer) add(id, kind string, kv ...string) {
 	w.tb.Helper()
-	values := []any{"id", id, "kind", kind, "at", time.Now().UTC().Format(time.RFC3339Nano)}
+	values := []any{"id", id, "kind", kind, "at", event.FormatAt(time.Now())}
 	for _, s := range kv {
 		values = append(values, s)
 	}

@@ -143,8 +143,3 @@ func RegistryStreams(rdb redis.UniversalClient) func(context.Context) ([]string,
 		return out, nil
 	}
 }
-
-// LeaseKey returns the Redis key of the lease on a consumer name.
-func LeaseKey(group, consumer string) string {
-	return "codemojex:feed:lease:{" + group + "}:" + consumer
-}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/event"
 )
 
 // Consumer reads a set of streams in one consumer group by the reader law
@@ -68,7 +70,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 	if c.handle == nil {
 		c.handle = perEntry(cfg.Handler)
 	}
-	c.lease = newLease(c.rdb, LeaseKey(cfg.Group, cfg.Consumer), cfg.LeaseTTL)
+	c.lease = newLease(c.rdb, event.LeaseKey(cfg.Group, cfg.Consumer), cfg.LeaseTTL)
 	c.lease.onErr = func(err error) { c.fail("lease", err) }
 	if err := c.lease.acquire(ctx); err != nil {
 		if errors.Is(err, ErrConsumerTaken) {
