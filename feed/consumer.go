@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/event"
 )
 
@@ -44,7 +45,7 @@ type Consumer struct {
 	nextClaim   time.Time
 	nextCensus  time.Time
 	unacked     map[string][]string // acks that failed, retried each turn
-	loopBackoff backoff
+	loopBackoff backoff.Backoff
 }
 
 // Open validates cfg, takes the consumer name's lease and starts the loop.
@@ -65,7 +66,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 		stop:        make(chan struct{}),
 		streams:     map[string]*streamState{},
 		unacked:     map[string][]string{},
-		loopBackoff: backoff{min: 50 * time.Millisecond, max: 5 * time.Second},
+		loopBackoff: backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second},
 	}
 	if c.handle == nil {
 		c.handle = perEntry(cfg.Handler)
