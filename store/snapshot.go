@@ -30,8 +30,8 @@ type Snapshot struct {
 }
 
 // Snapshot reads the store (only the named games, when any are named) in
-// one read transaction. It is meant for tests and feedctl, not for the hot
-// path.
+// one read transaction. It is meant for tests and for comparing two stores,
+// not for the hot path.
 func (db *DB) Snapshot(ctx context.Context, games ...string) (Snapshot, error) {
 	only := func(string) bool { return true }
 	if len(games) > 0 {

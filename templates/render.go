@@ -191,10 +191,10 @@ type lineTimes struct {
 	datetime, title, clock string
 }
 
-// lastTime caches the renderings of the latest second seen: at tens of
-// thousands of events a second, nearly every line shares its second with
-// the one before, and formatting the time three times was a fifth of
-// RenderLine.
+// lastTime caches the renderings of the latest second seen: at a high event
+// rate nearly every line shares its second with the one before, and
+// formatting the time three times showed in profiles of RenderLine
+// (docs/benchmarks.md, notes from profiles).
 var lastTime atomic.Pointer[lineTimes]
 
 func timeStrings(at time.Time) *lineTimes {

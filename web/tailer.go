@@ -140,8 +140,7 @@ func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 // panel. Chat and unknown kinds cannot (the store applies no state for
 // them), and skipping their state frame halves the frames of a chatty game
 // and spares the tailer a scoreboard read and render per touched game on
-// the live path: feedbench measured 10,000 clients' delivery p99 going from
-// ~2.6 s to ~0.7 s.
+// the live path (docs/benchmarks.md, notes from profiles).
 func changesScoreboard(kind string) bool {
 	return kind != event.KindChat && event.Known(kind)
 }

@@ -99,8 +99,6 @@ func NewGame(name string, seed int64) *Game {
 }
 
 // Name returns the game's name.
-func (g *Game) Name() string { return g.name }
-
 // Next returns the game's next event. After game_over a new match starts,
 // so an endless writer keeps producing plausible games.
 func (g *Game) Next() Event {
