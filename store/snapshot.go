@@ -156,9 +156,9 @@ func Diff(a, b Snapshot, max int) []string {
 	return out
 }
 
-// Compare snapshots two stores and lists their differences (see Diff): the
+// compare snapshots two stores and lists their differences (see Diff): the
 // check behind "rebuild equals live" and "replay changes nothing".
-func Compare(ctx context.Context, a, b *DB, max int, games ...string) ([]string, error) {
+func compare(ctx context.Context, a, b *DB, max int, games ...string) ([]string, error) {
 	sa, err := a.Snapshot(ctx, games...)
 	if err != nil {
 		return nil, err
