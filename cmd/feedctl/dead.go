@@ -96,7 +96,7 @@ func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.
 
 // letters returns the dead letters the command is about: the one of -id,
 // or every one of the game.
-func (c *deadCmd) letters(ctx context.Context, rdb *redis.Client) ([]feed.DeadLetter, error) {
+func (c *deadCmd) letters(ctx context.Context, rdb redis.UniversalClient) ([]feed.DeadLetter, error) {
 	all, err := feed.ListDead(ctx, rdb, event.DeadKey(c.game), 0)
 	if err != nil || c.all {
 		return all, err
@@ -109,7 +109,7 @@ func (c *deadCmd) letters(ctx context.Context, rdb *redis.Client) ([]feed.DeadLe
 	return nil, fmt.Errorf("%w: %s %s", feed.ErrDeadNotFound, event.DeadKey(c.game), untrusted.Escape(c.id))
 }
 
-func (c *deadCmd) drop(ctx context.Context, rdb *redis.Client, ds []feed.DeadLetter, t terminal, stdout io.Writer) error {
+func (c *deadCmd) drop(ctx context.Context, rdb redis.UniversalClient, ds []feed.DeadLetter, t terminal, stdout io.Writer) error {
 	if c.dryRun {
 		for _, d := range ds {
 			fmt.Fprintf(stdout, "would drop %s (%s %s)\n", untrusted.Escape(d.DeadID), orDash(d.EvtID), orDash(d.Fields[event.FieldKind]))
@@ -133,7 +133,7 @@ func (c *deadCmd) drop(ctx context.Context, rdb *redis.Client, ds []feed.DeadLet
 // renderer would now take: each is decoded and validated as the consumer
 // and the pipeline do (with -set applied), and one that would be
 // dead-lettered again is refused unless -force.
-func (c *deadCmd) requeue(ctx context.Context, rdb *redis.Client, ds []feed.DeadLetter, t terminal, stdout io.Writer) error {
+func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []feed.DeadLetter, t terminal, stdout io.Writer) error {
 	stream := event.StreamKey(c.game)
 	var ok []feed.DeadLetter
 	refused := 0
