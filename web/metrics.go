@@ -39,7 +39,7 @@ var (
 	})
 	mUpgradesRejected = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemojex_web_upgrades_rejected_total",
-		Help: "Websocket upgrades refused, by reason (rate, capacity, handshake: e.g. a foreign Origin, cursor).",
+		Help: "Websocket upgrades refused, by reason (rate, client: the per-address cap, capacity, handshake: e.g. a foreign Origin, cursor).",
 	}, []string{"reason"})
 	mRequestsRejected = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "codemojex_web_requests_rejected_total",
