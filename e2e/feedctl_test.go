@@ -88,7 +88,7 @@ func TestRebuildAndReplay(t *testing.T) {
 
 	rebuilt := filepath.Join(t.TempDir(), "rebuilt.db")
 	for i := 0; i < 2; i++ { // safe to run again
-		out := run(t, "feedctl", "-redis", c.redis.URL(), "rebuild", "-db", rebuilt)
+		out := run(t, "feedctl", "-redis", c.redis.URL(), "rebuild", "-db", rebuilt, "-yes") // the second run is onto an existing file
 		t.Logf("rebuild %d: %s", i, strings.TrimSpace(out))
 		if d := store.Diff(live, snapshot(t, rebuilt), 10); len(d) > 0 {
 			t.Fatalf("rebuilt store differs from live (run %d):\n%s", i, strings.Join(d, "\n"))
@@ -101,7 +101,7 @@ func TestRebuildAndReplay(t *testing.T) {
 	if err != nil || len(last) != 1 {
 		t.Fatalf("last entry of %s: %v", key, err)
 	}
-	out := run(t, "feedctl", "-redis", c.redis.URL(), "replay", "-game", "rb-2")
+	out := run(t, "feedctl", "-redis", c.redis.URL(), "replay", "-game", "rb-2", "-yes")
 	t.Log(strings.TrimSpace(out))
 	gs, err := c.rdb.XInfoGroups(ctx, key).Result()
 	if err != nil || len(gs) != 1 || gs[0].LastDeliveredID == last[0].ID {

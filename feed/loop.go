@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/backoff"
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // quiet marks a turn's error that another log line already reports.
@@ -35,7 +36,7 @@ func (c *Consumer) run() {
 			if errors.As(err, new(quiet)) {
 				level = slog.LevelDebug
 			}
-			c.log.Log(c.ctx, level, "consumer loop error; backing off", "err", err, "backoff", d.Round(time.Millisecond))
+			c.log.Log(c.ctx, level, "consumer loop error; backing off", untrusted.Err(err), "backoff", d.Round(time.Millisecond))
 			if !c.sleep(d) {
 				return
 			}

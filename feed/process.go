@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // delivery is one entry in hand.
@@ -90,7 +92,7 @@ func (c *Consumer) process(path string, batch []delivery) error {
 				}
 				c.stats.failed.Add(1)
 				mFailed.Inc()
-				c.log.Warn("handler failed; entry left pending", c.entryAttrs(d, "err", err,
+				c.log.Warn("handler failed; entry left pending", c.entryAttrs(d, untrusted.Err(err),
 					"retry_after", c.cfg.MinIdle)...)
 			}
 		}
@@ -99,8 +101,8 @@ func (c *Consumer) process(path string, batch []delivery) error {
 }
 
 func (c *Consumer) entryAttrs(d delivery, more ...any) []any {
-	return append([]any{"stream", d.stream, "game", gameOf(d.stream), "evt_id", d.msg.ID,
-		"pos", d.x.ID, "attempts", d.attempts}, more...)
+	return append([]any{untrusted.Attr("stream", d.stream), untrusted.Attr("game", gameOf(d.stream)),
+		untrusted.Attr("evt_id", d.msg.ID), "pos", d.x.ID, "attempts", d.attempts}, more...)
 }
 
 // withAttempts fills each entry's delivery count from XPENDING (extended
@@ -198,7 +200,7 @@ func (c *Consumer) callHandler(todo []delivery) []error {
 		// One entry must not take its batch down with it (after
 		// PoisonAfter tries the whole batch would be dead-lettered): hand
 		// the entries over one by one, so each gets its own verdict.
-		c.log.Warn("batch handler failed as a whole; handling its entries one by one", "entries", len(ms), "err", err)
+		c.log.Warn("batch handler failed as a whole; handling its entries one by one", "entries", len(ms), untrusted.Err(err))
 		verdicts = make([]error, len(ms))
 		c.setInHandler(true)
 		for i := range ms {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // Dead-letter fields added to the original fields of an entry.
@@ -160,7 +162,7 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 		}
 		if err != nil {
 			c.fail("dead", err)
-			c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, "reason", d.reason, "err", err)...)
+			c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, untrusted.Attr("reason", d.reason), untrusted.Err(err))...)
 			if !serverError(err) {
 				connErr = err
 			}
@@ -168,7 +170,7 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 		}
 		c.stats.dead.Add(1)
 		mDead.WithLabelValues(d.label).Inc()
-		c.log.Warn("entry dead-lettered", c.entryAttrs(d, "reason", d.reason,
+		c.log.Warn("entry dead-lettered", c.entryAttrs(d, untrusted.Attr("reason", d.reason),
 			"dead_key", c.cfg.DeadKey(d.stream), "dead_id", cmds[i].Val())...)
 	}
 	return connErr

@@ -243,7 +243,7 @@ for i in 1 2 3; do
 	port_free "$port" || die "port $port is taken: stop what listens there or set RUN_HTTP_PORT"
 	PORTS+=("$port")
 	start "renderer r$i" "$LOG/r$i.log" "$BIN/renderer" -redis "$REDIS_URL" -db "$VAR/feed.db" \
-		-http ":$port" -group feed -consumer "r$i"
+		-http "127.0.0.1:$port" -group feed -consumer "r$i"
 done
 
 healthy() { # healthy PORT: GET /healthz answers 200

@@ -1,6 +1,6 @@
 // codemojex feed: replay a stored game at 1×–50× with play/pause and a
 // position slider. The timeline (EVT id order, oldest first) comes from
-// /games/{game}/timeline.json.
+// /games/{game}/timeline.json, a page at a time.
 (function () {
   'use strict';
 
@@ -79,11 +79,23 @@
   pos.addEventListener('input', function () { show(Number(pos.value) || 0); });
   speed.addEventListener('change', function () { if (playing) setPlaying(true); });
 
-  fetch(root.dataset.timeline, { cache: 'no-store' }).then(function (r) {
-    if (!r.ok) throw new Error('status ' + r.status);
-    return r.json();
-  }).then(function (data) {
-    entries = Array.isArray(data) ? data : [];
+  // The timeline comes a page at a time (the server bounds each response);
+  // every page is loaded before play is offered, so the slider's range is
+  // the whole game.
+  function load(after) {
+    var url = root.dataset.timeline + (after ? '?after=' + encodeURIComponent(after) : '');
+    return fetch(url, { cache: 'no-store' }).then(function (r) {
+      if (!r.ok) throw new Error('status ' + r.status);
+      return r.json();
+    }).then(function (page) {
+      var got = page && Array.isArray(page.entries) ? page.entries : [];
+      entries = entries.concat(got);
+      posText.textContent = 'loading… ' + entries.length;
+      if (page && page.next && got.length > 0) return load(page.next);
+    });
+  }
+
+  load('').then(function () {
     pos.max = String(entries.length);
     pos.disabled = false;
     play.disabled = entries.length === 0;

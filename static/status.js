@@ -9,9 +9,17 @@
   var off = document.getElementById('status-offline');
   if (!root || !body || !off) return;
 
-  // The admin token the page was opened with travels on to the fragment.
-  var token = new URLSearchParams(location.search).get('token');
+  // The admin token the page was opened with travels on to the fragment,
+  // and leaves the address bar and the history at once: a URL with a token
+  // is one that gets copied, bookmarked and shared.
+  var params = new URLSearchParams(location.search);
+  var token = params.get('token');
   var init = token ? { headers: { Authorization: 'Bearer ' + token } } : null;
+  if (params.has('token')) {
+    params.delete('token');
+    var rest = params.toString();
+    history.replaceState(history.state, '', location.pathname + (rest ? '?' + rest : '') + location.hash);
+  }
 
   window.feed.pollFragment(root, root.dataset.fragment, 2000, init, function (html) {
     body.innerHTML = html;

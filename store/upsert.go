@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // Upsert stores a batch in one transaction, each entry's verdict its own:
@@ -128,7 +130,7 @@ func (db *DB) upsertTx(ctx context.Context, evs []Event, rows []prepared, res []
 		return err
 	}
 	upsertFallbacks.Inc()
-	db.log.Warn("store batch failed, retrying entry by entry", "err", err, "events", len(evs))
+	db.log.Warn("store batch failed, retrying entry by entry", untrusted.Err(err), "events", len(evs))
 	return db.attempt(ctx, evs, rows, res, true)
 }
 

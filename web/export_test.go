@@ -1,5 +1,7 @@
 package web
 
+import "net/http"
+
 // SetTestHookSubscribed installs f to run between a websocket's hub
 // subscription and its backfill, and returns a func that removes it. Set it
 // before opening the server.
@@ -49,3 +51,6 @@ func (m *Mailbox) Cap() int {
 	defer m.c.mu.Unlock()
 	return cap(m.c.queue)
 }
+
+// ClientKey is the bucket s counts r's client in for its per-client limits.
+func ClientKey(s *Server, r *http.Request) string { return s.clientKey(r) }

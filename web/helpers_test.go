@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -56,7 +57,7 @@ func MustOpenEnv(tb testing.TB, mod func(*web.Config)) *env {
 		Addr:     "127.0.0.1:0",
 		Store:    e.db,
 		Doorbell: e.bell,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:   testLogger(),
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -82,8 +83,9 @@ func (e *env) start() {
 
 // gen mints events of one game, with bodies from the real line renderer.
 type gen struct {
-	game string
-	m    *event.Minter
+	game  string
+	m     *event.Minter
+	proto store.Event // bigGame's model line
 }
 
 func (e *env) gen(game string) *gen {
@@ -163,6 +165,10 @@ func (e *env) get(path string, hdr ...string) (*http.Response, string) {
 		e.tb.Fatal(err)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1] // net/http sends req.Host, not a Host header
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -325,3 +331,10 @@ func reverse(s []string) []string {
 }
 
 func eq(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }
+
+func testLogger() *slog.Logger {
+	if os.Getenv("WEB_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // Close reasons the page script and operators see.
@@ -42,19 +43,36 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "after: want a seq (a non-negative integer)", http.StatusBadRequest)
 		return
 	}
-	if !s.limiter.allow(clientAddr(r)) {
+	key := s.clientKey(r)
+	if !s.limiter.allow(key) {
 		mUpgradesRejected.WithLabelValues("rate").Inc()
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "too many connection attempts", http.StatusTooManyRequests)
 		return
 	}
-	if s.stats.clients.Load() >= int64(s.cfg.MaxClients) {
+	// Both caps are taken before the handshake and given back when the
+	// socket ends (or the handshake fails): a burst of upgrades cannot
+	// overshoot them, and a client's sockets count as long as they live.
+	if !s.sockets.acquire(key) {
+		mUpgradesRejected.WithLabelValues("client").Inc()
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "too many websockets from your address", http.StatusTooManyRequests)
+		return
+	}
+	if s.reserved.Add(1) > int64(s.cfg.MaxClients) {
+		s.reserved.Add(-1)
+		s.sockets.release(key)
 		mUpgradesRejected.WithLabelValues("capacity").Inc()
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "server full", http.StatusServiceUnavailable)
 		return
 	}
+	release := func() {
+		s.reserved.Add(-1)
+		s.sockets.release(key)
+	}
 	if !s.track() {
+		release()
 		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 		return
 	}
@@ -67,18 +85,22 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowedOrigins})
 	if err != nil {
+		release()
 		s.wg.Done()
 		// Accept has answered (403 for a foreign Origin, 426 for a
 		// request that is no websocket handshake).
 		mUpgradesRejected.WithLabelValues("handshake").Inc()
-		s.log.Info("web: websocket refused", "game", game, "remote", clientAddr(r), "err", err)
+		s.log.Info("web: websocket refused", "game", game, "remote", key, untrusted.Err(err))
 		return
 	}
 	// The connection is hijacked: it no longer needs the request's
 	// goroutine, whose stack has grown through net/http, the router and the
 	// middleware. A fresh goroutine serves the socket and this one returns,
 	// which saves a grown stack per websocket (the fan-out's memory).
-	go s.serveSocket(conn, game, after, r.URL.Query().Get("store"))
+	go func() {
+		defer release()
+		s.serveSocket(conn, game, after, r.URL.Query().Get("store"))
+	}()
 }
 
 // serveSocket is a websocket's life after the handshake: hub subscription,
@@ -91,7 +113,7 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 	// take the replica down.
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("web: websocket panicked", "game", game, "panic", v, "stack", string(debug.Stack()))
+			s.log.Error("web: websocket panicked", "game", game, untrusted.Attr("panic", fmt.Sprint(v)), "stack", string(debug.Stack()))
 		}
 	}()
 	conn.SetReadLimit(512)
@@ -120,7 +142,7 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 	last, err := ws.backfill(after, storeID)
 	if err != nil {
 		if !errors.Is(err, errReset) {
-			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, "err", err)
+			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, untrusted.Err(err))
 		}
 		return
 	}
@@ -213,7 +235,7 @@ func (ws *wsConn) fail(err error) error {
 		ws.closeWithin(websocket.StatusGoingAway, reasonShutdown, time.Second)
 		return err
 	}
-	ws.s.log.Warn("web: websocket backfill", "game", ws.game, "err", err)
+	ws.s.log.Warn("web: websocket backfill", "game", ws.game, untrusted.Err(err))
 	ws.closeWithin(websocket.StatusInternalError, "store unavailable", time.Second)
 	return err
 }
@@ -253,7 +275,7 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 				if errors.Is(err, context.DeadlineExceeded) && !isClosed(c.slow) {
 					// Stuck in a write for WriteTimeout: as slow as a full queue.
 					s.countSlow(1)
-					s.log.Info("web: slow websocket closed", "game", ws.game, "seq", last, "err", err)
+					s.log.Info("web: slow websocket closed", "game", ws.game, "seq", last, untrusted.Err(err))
 				}
 				return
 			}

@@ -39,8 +39,16 @@ var (
 	})
 	mUpgradesRejected = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemojex_web_upgrades_rejected_total",
-		Help: "Websocket upgrades refused, by reason (rate, capacity, handshake: e.g. a foreign Origin, cursor).",
+		Help: "Websocket upgrades refused, by reason (rate, client: the per-address cap, capacity, handshake: e.g. a foreign Origin, cursor).",
 	}, []string{"reason"})
+	mRequestsRejected = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "codemojex_web_requests_rejected_total",
+		Help: "Plain requests refused because their client had MaxRequestsPerClient in flight.",
+	})
+	mHostsRejected = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "codemojex_web_foreign_hosts_rejected_total",
+		Help: "Websocket and admin requests refused for a Host header not in PublicHosts.",
+	})
 )
 
 func (s *Server) countEncoded(typ string) {

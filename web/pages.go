@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/untrusted"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
 )
@@ -38,7 +39,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	s.log.Error("web: "+what, "path", r.URL.Path, "err", err)
+	s.log.Error("web: "+what, untrusted.Attr("path", r.URL.Path), untrusted.Err(err))
 	http.Error(w, "internal error", http.StatusInternalServerError)
 }
 
@@ -170,23 +171,52 @@ type TimelineEntry struct {
 	HTML string    `json:"html"` // the wrapped <li> line
 }
 
+// TimelinePage is one response of /games/{game}/timeline.json?after=EVT_ID:
+// the entries after the cursor in EVT id order, and the cursor of the next
+// page when there may be more.
+type TimelinePage struct {
+	Entries []TimelineEntry `json:"entries"`
+	Next    string          `json:"next,omitempty"`
+}
+
+// timelineJSON serves the replay data a page at a time: at most
+// TimelineLines entries and, past the first entry, TimelineBytes of JSON.
+// A whole 30,000-line game in one response would cost the server its size
+// in memory per request.
 func (s *Server) timelineJSON(w http.ResponseWriter, r *http.Request) {
 	game, ok := s.game(w, r)
 	if !ok {
 		return
 	}
+	after := r.URL.Query().Get("after")
+	if after != "" && !event.ValidID(after) {
+		http.Error(w, "after: want an EVT id", http.StatusBadRequest)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	lines, err := s.cfg.Store.Timeline(ctx, game)
+	lines, err := s.cfg.Store.TimelineAfter(ctx, game, after, s.cfg.TimelineLines)
 	if err != nil {
 		s.fail(w, r, "timeline", err)
 		return
 	}
-	out := make([]TimelineEntry, len(lines))
-	for i, l := range lines {
-		out[i] = TimelineEntry{Seq: l.Seq, ID: l.EvtID, Kind: l.Kind, At: l.At, HTML: lineItem(l)}
+	page := TimelinePage{Entries: make([]TimelineEntry, 0, len(lines))}
+	size := 0
+	for _, l := range lines {
+		e := TimelineEntry{Seq: l.Seq, ID: l.EvtID, Kind: l.Kind, At: l.At, HTML: lineItem(l)}
+		// Each entry's JSON is about its HTML plus escapes and the other
+		// fields; the bound is on that estimate, with room for the escapes.
+		n := len(e.HTML) + len(e.HTML)/8 + len(e.ID) + len(e.Kind) + 96
+		if size > 0 && size+n > s.cfg.TimelineBytes {
+			break
+		}
+		size += n
+		page.Entries = append(page.Entries, e)
 	}
-	writeJSON(w, http.StatusOK, out)
+	if len(page.Entries) < len(lines) || len(lines) == s.cfg.TimelineLines {
+		page.Next = page.Entries[len(page.Entries)-1].ID
+	}
+	writeJSON(w, http.StatusOK, page)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

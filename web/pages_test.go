@@ -223,12 +223,15 @@ func TestReplay(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("timeline: %d", resp.StatusCode)
 	}
-	var tl []web.TimelineEntry
+	var tl web.TimelinePage
 	if err := json.Unmarshal([]byte(body), &tl); err != nil {
 		t.Fatal(err)
 	}
+	if tl.Next != "" {
+		t.Fatalf("timeline of 4 lines has a next page %q", tl.Next)
+	}
 	var got []string
-	for _, x := range tl {
+	for _, x := range tl.Entries {
 		got = append(got, x.ID)
 		if !strings.HasPrefix(x.HTML, `<li id="`+x.ID+`"`) || x.At.IsZero() {
 			t.Fatalf("entry %+v", x)

@@ -1,8 +1,6 @@
 package web
 
 import (
-	"net"
-	"net/http"
 	"sync"
 	"time"
 )
@@ -62,14 +60,4 @@ func (l *limiter) prune(now time.Time) {
 			delete(l.buckets, k)
 		}
 	}
-}
-
-// clientAddr is the peer's IP. Forwarded headers are not trusted: behind a
-// proxy every client shares the proxy's bucket, which is the safe failure.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

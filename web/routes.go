@@ -24,25 +24,31 @@ const maxBody = 4 << 10
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, middleware.GetHead, securityHeaders, limitBody)
-	r.NotFound(s.notFound)
 
-	r.Get("/", s.index)
-	r.Get("/fragments/games", s.gamesFragment)
-	r.Get("/games/{game}", s.gamePage)
-	r.Get("/games/{game}/older", s.older)
-	r.Get("/games/{game}/live", s.live)
-	r.Get("/games/{game}/replay", s.replay)
-	r.Get("/games/{game}/timeline.json", s.timelineJSON)
-	r.Get(static.Prefix+"{file}", s.static)
-	r.Get("/healthz", s.healthz)
-	r.Get("/readyz", s.readyz)
+	// Websockets have their own limits (rate, per-client and global caps,
+	// taken before the handshake) and no write deadline but per frame.
+	r.With(s.requirePublicHost).Get("/games/{game}/live", s.live)
 
 	r.Group(func(r chi.Router) {
-		r.Use(s.admin)
-		r.Get("/status", s.statusPage)
-		r.Get("/fragments/status", s.statusFragment)
-		r.Get("/api/status", s.apiStatus)
-		r.Handle("/metrics", promhttp.Handler())
+		r.Use(s.writeDeadline, s.limitRequests)
+		r.NotFound(s.notFound)
+		r.Get("/", s.index)
+		r.Get("/fragments/games", s.gamesFragment)
+		r.Get("/games/{game}", s.gamePage)
+		r.Get("/games/{game}/older", s.older)
+		r.Get("/games/{game}/replay", s.replay)
+		r.Get("/games/{game}/timeline.json", s.timelineJSON)
+		r.Get(static.Prefix+"{file}", s.static)
+		r.Get("/healthz", s.healthz)
+		r.Get("/readyz", s.readyz)
+
+		r.Group(func(r chi.Router) {
+			r.Use(s.requirePublicHost, s.admin)
+			r.Get("/status", s.statusPage)
+			r.Get("/fragments/status", s.statusFragment)
+			r.Get("/api/status", s.apiStatus)
+			r.Handle("/metrics", promhttp.Handler())
+		})
 	})
 	return r
 }
@@ -71,26 +77,52 @@ func limitBody(next http.Handler) http.Handler {
 	})
 }
 
-// admin guards operator endpoints with AdminToken when one is set: an
-// "Authorization: Bearer TOKEN" header or a ?token=TOKEN query (so a
-// browser can open /status from a link).
+// admin guards operator endpoints: with an AdminToken, a request must carry
+// it; without one the server listens on loopback only (Open sees to it).
 func (s *Server) admin(next http.Handler) http.Handler {
-	want := []byte(s.cfg.AdminToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(want) > 0 {
-			got := r.URL.Query().Get("token")
-			if a := r.Header.Get("Authorization"); a != "" {
-				got, _ = strings.CutPrefix(a, "Bearer ")
-			}
-			if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="codemojex feed"`)
-				http.Error(w, "admin token required", http.StatusUnauthorized)
-				return
-			}
+		if !s.isAdmin(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="codemojex feed"`)
+			http.Error(w, "admin token required: Authorization: Bearer TOKEN", http.StatusUnauthorized)
+			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
+		// The page's URL may carry ?token=: keep it out of Referer headers.
+		w.Header().Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isAdmin reports whether r may see operator details: a public Host and,
+// when an AdminToken is set, that token, from "Authorization: Bearer TOKEN"
+// (the scheme is required, in any case) or from ?token=TOKEN (so a browser
+// can open /status from a link; status.js then drops it from the address
+// bar). A malformed Authorization header is refused even when the query
+// has the right token: a request says one thing.
+func (s *Server) isAdmin(r *http.Request) bool {
+	if !s.publicHost(r) {
+		return false
+	}
+	want := s.cfg.AdminToken
+	if want == "" {
+		return s.loopback
+	}
+	got, ok := r.URL.Query().Get("token"), true
+	if a := r.Header.Get("Authorization"); a != "" {
+		got, ok = bearer(a)
+	}
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// bearer parses an Authorization header of the Bearer scheme (RFC 6750;
+// the scheme name is case-insensitive, RFC 9110 section 11.1).
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
 }
 
 // static serves an embedded asset by its content-hashed name, cached for a

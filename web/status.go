@@ -66,7 +66,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // readyz answers 200 when cfg.Ready passes (Redis and SQLite reachable, the
-// consumer loop running), else 503 with the reason.
+// consumer loop running), else 503 "not ready". The reason names internal
+// addresses and errors, so only an admin request (see isAdmin) gets it.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -75,7 +76,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		if err := s.cfg.Ready(ctx); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte("not ready: " + err.Error() + "\n"))
+			if s.isAdmin(r) {
+				w.Write([]byte("not ready: " + err.Error() + "\n"))
+				return
+			}
+			w.Write([]byte("not ready\n"))
 			return
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/untrusted"
 	"github.com/codemojex/feed/store"
 )
 
@@ -45,7 +46,7 @@ func (t *tailer) run(ctx context.Context) {
 			t.s.stats.tailErrors.Add(1)
 			mTailErrors.Inc()
 			wait := retry.Next()
-			t.s.log.Warn("web: tail store", "seq", t.cursor, "attempts", failures, "retry_in", wait, "err", err)
+			t.s.log.Warn("web: tail store", "seq", t.cursor, "attempts", failures, "retry_in", wait, untrusted.Err(err))
 			select {
 			case <-ctx.Done():
 				return
@@ -128,7 +129,7 @@ func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 		if err != nil {
 			// The lines went out; a missing scoreboard refresh heals with
 			// the game's next line.
-			t.s.log.Warn("web: scoreboard", "game", game, "err", err)
+			t.s.log.Warn("web: scoreboard", "game", game, untrusted.Err(err))
 			continue
 		}
 		t.s.countEncoded(frameState)

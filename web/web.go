@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,10 @@ import (
 var (
 	// ErrNoStore is returned by Open when Config.Store is nil.
 	ErrNoStore = errors.New("web: config has no store")
+	// ErrAdminExposed is returned by Open when the listener is not on a
+	// loopback address and no AdminToken is set: the operator endpoints
+	// would be open to whoever reaches the address.
+	ErrAdminExposed = errors.New("web: listening beyond loopback without an admin token")
 
 	errNoStatus = errors.New("web: no status source configured")
 	errReset    = errors.New("web: client reset") // a reset frame ended the socket
@@ -43,8 +48,9 @@ type Store interface {
 	Game(ctx context.Context, game string) (store.Game, error)
 	// Games returns every game's summary.
 	Games(ctx context.Context) ([]store.Game, error)
-	// Timeline returns every line of game in EVT id order (oldest first).
-	Timeline(ctx context.Context, game string) ([]store.Line, error)
+	// TimelineAfter returns up to n lines of game with an EVT id above
+	// after, in EVT id order (oldest first).
+	TimelineAfter(ctx context.Context, game, after string, n int) ([]store.Line, error)
 }
 
 var _ Store = (*store.DB)(nil)
@@ -68,9 +74,20 @@ type Config struct {
 	// own host (coder/websocket OriginPatterns, e.g. "example.com",
 	// "https://*.example.com").
 	AllowedOrigins []string
-	// AdminToken, when set, guards /status, /api/status and /metrics
-	// (Authorization: Bearer TOKEN, or ?token=TOKEN).
+	// AdminToken guards /status, /api/status, /metrics and the details of
+	// /readyz (Authorization: Bearer TOKEN, the scheme in any case, or
+	// ?token=TOKEN). Empty leaves them open, which Open allows only on a
+	// loopback listener (else ErrAdminExposed).
 	AdminToken string
+	// PublicHosts are the names (host or host:port, "*.example.com" for
+	// subdomains) this server answers to on websockets and admin endpoints;
+	// any other Host header is refused there (DNS rebinding). Nil:
+	// DefaultPublicHosts(Addr).
+	PublicHosts []string
+	// TrustedProxies are the peers whose X-Forwarded-For is believed when
+	// telling clients apart for the per-client limits. Nil: none, every
+	// peer is the client.
+	TrustedProxies []netip.Prefix
 	// StoreID names the store file that seqs belong to (each host has its
 	// own, so the same seq means different lines on two hosts). Pages embed
 	// it and a websocket whose page came from another store gets a reset
@@ -83,13 +100,27 @@ type Config struct {
 	SendQueue    int           // frames queued per websocket before it is closed as slow (1024; keep it above TailBatch)
 	WriteTimeout time.Duration // one websocket write or ping may take this long (10s)
 	ReadTimeout  time.Duration // whole-request read limit of plain HTTP requests (30s; websockets are exempt)
-	PingEvery    time.Duration // websocket ping interval (20s)
-	MaxBacklog   int           // a resume further behind than this many lines gets a reset frame (5000)
-	PageLines    int           // lines on a game page and per "older" fragment (100)
+	// ResponseTimeout is how long a plain (non-websocket) response may take
+	// to be written in full; a client that does not read is cut off (30s).
+	ResponseTimeout time.Duration
+	PingEvery       time.Duration // websocket ping interval (20s)
+	MaxBacklog      int           // a resume further behind than this many lines gets a reset frame (5000)
+	PageLines       int           // lines on a game page and per "older" fragment (100)
 
 	UpgradeRate  float64 // websocket upgrades per second per client address (2)
 	UpgradeBurst int     // burst of upgrades per client address (20)
 	MaxClients   int     // websocket clients per server; beyond it upgrades get 503 (10000)
+
+	// MaxSocketsPerClient caps the websockets one client address (IPv6:
+	// one /64) holds at once; beyond it upgrades get 429 (64).
+	MaxSocketsPerClient int
+	// MaxRequestsPerClient caps the plain requests one client address
+	// (IPv6: one /64) has in flight; beyond it requests get 429 (32).
+	MaxRequestsPerClient int
+	// TimelineLines and TimelineBytes bound one /games/{game}/timeline.json
+	// response (1000 entries, 1 MiB); the replay page follows "next".
+	TimelineLines int
+	TimelineBytes int
 }
 
 // withDefaults returns c with every zero field set to the default its doc
@@ -102,6 +133,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.TailEvery, time.Second)
 	setDur(&c.WriteTimeout, 10*time.Second)
 	setDur(&c.ReadTimeout, 30*time.Second)
+	setDur(&c.ResponseTimeout, 30*time.Second)
 	setDur(&c.PingEvery, 20*time.Second)
 	setInt(&c.TailBatch, 256)
 	setInt(&c.SendQueue, 1024)
@@ -109,6 +141,13 @@ func (c Config) withDefaults() Config {
 	setInt(&c.PageLines, 100)
 	setInt(&c.UpgradeBurst, 20)
 	setInt(&c.MaxClients, 10000)
+	setInt(&c.MaxSocketsPerClient, 64)
+	setInt(&c.MaxRequestsPerClient, 32)
+	setInt(&c.TimelineLines, 1000)
+	setInt(&c.TimelineBytes, 1<<20)
+	if c.PublicHosts == nil {
+		c.PublicHosts = DefaultPublicHosts(c.Addr)
+	}
 	if c.UpgradeRate <= 0 {
 		c.UpgradeRate = 2
 	}
@@ -140,9 +179,14 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // tailer, serve loop, websocket handlers
 
-	hubs    *hubs
-	limiter *limiter
-	stats   counters
+	hubs     *hubs
+	limiter  *limiter
+	sockets  *slots        // websockets per client key, taken before the handshake
+	requests *slots        // plain requests in flight per client key
+	reserved atomic.Int64  // websockets admitted (MaxClients), from before the handshake to close
+	hosts    []hostPattern // PublicHosts
+	loopback bool          // the listener is on a loopback address
+	stats    counters
 
 	mu      sync.Mutex
 	closing bool // no new websocket handlers once set (guards wg.Add)
@@ -155,6 +199,8 @@ type Server struct {
 // process-wide, shared by every Server in a process).
 type Stats struct {
 	Clients       int64 // open websockets
+	Requests      int64 // plain requests in flight
+	Conns         int64 // HTTP connections open (a websocket leaves this count at its handshake)
 	Hubs          int64 // games with at least one websocket
 	LinesEncoded  int64 // line frames the tailer encoded (once per line per watched game, shared by its clients)
 	StatesEncoded int64 // state frames the tailer encoded (once per tail batch per touched game)
@@ -166,7 +212,7 @@ type Stats struct {
 }
 
 type counters struct {
-	clients, linesEncoded, statesEncoded, framesSent, slowCloses, resets, tailCursor, tailErrors atomic.Int64
+	conns, clients, linesEncoded, statesEncoded, framesSent, slowCloses, resets, tailCursor, tailErrors atomic.Int64
 }
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
@@ -180,6 +226,9 @@ func Open(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
 	s.hubs = newHubs()
 	s.limiter = newLimiter(cfg.UpgradeRate, cfg.UpgradeBurst)
+	s.sockets = newSlots(cfg.MaxSocketsPerClient)
+	s.requests = newSlots(cfg.MaxRequestsPerClient)
+	s.hosts = parseHostPatterns(cfg.PublicHosts)
 
 	start, err := cfg.Store.MaxSeq(ctx)
 	if err != nil {
@@ -192,6 +241,12 @@ func Open(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("web: listen %s: %w", cfg.Addr, err)
 	}
 	s.ln = ln
+	s.loopback = isLoopback(ln.Addr())
+	if !s.loopback && cfg.AdminToken == "" {
+		ln.Close()
+		cancel()
+		return nil, fmt.Errorf("%w: %s: set an admin token, or listen on 127.0.0.1", ErrAdminExposed, ln.Addr())
+	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -199,6 +254,7 @@ func Open(cfg Config) (*Server, error) {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		ConnState:         s.connState,
 	}
 	s.stats.tailCursor.Store(start)
 
@@ -232,6 +288,8 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 func (s *Server) Stats() Stats {
 	return Stats{
 		Clients:       s.stats.clients.Load(),
+		Requests:      s.requests.total(),
+		Conns:         s.stats.conns.Load(),
 		Hubs:          int64(s.hubs.len()),
 		LinesEncoded:  s.stats.linesEncoded.Load(),
 		StatesEncoded: s.stats.statesEncoded.Load(),
@@ -274,4 +332,18 @@ func (s *Server) track() bool {
 	}
 	s.wg.Add(1)
 	return true
+}
+
+func (s *Server) connState(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		s.stats.conns.Add(1)
+	case http.StateHijacked, http.StateClosed:
+		s.stats.conns.Add(-1)
+	}
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }

@@ -9,9 +9,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/pipeline"
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // setFlags collects repeated -set field=value flags.
@@ -31,109 +35,190 @@ func (s setFlags) Set(v string) error {
 	return nil
 }
 
-func (g *global) dead(ctx context.Context, args []string, stdout io.Writer) error {
+// deadCmd is one dead requeue or dead drop.
+type deadCmd struct {
+	care
+	sub, game, id string
+	all, force    bool
+	set           setFlags
+}
+
+func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.Writer) error {
 	defer g.rdb.Close()
 	if len(args) == 0 {
 		return errors.New("dead: want list, requeue or drop")
 	}
-	sub, args := args[0], args[1:]
-	var game, id string
-	var all bool
+	c := deadCmd{sub: args[0], set: setFlags{}}
+	args = args[1:]
 	var limit int64
-	set := setFlags{}
-	fs := flagenv.New("dead " + sub)
-	fs.StringVar(&game, "game", "", "game")
-	switch sub {
+	fs := flagenv.New("dead " + c.sub)
+	fs.StringVar(&c.game, "game", "", "game")
+	switch c.sub {
 	case "list":
 		fs.Int64Var(&limit, "n", 100, "how many, oldest first (0: all)")
 	case "requeue", "drop":
-		fs.StringVar(&id, "id", "", "dead letter id (its position in the dead-letter stream)")
-		fs.BoolVar(&all, "all", false, "every dead letter of the game")
-		if sub == "requeue" {
-			fs.Var(set, "set", "field=value to fix before requeueing (repeatable; needs -id)")
+		fs.StringVar(&c.id, "id", "", "dead letter id (its position in the dead-letter stream)")
+		fs.BoolVar(&c.all, "all", false, "every dead letter of the game")
+		c.care.flags(fs)
+		if c.sub == "requeue" {
+			fs.Var(c.set, "set", "field=value to fix before requeueing (repeatable; needs -id)")
+			fs.BoolVar(&c.force, "force", false, "requeue entries that the renderer would dead-letter again")
 		}
 	default:
-		return fmt.Errorf("dead: unknown subcommand %q: want list, requeue or drop", sub)
+		return fmt.Errorf("dead: unknown subcommand %q: want list, requeue or drop", c.sub)
 	}
-	if err := gameArg(fs, args, &game); err != nil {
+	if err := gameArg(fs, args, &c.game); err != nil {
 		return err
 	}
-	stream, deadKey := event.StreamKey(game), event.DeadKey(game)
-	if sub == "list" {
-		ds, err := feed.ListDead(ctx, g.rdb, deadKey, limit)
+	if c.sub == "list" {
+		ds, err := feed.ListDead(ctx, g.rdb, event.DeadKey(c.game), limit)
 		if err != nil {
 			return err
 		}
 		writeDead(stdout, ds)
 		return nil
 	}
-	if (id == "") == !all {
-		return fmt.Errorf("dead %s: give exactly one of -id and -all", sub)
+	if (c.id == "") == !c.all {
+		return fmt.Errorf("dead %s: give exactly one of -id and -all", c.sub)
 	}
-	if len(set) > 0 && all {
+	if len(c.set) > 0 && c.all {
 		return fmt.Errorf("dead requeue: -set needs -id")
 	}
-	ids := []string{id}
-	if all {
-		ds, err := feed.ListDead(ctx, g.rdb, deadKey, 0)
-		if err != nil {
+	ds, err := c.letters(ctx, g.rdb)
+	if err != nil {
+		return err
+	}
+	if c.sub == "drop" {
+		return c.drop(ctx, g.rdb, ds, t, stdout)
+	}
+	return c.requeue(ctx, g.rdb, ds, t, stdout)
+}
+
+// letters returns the dead letters the command is about: the one of -id,
+// or every one of the game.
+func (c *deadCmd) letters(ctx context.Context, rdb redis.UniversalClient) ([]feed.DeadLetter, error) {
+	all, err := feed.ListDead(ctx, rdb, event.DeadKey(c.game), 0)
+	if err != nil || c.all {
+		return all, err
+	}
+	for _, d := range all {
+		if d.DeadID == c.id {
+			return []feed.DeadLetter{d}, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s %s", feed.ErrDeadNotFound, event.DeadKey(c.game), untrusted.Escape(c.id))
+}
+
+func (c *deadCmd) drop(ctx context.Context, rdb redis.UniversalClient, ds []feed.DeadLetter, t terminal, stdout io.Writer) error {
+	if c.dryRun {
+		for _, d := range ds {
+			fmt.Fprintf(stdout, "would drop %s (%s %s)\n", untrusted.Escape(d.DeadID), orDash(d.EvtID), orDash(d.Fields[event.FieldKind]))
+		}
+		fmt.Fprintf(stdout, "dry run: %d dead letters of %s would be dropped\n", len(ds), c.game)
+		return nil
+	}
+	if err := c.confirm(t, fmt.Sprintf("drop %d dead letters of %s for good", len(ds), c.game)); err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if err := feed.DropDead(ctx, rdb, event.DeadKey(c.game), d.DeadID); err != nil {
 			return err
 		}
-		ids = ids[:0]
-		for _, d := range ds {
-			ids = append(ids, d.DeadID)
-		}
-	}
-	for _, id := range ids {
-		switch {
-		case sub == "drop":
-			if err := feed.DropDead(ctx, g.rdb, deadKey, id); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "dropped %s\n", id)
-		case len(set) > 0:
-			pos, err := feed.RequeueDeadFixed(ctx, g.rdb, stream, deadKey, id, set)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "requeued %s with %v as %s\n", id, map[string]string(set), pos)
-		default:
-			pos, err := feed.RequeueDead(ctx, g.rdb, stream, deadKey, id)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "requeued %s as %s\n", id, pos)
-		}
+		fmt.Fprintf(stdout, "dropped %s\n", untrusted.Escape(d.DeadID))
 	}
 	return nil
+}
+
+// requeue puts dead letters back on the stream, but only those the
+// renderer would now take: each is decoded and validated as the consumer
+// and the pipeline do (with -set applied), and one that would be
+// dead-lettered again is refused unless -force.
+func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []feed.DeadLetter, t terminal, stdout io.Writer) error {
+	stream := event.StreamKey(c.game)
+	var ok []feed.DeadLetter
+	refused := 0
+	for _, d := range ds {
+		if err := wouldFail(stream, d, c.set); err != nil {
+			if !c.force {
+				refused++
+				fmt.Fprintf(stdout, "refused %s: would fail again: %s\n", untrusted.Escape(d.DeadID), untrusted.Text(err.Error()))
+				continue
+			}
+			fmt.Fprintf(stdout, "forced %s: will fail again: %s\n", untrusted.Escape(d.DeadID), untrusted.Text(err.Error()))
+		}
+		ok = append(ok, d)
+	}
+	var err error
+	if refused > 0 {
+		err = fmt.Errorf("dead requeue: %d of %d dead letters would fail again: fix them with -set field=value, or pass -force", refused, len(ds))
+	}
+	if c.dryRun {
+		for _, d := range ok {
+			fmt.Fprintf(stdout, "would requeue %s (%s)\n", untrusted.Escape(d.DeadID), orDash(d.EvtID))
+		}
+		fmt.Fprintf(stdout, "dry run: %d of %d dead letters of %s would be requeued\n", len(ok), len(ds), c.game)
+		return err
+	}
+	if len(ok) == 0 {
+		return err
+	}
+	if c.all {
+		if cerr := c.confirm(t, fmt.Sprintf("requeue %d dead letters of %s", len(ok), c.game)); cerr != nil {
+			return errors.Join(cerr, err)
+		}
+	}
+	for _, d := range ok {
+		pos, rerr := feed.RequeueDeadFixed(ctx, rdb, stream, event.DeadKey(c.game), d.DeadID, c.set)
+		if rerr != nil {
+			return errors.Join(rerr, err)
+		}
+		if len(c.set) > 0 {
+			fmt.Fprintf(stdout, "requeued %s with %s as %s\n", untrusted.Escape(d.DeadID), untrusted.Escape(c.set.String()), pos)
+			continue
+		}
+		fmt.Fprintf(stdout, "requeued %s as %s\n", untrusted.Escape(d.DeadID), pos)
+	}
+	return err
+}
+
+// wouldFail runs a dead letter, as it would go back on stream with fix
+// applied, through the renderer's own decoder and validation (feed.Decode,
+// then the pipeline's check and render), and returns why it would be
+// dead-lettered again, or nil.
+func wouldFail(stream string, d feed.DeadLetter, fix map[string]string) error {
+	vals := make(map[string]any, len(d.Fields)+len(fix))
+	for k, v := range d.Fields {
+		vals[k] = v
+	}
+	for k, v := range fix {
+		vals[k] = v
+	}
+	m, err := feed.Decode(stream, redis.XMessage{ID: d.StreamID, Values: vals})
+	if err != nil {
+		return err
+	}
+	_, err = (&pipeline.Pipeline{Renderer: "feedctl"}).Event(m)
+	return err
 }
 
 func writeDead(w io.Writer, ds []feed.DeadLetter) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DEAD ID\tEVT ID\tKIND\tATTEMPTS\tCONSUMER\tSTREAM ID\tAT\tREASON")
 	for _, d := range ds {
-		evt := d.EvtID
-		if evt == "" {
-			evt = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.DeadID, evt, orDash(d.Fields[event.FieldKind]),
-			d.Attempts, d.Consumer, d.StreamID, d.At.Format(time.RFC3339), oneLine(d.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", untrusted.Escape(d.DeadID), orDash(d.EvtID),
+			orDash(d.Fields[event.FieldKind]), d.Attempts, orDash(d.Consumer), untrusted.Escape(d.StreamID),
+			d.At.Format(time.RFC3339), untrusted.Text(d.Reason))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d dead letters\n", len(ds))
 }
 
+// orDash is a field from Redis fit to print: control characters escaped
+// (an entry's kind may hold ESC sequences that would drive the terminal),
+// "-" for empty.
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
-}
-
-func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	return untrusted.Escape(s)
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 const usage = `usage: feedctl [-redis URL] [-group G] command [flags]
@@ -18,27 +20,33 @@ const usage = `usage: feedctl [-redis URL] [-group G] command [flags]
 commands:
   status                       per game: stream length, group lag, pending, consumers, dead letters
   dead list    -game G         list a game's dead letters
-  dead requeue -game G -id ID  put a dead letter back on the game's stream (-all: every one)
+  dead requeue -game G -id ID  put a dead letter back on the game's stream (-all: every one);
+                               refuses entries the renderer would dead-letter again (-set fixes, -force)
   dead drop    -game G -id ID  delete a dead letter (-all: every one)
   replay       -game G         re-deliver a game's retained stream to the group
   rebuild      -db NEW         build a new store from every registered game's stream
   ping                         exit 0 when Redis answers
+
+dead drop, dead requeue -all, replay and rebuild onto an existing file ask
+for confirmation on a terminal; -yes answers for a script, and without a
+terminal or -yes they refuse. -dry-run shows what they would do.
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
 		}
-		fmt.Fprintln(os.Stderr, "feedctl:", err)
+		fmt.Fprintln(os.Stderr, "feedctl:", untrusted.Escape(err.Error()))
 		os.Exit(1)
 	}
 }
 
-// Run runs one feedctl command with its arguments.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Run runs one feedctl command with its arguments. Destructive commands
+// ask on stderr and read the answer from stdin when it is a terminal.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	g, rest, err := parseGlobal(args, stderr)
 	if err != nil {
 		return err
@@ -48,15 +56,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return flag.ErrHelp
 	}
 	cmd, rest := rest[0], rest[1:]
+	t := terminal{in: stdin, out: stderr}
 	switch cmd {
 	case "status":
 		return g.status(ctx, rest, stdout)
 	case "dead":
-		return g.dead(ctx, rest, stdout)
+		return g.dead(ctx, rest, t, stdout)
 	case "replay":
-		return g.replay(ctx, rest, stdout)
+		return g.replay(ctx, rest, t, stdout)
 	case "rebuild":
-		return g.rebuild(ctx, rest, stdout, stderr)
+		return g.rebuild(ctx, rest, t, stdout, stderr)
 	case "ping":
 		return g.ping(ctx)
 	case "help", "-h", "--help":
@@ -64,5 +73,5 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", cmd)
+	return fmt.Errorf("unknown command %s", untrusted.Escape(cmd))
 }

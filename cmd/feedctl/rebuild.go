@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/pipeline"
+	"github.com/codemojex/feed/internal/untrusted"
 	"github.com/codemojex/feed/store"
 )
 
@@ -18,26 +20,56 @@ const rebuildBatch = 500
 // rebuild builds a store from every registered game's stream, from the
 // start, through the renderer's own pipeline. Running it again changes
 // nothing: the upsert is keyed by EVT id.
-func (g *global) rebuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+//
+// Onto an existing file it asks first (or needs -yes): the store may be a
+// live one, and a rebuild from streams that no longer hold everything
+// would mix old lines with new.
+func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout, stderr io.Writer) error {
 	defer g.rdb.Close()
 	var path string
+	var c care
 	fs := flagenv.New("rebuild")
 	fs.StringVar(&path, "db", "", "SQLite file to build (created when missing)")
+	c.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if path == "" {
 		return errors.New("rebuild: -db is required")
 	}
+	games, err := g.games(ctx)
+	if err != nil {
+		return err
+	}
+	fi, statErr := os.Stat(path)
+	exists := statErr == nil
+	if c.dryRun {
+		var n int64
+		for _, game := range games {
+			l, err := g.rdb.XLen(ctx, event.StreamKey(game)).Result()
+			if err != nil {
+				return fmt.Errorf("rebuild %s: %w", game, err)
+			}
+			n += l
+		}
+		into := "a new file"
+		if exists {
+			into = fmt.Sprintf("the existing file (%d bytes; lines already there are kept)", fi.Size())
+		}
+		fmt.Fprintf(stdout, "dry run: would rebuild %s from %d games, %d retained entries, into %s\n",
+			untrusted.Escape(path), len(games), n, into)
+		return nil
+	}
+	if exists {
+		if err := c.confirm(t, fmt.Sprintf("rebuild into the existing store %s", untrusted.Escape(path))); err != nil {
+			return err
+		}
+	}
 	db, err := store.Open(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	games, err := g.games(ctx)
-	if err != nil {
-		return err
-	}
 	p := &pipeline.Pipeline{DB: db, Renderer: "rebuild"}
 	var total, inserted, skipped int
 	for i, game := range games {
@@ -50,7 +82,7 @@ func (g *global) rebuild(ctx context.Context, args []string, stdout, stderr io.W
 			i+1, len(games), game, n, ins, skip)
 	}
 	fmt.Fprintf(stdout, "rebuilt %s: %d games, %d entries, %d new lines, %d malformed skipped\n",
-		path, len(games), total, inserted, skipped)
+		untrusted.Escape(path), len(games), total, inserted, skipped)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 func (g *global) status(ctx context.Context, args []string, stdout io.Writer) error {
@@ -36,7 +37,11 @@ func (g *global) status(ctx context.Context, args []string, stdout io.Writer) er
 }
 
 func writeStatus(w io.Writer, st feed.Status) {
-	fmt.Fprintf(w, "group %s  renderers alive: %s\n\n", st.Group, strings.Join(st.Renderers, ", "))
+	rs := make([]string, len(st.Renderers))
+	for i, r := range st.Renderers {
+		rs[i] = untrusted.Escape(r)
+	}
+	fmt.Fprintf(w, "group %s  renderers alive: %s\n\n", untrusted.Escape(st.Group), strings.Join(rs, ", "))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GAME\tLENGTH\tLAG\tPENDING\tOLDEST IDLE\tDEAD\tCONSUMERS\tERROR")
 	for _, s := range st.Streams {
@@ -46,7 +51,7 @@ func writeStatus(w io.Writer, st feed.Status) {
 			if !c.Alive {
 				alive = " (no lease)"
 			}
-			cs = append(cs, fmt.Sprintf("%s:%d/%s%s", c.Name, c.Pending, c.Idle.Round(time.Second), alive))
+			cs = append(cs, fmt.Sprintf("%s:%d/%s%s", untrusted.Escape(c.Name), c.Pending, c.Idle.Round(time.Second), alive))
 		}
 		name := s.Game
 		if name == "" {
@@ -56,8 +61,8 @@ func writeStatus(w io.Writer, st feed.Status) {
 		if s.Lag < 0 {
 			lag = "?"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\n", name, s.Length, lag, s.Pending,
-			s.OldestPendingIdle.Round(time.Millisecond), s.Dead, strings.Join(cs, " "), s.Err)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\n", untrusted.Escape(name), s.Length, lag, s.Pending,
+			s.OldestPendingIdle.Round(time.Millisecond), s.Dead, strings.Join(cs, " "), untrusted.Text(s.Err))
 	}
 	tw.Flush()
 }

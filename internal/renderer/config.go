@@ -2,11 +2,14 @@ package renderer
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/web"
 )
 
 // Config is the renderer's configuration: every flag with its environment
@@ -23,9 +26,21 @@ type Config struct {
 	GamesRefresh   time.Duration
 	AllowedOrigins string // comma-separated host patterns
 	AdminToken     string
+	PublicHosts    string // comma-separated; empty: loopback names plus -http's host
+	TrustedProxies string // comma-separated CIDR prefixes or addresses
 	LogLevel       string
 	Consume        bool // false: serve the web only (an extra web replica)
 	Doorbell       bool // false: ignore peers' doorbells and rely on the tail period
+
+	// Limits of the web side (see web.Config).
+	ResponseTimeout      time.Duration
+	MaxClients           int
+	MaxSocketsPerClient  int
+	MaxRequestsPerClient int
+	TimelineLines        int
+	TimelineBytes        int
+
+	proxies []netip.Prefix // TrustedProxies, parsed
 }
 
 // ParseFlags parses the renderer's command line into m.Config.
@@ -38,7 +53,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs := flagenv.New("renderer")
 	fs.Redis(&c.RedisURL)
 	fs.String(&c.DB, "db", "FEED_DB", "var/feed.db", "SQLite file, shared by this host's renderers")
-	fs.String(&c.HTTP, "http", "FEED_HTTP", ":8080", "HTTP listen address")
+	fs.String(&c.HTTP, "http", "FEED_HTTP", "127.0.0.1:8080", "HTTP listen address; beyond loopback it needs -admin-token")
 	fs.String(&c.Group, "group", "FEED_GROUP", "feed", "consumer group (one per host)")
 	fs.String(&c.Consumer, "consumer", "FEED_CONSUMER", host, "consumer name; stable across restarts, held by one live process")
 	fs.Duration(&c.MinIdle, "min-idle", "FEED_MIN_IDLE", 30*time.Second, "idle time before a peer's pending entry is reclaimed")
@@ -46,7 +61,15 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Int64(&c.PoisonAfter, "poison-after", "FEED_POISON_AFTER", 5, "delivery count at which an entry is dead-lettered")
 	fs.Duration(&c.GamesRefresh, "games-refresh", "FEED_GAMES_REFRESH", 2*time.Second, "how often to re-read the games registry")
 	fs.String(&c.AllowedOrigins, "allowed-origins", "FEED_ALLOWED_ORIGINS", "", "extra websocket origins (comma-separated host patterns); same host is always allowed")
-	fs.String(&c.AdminToken, "admin-token", "FEED_ADMIN_TOKEN", "", "token required for /status, /api/status and /metrics (empty: open)")
+	fs.String(&c.AdminToken, "admin-token", "FEED_ADMIN_TOKEN", "", "token required for /status, /api/status, /metrics and /readyz details (empty: open, allowed on a loopback -http only)")
+	fs.String(&c.PublicHosts, "public-hosts", "FEED_PUBLIC_HOSTS", "", "host names the websocket and admin endpoints answer to, comma-separated (host, host:port, *.domain); empty: localhost, 127.0.0.1, ::1 and -http's host")
+	fs.String(&c.TrustedProxies, "trusted-proxies", "FEED_TRUSTED_PROXIES", "", "CIDR prefixes of reverse proxies whose X-Forwarded-For is believed, comma-separated; empty: none")
+	fs.Duration(&c.ResponseTimeout, "response-timeout", "FEED_RESPONSE_TIMEOUT", 30*time.Second, "time to write a whole non-websocket response; a client that does not read is cut off")
+	fs.Int(&c.MaxClients, "max-clients", "FEED_MAX_CLIENTS", 10000, "websockets this replica holds at most")
+	fs.Int(&c.MaxSocketsPerClient, "max-sockets-per-client", "FEED_MAX_SOCKETS_PER_CLIENT", 64, "websockets one client address (IPv6: /64) holds at most")
+	fs.Int(&c.MaxRequestsPerClient, "max-requests-per-client", "FEED_MAX_REQUESTS_PER_CLIENT", 32, "plain requests one client address (IPv6: /64) has in flight at most")
+	fs.Int(&c.TimelineLines, "timeline-lines", "FEED_TIMELINE_LINES", 1000, "entries per timeline.json response at most")
+	fs.Int(&c.TimelineBytes, "timeline-bytes", "FEED_TIMELINE_BYTES", 1<<20, "bytes per timeline.json response, about, at most")
 	fs.String(&c.LogLevel, "log-level", "FEED_LOG_LEVEL", "info", "debug, info, warn or error")
 	fs.Bool(&c.Consume, "consume", "FEED_CONSUME", true, "consume the streams; false serves the web only")
 	fs.Bool(&c.Doorbell, "doorbell", "FEED_DOORBELL", true, "subscribe to peers' doorbells; false tails on the period only")
@@ -63,13 +86,47 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-min-idle, -claim-every and -games-refresh must be positive")
 	case c.PoisonAfter < 1:
 		return fmt.Errorf("-poison-after must be at least 1")
+	case c.ResponseTimeout <= 0:
+		return fmt.Errorf("-response-timeout must be positive")
+	case c.MaxClients < 1 || c.MaxSocketsPerClient < 1 || c.MaxRequestsPerClient < 1 || c.TimelineLines < 1 || c.TimelineBytes < 1:
+		return fmt.Errorf("-max-clients, -max-sockets-per-client, -max-requests-per-client, -timeline-lines and -timeline-bytes must be at least 1")
+	case c.AdminToken == "" && !loopbackAddr(c.HTTP):
+		return fmt.Errorf("-http %s listens beyond loopback: set -admin-token (or $FEED_ADMIN_TOKEN) to guard /status, /api/status and /metrics, or listen on 127.0.0.1", c.HTTP)
+	}
+	var err error
+	if c.proxies, err = web.ParsePrefixes(c.TrustedProxies); err != nil {
+		return fmt.Errorf("-trusted-proxies: %w", err)
 	}
 	return nil
 }
 
-func (c Config) origins() []string {
+// loopbackAddr reports whether a listen address is on loopback only by its
+// look: a loopback IP or "localhost". Other names are taken as public;
+// web.Open checks the address it really got as well.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+func (c Config) publicHosts() []string {
+	if strings.TrimSpace(c.PublicHosts) == "" {
+		return nil // web's default: loopback names plus the listen host
+	}
+	return splitList(c.PublicHosts)
+}
+
+func (c Config) origins() []string { return splitList(c.AllowedOrigins) }
+
+func splitList(s string) []string {
 	var out []string
-	for _, o := range strings.Split(c.AllowedOrigins, ",") {
+	for _, o := range strings.Split(s, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			out = append(out, o)
 		}

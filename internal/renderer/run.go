@@ -95,7 +95,16 @@ func (m *Main) Run(ctx context.Context) error {
 		Doorbell:       m.doorbell,
 		AllowedOrigins: m.Config.origins(),
 		AdminToken:     m.Config.AdminToken,
+		PublicHosts:    m.Config.publicHosts(),
+		TrustedProxies: m.Config.proxies,
 		Logger:         log,
+
+		ResponseTimeout:      m.Config.ResponseTimeout,
+		MaxClients:           m.Config.MaxClients,
+		MaxSocketsPerClient:  m.Config.MaxSocketsPerClient,
+		MaxRequestsPerClient: m.Config.MaxRequestsPerClient,
+		TimelineLines:        m.Config.TimelineLines,
+		TimelineBytes:        m.Config.TimelineBytes,
 	})
 	if err != nil {
 		return err

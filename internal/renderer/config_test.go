@@ -1,0 +1,69 @@
+package renderer_test
+
+import (
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codemojex/feed/internal/renderer"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+)
+
+// TestAdminNeedsTokenBeyondLoopback: a renderer that would listen beyond
+// loopback refuses to start without -admin-token; with one, the admin
+// endpoints ask for it (issue 12, item 4).
+func TestAdminNeedsTokenBeyondLoopback(t *testing.T) {
+	tests := []struct {
+		http, token string
+		wantErr     bool
+	}{
+		{":0", "", true},
+		{"0.0.0.0:8080", "", true},
+		{"[::]:8080", "", true},
+		{"feed.example.com:8080", "", true},
+		{"127.0.0.1:0", "", false},
+		{"localhost:8080", "", false},
+		{"[::1]:8080", "", false},
+		{":0", "tok", false},
+	}
+	for _, tt := range tests {
+		m := renderer.NewMain()
+		args := []string{"-http", tt.http, "-db", "x.db"}
+		if tt.token != "" {
+			args = append(args, "-admin-token", tt.token)
+		}
+		err := m.ParseFlags(args)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("-http %s token %q: %v, want error %v", tt.http, tt.token, err, tt.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), "-admin-token") {
+			t.Errorf("-http %s: error %q does not say what to do", tt.http, err)
+		}
+	}
+	if err := renderer.NewMain().ParseFlags([]string{"-trusted-proxies", "10.0.0.0/99"}); err == nil {
+		t.Error("-trusted-proxies 10.0.0.0/99 accepted")
+	}
+
+	rs := redistest.MustStart(t)
+	m := MustRunMain(t, rs.URL(), filepath.Join(t.TempDir(), "feed.db"), "pub", "-http", "0.0.0.0:0", "-admin-token", "tok")
+	_, port, _ := net.SplitHostPort(m.Addr())
+	for _, tt := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"tok", 401}, {"Bearer tok", 200}, {"bearer tok", 200}} {
+		req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port+"/status", nil)
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("/status with Authorization %q: %d, want %d", tt.auth, resp.StatusCode, tt.want)
+		}
+	}
+}

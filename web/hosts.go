@@ -1,0 +1,94 @@
+package web
+
+import (
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/codemojex/feed/internal/untrusted"
+)
+
+// loopbackHosts are public hosts on every server: a browser on the same
+// machine reaches it by these names.
+var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
+
+// DefaultPublicHosts is the PublicHosts of a server listening on addr: the
+// loopback names plus addr's host when it names one (":8080" names none).
+func DefaultPublicHosts(addr string) []string {
+	out := append([]string(nil), loopbackHosts...)
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		out = append(out, host)
+	}
+	return out
+}
+
+// hostPattern is one PublicHosts entry: a host name or address, "*.example.com"
+// for its subdomains, with an optional ":port".
+type hostPattern struct {
+	host string // lower case, no trailing dot; "*.x" matches subdomains of x
+	port string // "" matches any port
+}
+
+func parseHostPatterns(list []string) []hostPattern {
+	var out []hostPattern
+	for _, h := range list {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(h)
+		if err != nil {
+			host, port = strings.Trim(h, "[]"), ""
+		}
+		out = append(out, hostPattern{host: canonHost(host), port: port})
+	}
+	return out
+}
+
+func canonHost(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+
+// publicHost reports whether the request's Host header names this server.
+// A page that a DNS-rebinding attacker serves from evil.example and then
+// points at this server's address still sends Host: evil.example; only
+// names the operator listed (PublicHosts) are believed.
+func (s *Server) publicHost(r *http.Request) bool {
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host, port = strings.Trim(r.Host, "[]"), ""
+	}
+	host = canonHost(host)
+	if host == "" {
+		return false
+	}
+	for _, p := range s.hosts {
+		if p.port != "" && p.port != port {
+			continue
+		}
+		if p.host == host {
+			return true
+		}
+		if sfx, ok := strings.CutPrefix(p.host, "*."); ok && strings.HasSuffix(host, "."+sfx) {
+			return true
+		}
+	}
+	return false
+}
+
+// requirePublicHost refuses requests whose Host is not a public host: the
+// websocket and admin endpoints, where the same-origin check would
+// otherwise trust a name the attacker chose.
+func (s *Server) requirePublicHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.publicHost(r) {
+			mHostsRejected.Inc()
+			s.log.Info("web: foreign host refused", untrusted.Attr("host", r.Host), untrusted.Attr("path", r.URL.Path))
+			http.Error(w, "unknown host: this server answers only to its public hosts", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

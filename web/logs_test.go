@@ -1,0 +1,82 @@
+package web_test
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/internal/testkit/wait"
+	"github.com/codemojex/feed/web"
+)
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLogsBoundUntrusted: request values that reach the log (a hostile
+// Origin in the websocket refusal, a foreign Host and a long path) are
+// escaped and cut short (issue 12, item 7).
+func TestLogsBoundUntrusted(t *testing.T) {
+	var logs syncBuffer
+	e := MustOpenEnv(t, func(c *web.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	// Raw requests: net/http's client will not send control characters.
+	raw := func(req string) {
+		conn, err := net.Dial("tcp", e.srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		io.WriteString(conn, req)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("read response: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Fatalf("hostile request answered %d", resp.StatusCode)
+		}
+	}
+	// net/http answers 400 itself to control characters in a header, so
+	// they come in the (percent-decoded) path; headers are only long.
+	hostile := "http://" + strings.Repeat("A", 8000) + ".example"
+	raw("GET /games/g1/live?after=0 HTTP/1.1\r\nHost: " + e.srv.Addr() + "\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: " + hostile + "\r\n\r\n")
+	raw("GET /status HTTP/1.1\r\nHost: evil" + strings.Repeat("h", 8000) + ".example\r\n\r\n")
+	raw("GET /games/%1b]0;pwned%07%1b[2J" + strings.Repeat("p", 3000) + "/live?after=0 HTTP/1.1\r\nHost: evil.example\r\n\r\n")
+	wait.Until(t, 5*time.Second, func() bool {
+		l := logs.String()
+		return strings.Contains(l, "websocket refused") && strings.Count(l, "foreign host refused") == 2
+	}, func() string { return "both refusals logged in:\n" + logs.String() })
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.ContainsRune(line, 0x1b) || strings.ContainsRune(line, '\a') {
+			t.Errorf("raw control character in log line %q", line)
+		}
+		if len(line) > 2048 {
+			t.Errorf("log line of %d bytes: %.200q…", len(line), line)
+		}
+	}
+}
