@@ -34,6 +34,10 @@ type Consumer struct {
 	lastOK    time.Time
 	lastErr   error
 	inHandler bool // a slow handler is not a silent Redis
+	pausedErr error // the consumer holds entries the infrastructure failed
+	pausedAt  time.Time
+	notes     []Note
+	sample    *sampler
 
 	// Owned by the loop goroutine.
 	streams     map[string]*streamState
@@ -64,6 +68,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 		streams:     map[string]*streamState{},
 		unacked:     map[string][]string{},
 		loopBackoff: backoff{min: 50 * time.Millisecond, max: 5 * time.Second},
+		sample:      newSampler(cfg.LogEvery),
 	}
 	if c.handle == nil {
 		c.handle = perEntry(cfg.Handler)
@@ -144,7 +149,7 @@ func (c *Consumer) Close() error {
 // meant for /readyz.
 func (c *Consumer) Ready() error {
 	c.mu.Lock()
-	running, lastOK, lastErr, busy := c.running, c.lastOK, c.lastErr, c.inHandler
+	running, lastOK, lastErr, busy, paused := c.running, c.lastOK, c.lastErr, c.inHandler, c.pausedErr
 	c.mu.Unlock()
 	select {
 	case <-c.stop:
@@ -154,6 +159,8 @@ func (c *Consumer) Ready() error {
 	switch {
 	case !running:
 		return fmt.Errorf("%w: loop not running", ErrNotReady)
+	case paused != nil:
+		return fmt.Errorf("%w: paused: %w", ErrNotReady, paused)
 	case lastErr != nil:
 		return fmt.Errorf("%w: redis: %w", ErrNotReady, lastErr)
 	case lastOK.IsZero():

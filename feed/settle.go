@@ -2,7 +2,6 @@ package feed
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,7 +17,8 @@ const (
 )
 
 // maxDeadFields caps the original fields copied into a dead letter, so that
-// an entry of thousands of tiny fields cannot overflow the script's stack.
+// an entry of thousands of tiny fields cannot overflow the script's stack
+// (deadFields's byte budget usually stops sooner).
 const maxDeadFields = 2000
 
 // settlement is what a batch's verdicts ask of Redis.
@@ -38,19 +38,6 @@ func (s *settlement) ack(stream, pos string, trimmed bool) {
 	}
 	(*m)[stream] = append((*m)[stream], pos)
 }
-
-// deadScript dead-letters one entry atomically: XADD to the dead stream and
-// XACK the original, both keys in one hash slot. An entry that is no longer
-// pending (a peer settled it meanwhile) is left alone, so a retried settle
-// does not write a second dead letter.
-var deadScript = redis.NewScript(`
-if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1) == 0 then
-  return false
-end
-local id = redis.call('XADD', KEYS[2], '*', unpack(ARGV, 3))
-redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
-return id
-`)
 
 // settle XACKs (batched per stream) and dead-letters, in one pipeline. Its
 // context is not the loop's: Close cancels that, and what is in hand must
@@ -77,20 +64,8 @@ func (c *Consumer) settle(s *settlement) error {
 	deads := make([]*redis.Cmd, len(s.dead))
 	at := time.Now().UTC().Format(time.RFC3339Nano)
 	for i, d := range s.dead {
-		args := []any{c.cfg.Group, d.x.ID}
-		for n, k := range sortedFields(d.x.Values) {
-			if n == maxDeadFields {
-				break
-			}
-			args = append(args, k, d.x.Values[k])
-		}
-		args = append(args,
-			DeadReason, d.reason,
-			DeadAttempts, strconv.FormatInt(d.attempts, 10),
-			DeadConsumer, c.cfg.Consumer,
-			DeadStreamID, d.x.ID,
-			DeadAt, at)
-		deads[i] = deadScript.Eval(ctx, pipe, []string{d.stream, c.cfg.DeadKey(d.stream)}, args...)
+		keys, args := c.deadArgs(d, at)
+		deads[i] = deadScript.Eval(ctx, pipe, keys, args...)
 	}
 	_, _ = pipe.Exec(ctx)
 	var connErr error
@@ -113,7 +88,7 @@ func (c *Consumer) settle(s *settlement) error {
 	for i, d := range s.dead {
 		err := deads[i].Err()
 		if isNil(err) {
-			c.log.Info("entry to dead-letter was already settled elsewhere", c.entryAttrs(d)...)
+			c.log.Debug("entry to dead-letter was already settled elsewhere", c.entryAttrs(d)...)
 			continue
 		}
 		if err != nil {
@@ -126,10 +101,19 @@ func (c *Consumer) settle(s *settlement) error {
 			}
 			continue
 		}
+		if id, _ := deads[i].Val().(string); id == "" {
+			// Another group, a replay or an earlier settle wrote this
+			// position's dead letter: acked, nothing written.
+			c.stats.deadDuplicates.Add(1)
+			mDeadDuplicates.Inc()
+			continue
+		}
 		c.stats.dead.Add(1)
 		mDead.WithLabelValues(d.label).Inc()
-		c.log.Warn("entry dead-lettered", c.entryAttrs(d, "reason", d.reason,
-			"dead_key", c.cfg.DeadKey(d.stream), "dead_id", deads[i].Val())...)
+		if ok, skipped := c.sample.allow("dead " + d.label); ok {
+			c.log.Warn("entry dead-lettered", c.entryAttrs(d, "reason", prefix(d.reason, 200),
+				"dead_key", c.cfg.DeadKey(d.stream), "dead_id", deads[i].Val(), "similar_unlogged", skipped)...)
+		}
 	}
 	if connErr == nil {
 		c.ok()
@@ -205,7 +189,7 @@ func (c *Consumer) keepAlive(batch []delivery, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if took := time.Since(start); took > c.cfg.MinIdle {
+		if took := time.Since(start); took > c.cfg.MinIdle && c.Paused() == nil {
 			// Kept alive, the entries cannot go to a peer: a hung handler
 			// would hold them forever, so say so while it runs.
 			c.log.Warn("handler still running; its entries are kept from peers",
