@@ -33,7 +33,7 @@ type Consumer struct {
 	running   bool
 	lastOK    time.Time
 	lastErr   error
-	inHandler bool // a slow handler is not a silent Redis
+	inHandler bool  // a slow handler is not a silent Redis
 	pausedErr error // the consumer holds entries the infrastructure failed
 	pausedAt  time.Time
 	notes     []Note
@@ -46,6 +46,7 @@ type Consumer struct {
 	nextClaim   time.Time
 	nextCensus  time.Time
 	unacked     map[string][]string // acks that failed, retried each turn
+	caught      map[string]bool     // streams caught up since discovery
 	loopBackoff backoff
 }
 

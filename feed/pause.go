@@ -11,8 +11,9 @@ import (
 // the entries' fault, so they are neither redelivered (which would count
 // toward poison) nor read past. Meanwhile the consumer reads nothing else,
 // Ready reports the reason, and the entries' idle time is kept fresh so no
-// peer claims them. Close ends the hold; the entries stay pending.
-func (c *Consumer) hold(held []delivery) error {
+// peer claims them. Close ends the hold; the entries stay pending. With
+// settle false (catch-up) the other verdicts are dropped, not settled.
+func (c *Consumer) hold(held []delivery, settle bool) error {
 	c.setPaused(held[0].err)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -32,6 +33,9 @@ func (c *Consumer) hold(held []delivery) error {
 		}
 		var s settlement
 		again := c.judge(held, c.callHandler(held), &s)
+		if !settle {
+			s = settlement{}
+		}
 		if err := c.settle(&s); err != nil {
 			// Redis failed too: the held entries stay pending and come
 			// back by the reader law; the loop backs off.

@@ -79,7 +79,7 @@ func (c *Consumer) process(path string, batch []delivery) error {
 		return err
 	}
 	if len(held) > 0 {
-		return c.hold(held)
+		return c.hold(held, true)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@
   var at = document.getElementById('status-at');
   var errEl = document.getElementById('status-err');
   var group = document.getElementById('status-group');
+  var notes = document.getElementById('notes');
 
   // The admin token the page was opened with travels on to the API.
   var token = new URLSearchParams(location.search).get('token');
@@ -57,6 +58,9 @@
   function render(st) {
     group.textContent = st.group || '';
     at.textContent = st.at ? 'at ' + new Date(st.at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : '';
+    notes.replaceChildren.apply(notes, (st.notes || []).map(function (n) {
+      return el('li', 'err', new Date(n.at).toISOString().replace('T', ' ').slice(0, 19) + ' · ' + n.text);
+    }));
     renderers.replaceChildren.apply(renderers, (st.renderers || []).map(function (r) { return el('span', 'chip', r); }));
     body.replaceChildren.apply(body, (st.streams || []).map(row));
     errEl.hidden = !st.error;
