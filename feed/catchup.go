@@ -87,7 +87,7 @@ func (c *Consumer) catchUp(st *streamState) (n int, done bool, err error) {
 		return 0, false, err
 	}
 	c.ok()
-	if md := info.MaxDeletedEntryID; md != "" && md != "0-0" && (pos == "" || cmpID(md, pos) > 0) {
+	if trimmedPast(info, pos) {
 		c.stats.gaps.Add(1)
 		mGaps.Inc()
 		have := pos
@@ -95,8 +95,10 @@ func (c *Consumer) catchUp(st *streamState) (n int, done bool, err error) {
 			have = "nothing"
 		}
 		c.log.Warn("stream trimmed beyond what the store has: a gap the store cannot fill",
-			"stream", st.key, "game", gameOf(st.key), "store_position", have, "trimmed_up_to", md)
-		c.note(fmt.Sprintf("gap: %s was trimmed up to %s; the store has %s; lines in between cannot be recovered", gameOf(st.key), md, have))
+			"stream", st.key, "game", gameOf(st.key), "store_position", have,
+			"first_entry", info.FirstEntry.ID, "entries_added", info.EntriesAdded, "length", info.Length)
+		c.note(fmt.Sprintf("gap: %s lost entries after the store's position %s (the stream now starts at %s); their lines cannot be recovered",
+			gameOf(st.key), have, info.FirstEntry.ID))
 	}
 	start := "-"
 	if pos != "" {
@@ -152,4 +154,16 @@ func (c *Consumer) catchUpBatch(stream string, msgs []redis.XMessage) error {
 		return c.hold(held, false)
 	}
 	return nil
+}
+
+// trimmedPast reports whether entries after pos ("": the beginning) are
+// gone from the stream: deleted with XDEL past pos, or trimmed (the stream
+// holds fewer entries than were ever added) while its first entry is now
+// past pos.
+func trimmedPast(info *redis.XInfoStream, pos string) bool {
+	if md := info.MaxDeletedEntryID; md != "" && md != "0-0" && (pos == "" || cmpID(md, pos) > 0) {
+		return true
+	}
+	first := info.FirstEntry.ID
+	return info.EntriesAdded > info.Length && first != "" && (pos == "" || cmpID(first, pos) > 0)
 }

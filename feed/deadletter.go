@@ -44,8 +44,11 @@ func deadPositionsKey(deadKey string) string { return deadKey + ":pos" }
 // per stream position, whatever the number of groups (each acks its own
 // delivery, only the first writes), replays (XGROUP SETID re-delivers the
 // same positions) or retried settles. Positions the stream no longer holds
-// cannot be delivered again: they are forgotten, which bounds the set by
-// the stream's length.
+// cannot be delivered again: every 64 additions they are forgotten (the
+// stream's first entry is read then, not on every call: it may be the 20 MB
+// entry that was dead-lettered), which bounds the set by the stream's
+// length, and a hard cap of a million keeps a never-trimmed stream's set
+// bounded too.
 //
 // KEYS: stream, dead stream, dead positions. ARGV: group, position, maxlen,
 // the position's ms (the score), fields...
@@ -58,10 +61,16 @@ end
 local id = ''
 if redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[2]) == 1 then
   id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 5))
-  local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-  if #first == 1 then
-    local ms = string.match(first[1][1], '^(%d+)')
-    redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ms)
+  local n = redis.call('ZCARD', KEYS[3])
+  if n % 64 == 0 then
+    local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+    if #first == 1 then
+      local ms = string.match(first[1][1], '^(%d+)')
+      redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ms)
+    end
+    if n > 1000000 then
+      redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - 1000001)
+    end
   end
 end
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])

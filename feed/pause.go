@@ -18,9 +18,12 @@ func (c *Consumer) hold(held []delivery, settle bool) error {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
+	// The entries settled meanwhile are no longer pending: keepAlive's
+	// script leaves them alone.
+	all := held
 	go func() {
 		defer wg.Done()
-		c.keepAlive(held, stop)
+		c.keepAlive(all, stop)
 	}()
 	defer func() {
 		close(stop)
