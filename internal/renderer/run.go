@@ -37,6 +37,9 @@ type Main struct {
 	wg       sync.WaitGroup
 	doorbell chan struct{}
 
+	closeOnce sync.Once
+	closeErr  error
+
 	mu        sync.Mutex
 	storeLost error       // the store file was deleted or replaced
 	notes     []feed.Note // the renderer's own, for the status page
@@ -159,8 +162,14 @@ func (m *Main) tryOpenConsumer(ctx context.Context) error {
 }
 
 // Close stops the consumer first (it settles what is in hand), then the web
-// server and the rest. It is safe after a failed Run.
+// server and the rest. It is safe after a failed Run, and more than once
+// (a test closes a replica, then its cleanup does).
 func (m *Main) Close() error {
+	m.closeOnce.Do(func() { m.closeErr = m.close() })
+	return m.closeErr
+}
+
+func (m *Main) close() error {
 	var errs []error
 	if m.consumer != nil {
 		errs = append(errs, m.consumer.Close())
