@@ -24,11 +24,11 @@ const (
 // Bounds of one dead letter: whatever the entry's size, its dead letter
 // stays under 16 KiB (keys, values and the dead_* fields together).
 const (
-	deadValueMax  = 512       // bytes of a value kept as a prefix
-	deadKeyMax    = 128       // bytes of a key kept as a prefix
-	deadBudget    = 10 << 10  // bytes of copied keys and values
-	deadNotesMax  = 2 << 10   // bytes of DeadTruncated
-	deadReasonMax = 1 << 10   // bytes of the reason
+	deadValueMax  = 512      // bytes of a value kept as a prefix
+	deadKeyMax    = 128      // bytes of a key kept as a prefix
+	deadBudget    = 10 << 10 // bytes of copied keys and values
+	deadNotesMax  = 2 << 10  // bytes of DeadTruncated
+	deadReasonMax = 1 << 10  // bytes of the reason
 )
 
 // deadPositionsKey names the sorted set of a stream's positions that have a
