@@ -116,8 +116,13 @@ func writeDead(w io.Writer, ds []feed.DeadLetter) {
 		if evt == "" {
 			evt = "-"
 		}
+		reason := oneLine(d.Reason)
+		if d.Truncated != "" || d.Dropped != "" {
+			// Not the whole entry: it cannot be requeued.
+			reason += " [truncated: not requeueable]"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.DeadID, evt, orDash(d.Fields[event.FieldKind]),
-			d.Attempts, d.Consumer, d.StreamID, d.At.Format(time.RFC3339), oneLine(d.Reason))
+			d.Attempts, d.Consumer, d.StreamID, d.At.Format(time.RFC3339), reason)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d dead letters\n", len(ds))
