@@ -250,3 +250,45 @@ func fmtInt(i int) string {
 }
 
 var _ = redis.Nil
+
+// TestUnavailableAcrossRestarts: an outage during which the process is
+// restarted again and again (each restart re-delivers its pending list)
+// still never counts toward poison: a held entry's delivery is taken back.
+func TestUnavailableAcrossRestarts(t *testing.T) {
+	_, rdb := mustStart(t)
+	s := stream("restarts")
+	var down atomic.Bool
+	down.Store(true)
+	handler := func(ctx context.Context, ms []feed.Message) []error {
+		out := make([]error, len(ms))
+		for i := range ms {
+			if down.Load() {
+				out[i] = feed.Unavailable(errors.New("disk I/O error"))
+			}
+		}
+		return out
+	}
+	open := func() *feed.Consumer {
+		cfg := baseConfig(t, rdb, "r1", s)
+		cfg.PoisonAfter = 2
+		cfg.BatchHandler = handler
+		return mustOpen(t, cfg)
+	}
+	for range 5 {
+		add(t, rdb, s)
+	}
+	for i := range 4 {
+		c := open()
+		waitFor(t, 10*time.Second, "paused", func() bool { return errors.Is(c.Ready(), feed.ErrUnavailable) })
+		c.Close()
+		if st := c.Stats(); st.Dead != 0 {
+			t.Fatalf("restart %d: %d dead letters", i, st.Dead)
+		}
+	}
+	down.Store(false)
+	c := open()
+	waitFor(t, 10*time.Second, "all acked", func() bool { return c.Stats().Acked == 5 })
+	if n, _ := rdb.XLen(context.Background(), event.DeadKey("restarts")).Result(); n != 0 || c.Stats().Dead != 0 {
+		t.Fatalf("%d dead letters after an outage across restarts", n)
+	}
+}

@@ -1,8 +1,11 @@
 package feed
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // hold keeps entries whose verdict was Unavailable in hand and hands them
@@ -15,6 +18,9 @@ import (
 // settle false (catch-up) the other verdicts are dropped, not settled.
 func (c *Consumer) hold(held []delivery, settle bool) error {
 	c.setPaused(held[0].err)
+	if settle {
+		c.forgive(held)
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -51,6 +57,54 @@ func (c *Consumer) hold(held []delivery, settle bool) error {
 		}
 		held = again
 		c.setPaused(held[0].err)
+	}
+}
+
+// forgiveScript sets the delivery count of the given entries that are
+// still this consumer's to ARGV[3] (XCLAIM to self, min-idle 0, RETRYCOUNT,
+// JUSTID), leaving alone entries a peer took.
+var forgiveScript = redis.NewScript(`
+local mine = {}
+for i = 4, #ARGV do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if #p == 1 and p[1][2] == ARGV[2] then mine[#mine + 1] = ARGV[i] end
+end
+local n = #mine
+if n == 0 then return 0 end
+mine[n + 1] = 'RETRYCOUNT'
+mine[n + 2] = ARGV[3]
+mine[n + 3] = 'JUSTID'
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, unpack(mine))
+return n
+`)
+
+// forgive takes back the delivery that ended in an Unavailable verdict:
+// each held entry's delivery count goes back to what it was before it.
+// Should this process die during the pause, the entries' next delivery
+// then counts as the same attempt, so however many restarts an outage
+// lasts, it never adds up to PoisonAfter. Best effort: on a Redis error
+// the counts stay as they are.
+func (c *Consumer) forgive(held []delivery) {
+	type key struct {
+		stream string
+		count  int64
+	}
+	groups := map[key][]any{}
+	for _, d := range held {
+		if d.attempts < 1 {
+			continue
+		}
+		k := key{d.stream, d.attempts - 1}
+		groups[k] = append(groups[k], d.x.ID)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	for k, ids := range groups {
+		args := append([]any{c.cfg.Group, c.cfg.Consumer, k.count}, ids...)
+		if err := forgiveScript.Run(ctx, c.rdb, []string{k.stream}, args...).Err(); err != nil {
+			c.fail("forgive", err)
+			c.log.Debug("delivery count of held entries not reset", "stream", k.stream, "err", err)
+		}
 	}
 }
 
