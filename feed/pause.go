@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/backoff"
 )
 
 // hold keeps entries whose verdict was Unavailable in hand and hands them
@@ -35,9 +37,9 @@ func (c *Consumer) hold(held []delivery, settle bool) error {
 		close(stop)
 		wg.Wait()
 	}()
-	bo := backoff{min: 100 * time.Millisecond, max: c.cfg.PauseMax}
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: c.cfg.PauseMax}
 	for {
-		if !c.sleep(bo.next()) {
+		if !c.sleep(bo.Next()) {
 			return nil // Close: what is held stays pending
 		}
 		var s settlement

@@ -114,7 +114,7 @@ func (p *Pipeline) Event(m feed.Message) (store.Event, error) {
 	if err := p.checkAhead(m); err != nil {
 		return store.Event{}, feed.PoisonAs("future id", err)
 	}
-	at := ParseAt(m.Payload[event.FieldAt])
+	at := event.ParseAt(m.Payload[event.FieldAt])
 	html, err := templates.RenderLine(m.Kind, m.Payload, at)
 	if err != nil {
 		return store.Event{}, fmt.Errorf("pipeline: render %s: %w", m.ID, err)
@@ -130,19 +130,6 @@ func (p *Pipeline) Event(m feed.Message) (store.Event, error) {
 		Attempts: m.Attempts,
 		At:       at,
 	}, nil
-}
-
-// ParseAt parses the writer's clock; a missing or bad value is the zero
-// time (the field is for display only).
-func ParseAt(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t.UTC()
 }
 
 // checkAhead refuses an EVT id whose time is more than MaxAhead past its
