@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
@@ -43,15 +44,16 @@ func deadPositionsKey(deadKey string) string { return deadKey + ":pos" }
 // settled it meanwhile) is left alone. So there is exactly one dead letter
 // per stream position, whatever the number of groups (each acks its own
 // delivery, only the first writes), replays (XGROUP SETID re-delivers the
-// same positions) or retried settles. Positions the stream no longer holds
-// cannot be delivered again: every 64 additions they are forgotten (the
-// stream's first entry is read then, not on every call: it may be the 20 MB
-// entry that was dead-lettered), which bounds the set by the stream's
-// length, and a hard cap of a million keeps a never-trimmed stream's set
-// bounded too.
+// same positions) or retried settles.
+//
+// The set is bounded without reading the stream (its first entry may be
+// the 20 MB entry that was dead-lettered): positions more than
+// deadPosHorizon older than the one being added are forgotten, and past
+// deadPosMax members the oldest go. A replay of a position older than that
+// would write a second dead letter for it.
 //
 // KEYS: stream, dead stream, dead positions. ARGV: group, position, maxlen,
-// the position's ms (the score), fields...
+// the position's ms (the score), the horizon's ms, the set's cap, fields...
 // Returns false (not pending), "" (a dead letter exists already) or the
 // new dead letter's id.
 var deadScript = redis.NewScript(`
@@ -60,22 +62,22 @@ if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1) == 0 then
 end
 local id = ''
 if redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[2]) == 1 then
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 5))
+  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 7))
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
   local n = redis.call('ZCARD', KEYS[3])
-  if n % 64 == 0 then
-    local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-    if #first == 1 then
-      local ms = string.match(first[1][1], '^(%d+)')
-      redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ms)
-    end
-    if n > 1000000 then
-      redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - 1000001)
-    end
+  if n > tonumber(ARGV[6]) then
+    redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - tonumber(ARGV[6]) - 1)
   end
 end
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 return id
 `)
+
+// Bounds of the dead positions set of a game.
+const (
+	deadPosHorizon = 30 * 24 * time.Hour // of stream time
+	deadPosMax     = 100000
+)
 
 // deadFields returns the fields of d's dead letter, bounded: keys and
 // values past their caps are cut to a prefix (on a UTF-8 boundary) and
@@ -141,7 +143,9 @@ func prefix(s string, n int) string {
 func (c *Consumer) deadArgs(d delivery, at string) (keys []string, args []any) {
 	dk := c.cfg.DeadKey(d.stream)
 	ms, _ := splitID(d.x.ID)
-	args = []any{c.cfg.Group, d.x.ID, c.cfg.DeadMaxLen, strconv.FormatUint(ms, 10)}
+	horizon := ms - min(ms, uint64(deadPosHorizon.Milliseconds()))
+	args = []any{c.cfg.Group, d.x.ID, c.cfg.DeadMaxLen, strconv.FormatUint(ms, 10),
+		strconv.FormatUint(horizon, 10), deadPosMax}
 	args = append(args, deadFields(d.x.Values)...)
 	args = append(args,
 		DeadReason, prefix(d.reason, deadReasonMax),

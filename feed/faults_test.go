@@ -97,7 +97,7 @@ func TestDeadLetterBounded(t *testing.T) {
 		many = append(many, "f"+strings.Repeat("k", 10)+itoa(i), strings.Repeat("v", 30))
 	}
 	add(t, rdb, s, many...)
-	waitFor(t, 20*time.Second, "two dead letters", func() bool { return c.Stats().Dead == 2 })
+	waitFor(t, 60*time.Second, "two dead letters", func() bool { return c.Stats().Dead == 2 })
 	xs, err := rdb.XRange(ctx, dk, "-", "+").Result()
 	if err != nil || len(xs) != 2 {
 		t.Fatalf("dead letters %d, %v", len(xs), err)
@@ -128,7 +128,7 @@ func TestDeadLetterBounded(t *testing.T) {
 	for range 300 {
 		add(t, rdb, s)
 	}
-	waitFor(t, 20*time.Second, "302 dead-lettered", func() bool { return c.Stats().Dead == 302 })
+	waitFor(t, 60*time.Second, "302 dead-lettered", func() bool { return c.Stats().Dead == 302 })
 	if n, _ := rdb.XLen(ctx, dk).Result(); n > 10+200 {
 		t.Errorf("dead stream holds %d letters with a cap of ~10", n)
 	}
