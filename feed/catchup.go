@@ -122,14 +122,14 @@ func (c *Consumer) catchUp(st *streamState) (n int, done bool, err error) {
 			return n, false, err
 		}
 		n += len(msgs)
+		c.stats.caughtUp.Add(int64(len(msgs)))
+		mCaughtUp.Add(float64(len(msgs)))
 		lastID := msgs[len(msgs)-1].ID
 		if cmpID(lastID, last) >= 0 {
 			break
 		}
 		start = "(" + lastID
 	}
-	c.stats.caughtUp.Add(int64(n))
-	mCaughtUp.Add(float64(n))
 	return n, !c.stopping(), nil
 }
 

@@ -211,7 +211,8 @@ func TestCatchUp(t *testing.T) {
 	if before[0].LastDeliveredID != after[0].LastDeliveredID || after[0].Pending != 0 {
 		t.Errorf("group moved: %+v → %+v", before[0], after[0])
 	}
-	if st := c2.Stats(); st.CaughtUp != 50 || st.Acked != 0 || st.Gaps != 0 {
+	waitFor(t, 5*time.Second, "caught-up count", func() bool { return c2.Stats().CaughtUp == 50 })
+	if st := c2.Stats(); st.Acked != 0 || st.Gaps != 0 {
 		t.Errorf("stats %+v", st)
 	}
 	c2.Close()
