@@ -72,6 +72,27 @@ type Config struct {
 	BatchHandler BatchHandler
 	// Logger receives the consumer's logs (default slog.Default()).
 	Logger *slog.Logger
+	// PauseMax caps the backoff between retries of entries held on an
+	// Unavailable verdict (default 5s).
+	PauseMax time.Duration
+	// LogEvery is the sampling period of per-entry log lines (dead
+	// letters, failures): one line per kind and period, with the count of
+	// the lines held back (default 10s).
+	LogEvery time.Duration
+	// DeadMaxLen caps each dead-letter stream with XADD MAXLEN ~ (default
+	// 10000).
+	DeadMaxLen int64
+	// Position, when set, returns the position up to which the handler's
+	// store has committed a stream ("" for none). A stream whose position
+	// is behind the group's last-delivered id is caught up when it is
+	// discovered, before anything new is read from it: its entries from
+	// Position (less CatchUpLookback) to the last-delivered id are handed
+	// to the handler, never acked and never dead-lettered (docs/reader-law.md).
+	Position func(ctx context.Context, stream string) (string, error)
+	// CatchUpLookback widens a catch-up below the store's position by this
+	// much stream time, for entries that were still pending when an older
+	// copy of the store was taken (default 5m).
+	CatchUpLookback time.Duration
 }
 
 // withDefaults returns c with every zero field set to the default its doc
@@ -91,6 +112,12 @@ func (c Config) withDefaults() Config {
 	def(&c.ConsumerMaxIdle, 24*time.Hour)
 	def(&c.CensusEvery, 10*time.Second)
 	def(&c.ShutdownGrace, 10*time.Second)
+	def(&c.PauseMax, 5*time.Second)
+	def(&c.LogEvery, 10*time.Second)
+	def(&c.CatchUpLookback, 5*time.Minute)
+	if c.DeadMaxLen <= 0 {
+		c.DeadMaxLen = 10000
+	}
 	if c.PoisonAfter <= 0 {
 		c.PoisonAfter = 5
 	}

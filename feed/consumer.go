@@ -36,7 +36,11 @@ type Consumer struct {
 	running   bool
 	lastOK    time.Time
 	lastErr   error
-	inHandler bool // a slow handler is not a silent Redis
+	inHandler bool  // a slow handler is not a silent Redis
+	pausedErr error // the consumer holds entries the infrastructure failed
+	pausedAt  time.Time
+	notes     []Note
+	sample    *sampler
 
 	// Owned by the loop goroutine.
 	streams     map[string]*streamState
@@ -45,6 +49,7 @@ type Consumer struct {
 	nextClaim   time.Time
 	nextCensus  time.Time
 	unacked     map[string][]string // acks that failed, retried each turn
+	caught      map[string]bool     // streams caught up since discovery
 	loopBackoff backoff.Backoff
 }
 
@@ -67,6 +72,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 		streams:     map[string]*streamState{},
 		unacked:     map[string][]string{},
 		loopBackoff: backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second},
+		sample:      newSampler(cfg.LogEvery),
 	}
 	if c.handle == nil {
 		c.handle = perEntry(cfg.Handler)
@@ -147,7 +153,7 @@ func (c *Consumer) Close() error {
 // meant for /readyz.
 func (c *Consumer) Ready() error {
 	c.mu.Lock()
-	running, lastOK, lastErr, busy := c.running, c.lastOK, c.lastErr, c.inHandler
+	running, lastOK, lastErr, busy, paused := c.running, c.lastOK, c.lastErr, c.inHandler, c.pausedErr
 	c.mu.Unlock()
 	select {
 	case <-c.stop:
@@ -157,6 +163,8 @@ func (c *Consumer) Ready() error {
 	switch {
 	case !running:
 		return fmt.Errorf("%w: loop not running", ErrNotReady)
+	case paused != nil:
+		return fmt.Errorf("%w: paused: %w", ErrNotReady, paused)
 	case lastErr != nil:
 		return fmt.Errorf("%w: redis: %w", ErrNotReady, lastErr)
 	case lastOK.IsZero():

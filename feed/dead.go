@@ -22,6 +22,11 @@ type DeadLetter struct {
 	Consumer string    // who dead-lettered it
 	StreamID string    // its position in the original stream
 	At       time.Time // when
+	// Truncated lists the fields cut to a prefix (DeadTruncated) and
+	// Dropped the fields left out (DeadDropped): such a dead letter is not
+	// the whole entry, and cannot be requeued.
+	Truncated string
+	Dropped   string
 }
 
 // ListDead returns up to n dead letters of deadKey, oldest first (n <= 0:
@@ -53,6 +58,10 @@ func ListDead(ctx context.Context, rdb redis.UniversalClient, deadKey string, n 
 				d.StreamID = s
 			case DeadAt:
 				d.At, _ = time.Parse(time.RFC3339Nano, s)
+			case DeadTruncated:
+				d.Truncated = s
+			case DeadDropped:
+				d.Dropped = s
 			default:
 				d.Fields[k] = s
 			}
@@ -71,6 +80,12 @@ var requeueScript = redis.NewScript(`
 local e = redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])
 if #e == 0 then return false end
 local skip = {dead_reason = true, dead_attempts = true, dead_consumer = true, dead_stream_id = true, dead_at = true}
+for i = 1, #e[1][2], 2 do
+  local k = e[1][2][i]
+  if k == 'dead_truncated' or k == 'dead_dropped' then
+    return redis.error_reply('ERR dead letter was truncated; its original cannot be requeued')
+  end
+end
 local fix, order = {}, {}
 for i = 2, #ARGV, 2 do
   if fix[ARGV[i]] == nil then order[#order + 1] = ARGV[i] end
@@ -105,7 +120,8 @@ return id
 // RequeueDead moves the dead letter deadID of deadKey back to stream with
 // its original fields, atomically, and returns its new stream position. The
 // consumers then handle it as a new entry (a still-malformed entry is
-// dead-lettered again). ErrDeadNotFound if there is no such dead letter.
+// dead-lettered again, once, at its new position). ErrDeadNotFound if there
+// is no such dead letter; a truncated dead letter is refused.
 func RequeueDead(ctx context.Context, rdb redis.UniversalClient, stream, deadKey, deadID string) (string, error) {
 	return RequeueDeadFixed(ctx, rdb, stream, deadKey, deadID, nil)
 }

@@ -10,6 +10,9 @@ var (
 	ErrMalformed = errors.New("feed: malformed entry")
 	// ErrPoison marks a handler verdict made with Poison.
 	ErrPoison = errors.New("feed: poison")
+	// ErrUnavailable marks a handler verdict made with Unavailable: the
+	// infrastructure failed, not the entry.
+	ErrUnavailable = errors.New("feed: infrastructure unavailable")
 	// ErrPanic wraps a handler panic, recovered and turned into an error.
 	ErrPanic = errors.New("feed: handler panicked")
 	// ErrConsumerTaken is returned by Open when another live process holds
@@ -32,15 +35,44 @@ var (
 // Poison turns a handler failure into a verdict that no retry can fix: the
 // entry is dead-lettered at once with reason. The result wraps both
 // ErrPoison and reason.
-func Poison(reason error) error {
+func Poison(reason error) error { return PoisonAs("poison", reason) }
+
+// PoisonAs is Poison with a label ("conflict", "future id"): the dead
+// letter's reason starts with it and the dead-letter metric counts by it.
+func PoisonAs(label string, reason error) error {
 	if reason == nil {
 		reason = errors.New("poisoned by handler")
 	}
-	return &poisonError{reason: reason}
+	if label == "" {
+		label = "poison"
+	}
+	return &poisonError{label: label, reason: reason}
 }
 
-type poisonError struct{ reason error }
+type poisonError struct {
+	label  string
+	reason error
+}
 
 func (e *poisonError) Error() string { return e.reason.Error() }
 
 func (e *poisonError) Unwrap() []error { return []error{ErrPoison, e.reason} }
+
+// Unavailable turns a handler failure into a verdict of broken
+// infrastructure (a full disk, a store that cannot be written, a timeout):
+// the entry is not at fault, so the failure never counts toward poison. The
+// consumer keeps the entries in hand, pauses with capped backoff (Ready
+// says why) and hands them to the handler again until it succeeds. The
+// result wraps both ErrUnavailable and err.
+func Unavailable(err error) error {
+	if err == nil {
+		err = errors.New("unavailable")
+	}
+	return &unavailableError{err: err}
+}
+
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+
+func (e *unavailableError) Unwrap() []error { return []error{ErrUnavailable, e.err} }

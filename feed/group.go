@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -62,7 +63,7 @@ func (c *Consumer) openDoors() error {
 		cmds[i] = pipe.XGroupCreateMkStream(ctx, st.key, c.cfg.Group, "0")
 	}
 	_, _ = pipe.Exec(ctx)
-	var recreated []string
+	var recreated, created []string
 	for i, st := range todo {
 		err := cmds[i].Err()
 		switch {
@@ -75,7 +76,7 @@ func (c *Consumer) openDoors() error {
 					recreated = append(recreated, st.key)
 				} else {
 					mGroupsCreated.WithLabelValues("new").Inc()
-					c.log.Info("consumer group created", "stream", st.key, "game", gameOf(st.key))
+					created = append(created, st.key)
 				}
 				// A new group has an empty pending list, but recovering
 				// it is cheap and keeps one rule: recover after every door.
@@ -100,10 +101,14 @@ func (c *Consumer) openDoors() error {
 		}
 	}
 	c.ok()
+	if len(created) > 0 {
+		c.log.Info("consumer groups created", "count", len(created), "streams", headOf(created, 5))
+	}
 	if len(recreated) > 0 {
 		// One line per pass, however many games lost their group at once.
 		c.log.Warn("consumer groups re-created after NOGROUP (Redis flushed or restarted without persistence)",
 			"count", len(recreated), "streams", headOf(recreated, 5))
+		c.note(fmt.Sprintf("consumer groups of %d streams re-created after NOGROUP: Redis lost its data (flush, or restart without persistence); the store keeps every line", len(recreated)))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -68,6 +69,9 @@ func (c *Consumer) turn() error {
 	if err := c.openDoors(); err != nil {
 		return err
 	}
+	if err := c.catchUpAll(); err != nil {
+		return err
+	}
 	if err := c.recoverAll(); err != nil {
 		return err
 	}
@@ -98,6 +102,7 @@ func (c *Consumer) discover() error {
 	}
 	seen := make(map[string]bool, len(keys))
 	order := make([]string, 0, len(keys))
+	var found, gone []string
 	for _, k := range keys {
 		if seen[k] {
 			continue
@@ -107,13 +112,24 @@ func (c *Consumer) discover() error {
 		if _, ok := c.streams[k]; !ok {
 			c.streams[k] = &streamState{key: k, needDoor: true, recover: true,
 				doorBackoff: backoff.Backoff{Min: time.Second, Max: time.Minute}}
-			c.log.Info("stream discovered", "stream", k)
+			found = append(found, k)
 		}
 	}
 	for k := range c.streams {
 		if !seen[k] {
 			delete(c.streams, k)
-			c.log.Info("stream no longer listed", "stream", k)
+			gone = append(gone, k)
+		}
+	}
+	// One line each per pass, however many games: a Redis that comes back
+	// empty drops every stream at once.
+	if len(found) > 0 {
+		c.log.Info("streams discovered", "count", len(found), "streams", headOf(found, 5))
+	}
+	if len(gone) > 0 {
+		c.log.Info("streams no longer listed", "count", len(gone), "streams", headOf(gone, 5))
+		if len(c.order) > 0 && len(order) == 0 {
+			c.note(fmt.Sprintf("all %d streams vanished from the games registry (Redis flushed or restarted without its data?); the store keeps every line", len(gone)))
 		}
 	}
 	c.order = order

@@ -26,7 +26,7 @@ var (
 	})
 	mDead = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemojex_feed_dead_total",
-		Help: "Entries dead-lettered, by reason (malformed, poison, attempts).",
+		Help: "Entries dead-lettered, by reason (malformed, poison, attempts, conflict, future id).",
 	}, []string{"reason"})
 	mTrimmed = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemojex_feed_trimmed_total",
@@ -60,6 +60,26 @@ var (
 		Name:    "codemojex_feed_handler_seconds",
 		Help:    "Time spent in one handler call (an entry, or a batch for a BatchHandler).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	})
+	mPaused = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "codemojex_feed_paused",
+		Help: "1 while the consumer is paused on broken infrastructure (full disk, store unwritable), else 0.",
+	})
+	mPauses = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "codemojex_feed_pauses_total",
+		Help: "Times the consumer paused on broken infrastructure.",
+	})
+	mDeadDuplicates = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "codemojex_feed_dead_duplicates_total",
+		Help: "Dead letters not written because one exists for that stream position (another group, a replay).",
+	})
+	mCaughtUp = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "codemojex_feed_caught_up_total",
+		Help: "Entries re-read from the streams to catch a new or older store up with its group.",
+	})
+	mGaps = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "codemojex_feed_gaps_total",
+		Help: "Streams found trimmed beyond the store's position: lines the store can no longer get.",
 	})
 	mPending = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "codemojex_feed_pending",

@@ -20,6 +20,7 @@ type delivery struct {
 	msg      Message
 	reason   string // dead-letter reason, when it goes there
 	label    string // dead metric label
+	err      error  // an Unavailable verdict, while held
 }
 
 // process handles and settles one batch that came by path. It returns only
@@ -72,32 +73,55 @@ func (c *Consumer) process(path string, batch []delivery) error {
 			todo = append(todo, d)
 		}
 	}
+	var held []delivery
 	if len(todo) > 0 {
-		verdicts := c.callHandler(todo)
-		for i, d := range todo {
-			err := verdicts[i]
-			switch {
-			case err == nil:
-				s.ack(d.stream, d.x.ID, false)
-			case errors.Is(err, ErrPoison):
-				d.reason, d.label = "poison: "+err.Error(), "poison"
-				s.dead = append(s.dead, d)
-			case d.attempts >= c.cfg.PoisonAfter:
-				d.reason, d.label = fmt.Sprintf("failed %d times: %v", d.attempts, err), "attempts"
-				s.dead = append(s.dead, d)
-			default:
-				if errors.Is(err, ErrPanic) {
-					c.stats.panics.Add(1)
-					mPanics.Inc()
-				}
-				c.stats.failed.Add(1)
-				mFailed.Inc()
+		held = c.judge(todo, c.callHandler(todo), &s)
+	}
+	if err := c.settle(&s); err != nil {
+		return err
+	}
+	if len(held) > 0 {
+		return c.hold(held, true)
+	}
+	return nil
+}
+
+// judge turns the handler's verdicts into acks and dead letters in s, and
+// returns the entries whose verdict was Unavailable: those are held and
+// retried in hand (see hold), never counted toward poison.
+func (c *Consumer) judge(todo []delivery, verdicts []error, s *settlement) (held []delivery) {
+	for i, d := range todo {
+		err := verdicts[i]
+		var pe *poisonError
+		switch {
+		case err == nil:
+			s.ack(d.stream, d.x.ID, false)
+		case errors.Is(err, ErrUnavailable):
+			d.err = err
+			held = append(held, d)
+		case errors.As(err, &pe):
+			d.reason, d.label = pe.label+": "+err.Error(), pe.label
+			s.dead = append(s.dead, d)
+		case errors.Is(err, ErrPoison):
+			d.reason, d.label = "poison: "+err.Error(), "poison"
+			s.dead = append(s.dead, d)
+		case d.attempts >= c.cfg.PoisonAfter:
+			d.reason, d.label = fmt.Sprintf("failed %d times: %v", d.attempts, err), "attempts"
+			s.dead = append(s.dead, d)
+		default:
+			if errors.Is(err, ErrPanic) {
+				c.stats.panics.Add(1)
+				mPanics.Inc()
+			}
+			c.stats.failed.Add(1)
+			mFailed.Inc()
+			if ok, skipped := c.sample.allow("failed"); ok {
 				c.log.Warn("handler failed; entry left pending", c.entryAttrs(d, untrusted.Err(err),
-					"retry_after", c.cfg.MinIdle)...)
+					"retry_after", c.cfg.MinIdle, "similar_unlogged", skipped)...)
 			}
 		}
 	}
-	return c.settle(&s)
+	return held
 }
 
 func (c *Consumer) entryAttrs(d delivery, more ...any) []any {

@@ -2,7 +2,6 @@ package feed
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,7 +19,8 @@ const (
 )
 
 // maxDeadFields caps the original fields copied into a dead letter, so that
-// an entry of thousands of tiny fields cannot overflow the script's stack.
+// an entry of thousands of tiny fields cannot overflow the script's stack
+// (deadFields's byte budget usually stops sooner).
 const maxDeadFields = 2000
 
 // settlement is what a batch's verdicts ask of Redis.
@@ -40,19 +40,6 @@ func (s *settlement) ack(stream, pos string, trimmed bool) {
 	}
 	(*m)[stream] = append((*m)[stream], pos)
 }
-
-// deadScript dead-letters one entry atomically: XADD to the dead stream and
-// XACK the original, both keys in one hash slot. An entry that is no longer
-// pending (a peer settled it meanwhile) is left alone, so a retried settle
-// does not write a second dead letter.
-var deadScript = redis.NewScript(`
-if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1) == 0 then
-  return false
-end
-local id = redis.call('XADD', KEYS[2], '*', unpack(ARGV, 3))
-redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
-return id
-`)
 
 // ackCmd is one queued XACK of a stream's positions.
 type ackCmd struct {
@@ -125,25 +112,13 @@ func (c *Consumer) checkAcks(acks []ackCmd) error {
 }
 
 // queueDeads queues on pipe one deadScript call per entry to dead-letter:
-// its original fields (up to maxDeadFields) and the Dead* fields.
+// its original fields, bounded (deadFields), and the Dead* fields.
 func (c *Consumer) queueDeads(ctx context.Context, pipe redis.Pipeliner, dead []delivery) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(dead))
 	at := time.Now().UTC().Format(time.RFC3339Nano)
 	for i, d := range dead {
-		args := []any{c.cfg.Group, d.x.ID}
-		for n, k := range sortedFields(d.x.Values) {
-			if n == maxDeadFields {
-				break
-			}
-			args = append(args, k, d.x.Values[k])
-		}
-		args = append(args,
-			DeadReason, d.reason,
-			DeadAttempts, strconv.FormatInt(d.attempts, 10),
-			DeadConsumer, c.cfg.Consumer,
-			DeadStreamID, d.x.ID,
-			DeadAt, at)
-		cmds[i] = deadScript.Eval(ctx, pipe, []string{d.stream, c.cfg.DeadKey(d.stream)}, args...)
+		keys, args := c.deadArgs(d, at)
+		cmds[i] = deadScript.Eval(ctx, pipe, keys, args...)
 	}
 	return cmds
 }
@@ -157,7 +132,7 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 	for i, d := range dead {
 		err := cmds[i].Err()
 		if isNil(err) {
-			c.log.Info("entry to dead-letter was already settled elsewhere", c.entryAttrs(d)...)
+			c.log.Debug("entry to dead-letter was already settled elsewhere", c.entryAttrs(d)...)
 			continue
 		}
 		if err != nil {
@@ -168,10 +143,19 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 			}
 			continue
 		}
+		if id, _ := cmds[i].Val().(string); id == "" {
+			// Another group, a replay or an earlier settle wrote this
+			// position's dead letter: acked, nothing written.
+			c.stats.deadDuplicates.Add(1)
+			mDeadDuplicates.Inc()
+			continue
+		}
 		c.stats.dead.Add(1)
 		mDead.WithLabelValues(d.label).Inc()
-		c.log.Warn("entry dead-lettered", c.entryAttrs(d, untrusted.Attr("reason", d.reason),
-			"dead_key", c.cfg.DeadKey(d.stream), "dead_id", cmds[i].Val())...)
+		if ok, skipped := c.sample.allow("dead " + d.label); ok {
+			c.log.Warn("entry dead-lettered", c.entryAttrs(d, untrusted.Attr("reason", d.reason),
+				"dead_key", c.cfg.DeadKey(d.stream), "dead_id", cmds[i].Val(), "similar_unlogged", skipped)...)
+		}
 	}
 	return connErr
 }
@@ -244,7 +228,7 @@ func (c *Consumer) keepAlive(batch []delivery, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if took := time.Since(start); took > c.cfg.MinIdle {
+		if took := time.Since(start); took > c.cfg.MinIdle && c.Paused() == nil {
 			// Kept alive, the entries cannot go to a peer: a hung handler
 			// would hold them forever, so say so while it runs.
 			c.log.Warn("handler still running; its entries are kept from peers",

@@ -20,12 +20,17 @@ type Stats struct {
 	GroupsRecreated  int64 // of which after NOGROUP
 	ConsumersDeleted int64 // idle consumers removed
 	LoopErrors       int64 // failed loop operations (Redis down, ...)
+	Pauses           int64 // times the consumer paused on an Unavailable verdict
+	DeadDuplicates   int64 // dead letters not written: one exists for that stream position
+	CaughtUp         int64 // entries handed to the handler by catch-up
+	Gaps             int64 // streams found trimmed past what the store has
 }
 
 type counters struct {
 	delivered, recovered, claimed, acked, failed, panics, dead, malformed atomic.Int64
 	trimmed, claimDeleted, keptAlive, groupErrors, groupsCreated          atomic.Int64
 	groupsRecreated, consumersDeleted, loopErrors                         atomic.Int64
+	pauses, deadDuplicates, caughtUp, gaps                                atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -46,5 +51,9 @@ func (c *counters) snapshot() Stats {
 		GroupsRecreated:  c.groupsRecreated.Load(),
 		ConsumersDeleted: c.consumersDeleted.Load(),
 		LoopErrors:       c.loopErrors.Load(),
+		Pauses:           c.pauses.Load(),
+		DeadDuplicates:   c.deadDuplicates.Load(),
+		CaughtUp:         c.caughtUp.Load(),
+		Gaps:             c.gaps.Load(),
 	}
 }

@@ -9,6 +9,10 @@ type Status struct {
 	At        time.Time      `json:"at"`
 	Renderers []string       `json:"renderers"` // consumer names holding a live lease
 	Streams   []StreamStatus `json:"streams"`
+	// Notes are what the renderer serving the status wants an operator to
+	// know: a pause and its reason, a gap, groups re-created, a store
+	// caught up or replaced (Consumer.Notes and the renderer's own).
+	Notes []Note `json:"notes,omitempty"`
 }
 
 // StreamStatus is one stream's row of a Status.

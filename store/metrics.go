@@ -20,6 +20,10 @@ var (
 		Name: "codemojex_store_upsert_fallbacks_total",
 		Help: "Batches redone entry by entry (one SAVEPOINT each) after a statement failed.",
 	})
+	upsertConflicts = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "codemojex_store_conflicts_total",
+		Help: "Entries whose (game, EVT id) was stored with another payload (the first line stays).",
+	})
 	checkpoints = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "codemojex_store_checkpoints_total",
 		Help: "Background WAL checkpoints run (PASSIVE, off the write path).",

@@ -70,6 +70,8 @@ type DB struct {
 	dirty    atomic.Bool        // batches committed since the last checkpoint
 	wg       sync.WaitGroup     // checkpointLoop
 
+	file fileID // the file opened at path (see CheckFile)
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -104,6 +106,11 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.w.SetConnMaxIdleTime(0)
 
 	if err := db.setup(ctx); err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+
+	if db.file, err = statID(abs); err != nil {
 		db.w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}

@@ -23,7 +23,7 @@ type multiRow struct {
 	maxRows int    // a power of two
 }
 
-// multiSQL: the events insert does nothing on a stored EVT id; the rows it
+// multiSQL: the events insert does nothing on a stored (game, EVT id); the rows it
 // really inserted are the verdicts, and the only events whose effects
 // apply. In the games and players upserts,
 // newer-wins columns compare the incoming group's EVT id with the *_evt
@@ -35,7 +35,7 @@ var multiSQL = [mCount]multiRow{
 	mInsert: {
 		head:    `INSERT INTO events (evt_id, game, kind, payload, html, stream_id, renderer, attempts, at, stored_at) VALUES `,
 		cols:    10,
-		tail:    ` ON CONFLICT (evt_id) DO NOTHING`,
+		tail:    ` ON CONFLICT (game, evt_id) DO NOTHING`,
 		maxRows: maxInsertRows,
 	},
 	mGame: {
@@ -111,6 +111,8 @@ const (
 	stRollbackTo
 	stMaxSeq
 	stSince
+	stPayload
+	stPosition
 	stCount
 )
 
@@ -119,7 +121,11 @@ var fixedSQL = [stCount]string{
 	stRelease:    `RELEASE entry`,
 	stRollbackTo: `ROLLBACK TO entry`,
 	stMaxSeq:     `SELECT coalesce(max(seq), 0) FROM events`,
-	stSince:      `SELECT seq, evt_id FROM events WHERE seq > ? ORDER BY seq`,
+	stSince:      `SELECT seq, game, evt_id FROM events WHERE seq > ? ORDER BY seq`,
+	stPayload:    `SELECT payload FROM events WHERE game = ? AND evt_id = ?`,
+	stPosition: `INSERT INTO positions (game, ms, seq) VALUES (?, ?, ?)
+		ON CONFLICT (game) DO UPDATE SET ms = excluded.ms, seq = excluded.seq
+		WHERE (excluded.ms, excluded.seq) > (positions.ms, positions.seq)`,
 }
 
 // writeStmts are prepared once on the writer pool (one connection), so

@@ -22,6 +22,16 @@ var (
 	// ErrInvalidEvent marks an Upsert entry that cannot be stored as given
 	// (no EVT id, no game or no kind); it is that entry's Result.Err.
 	ErrInvalidEvent = errors.New("store: invalid event")
+	// ErrUnavailable wraps every error of a write the store could not make
+	// for a reason of its own (full disk, I/O, read-only, locked, timeout):
+	// see Unavailable.
+	ErrUnavailable = errors.New("store: unavailable")
+	// ErrReplaced is returned when the store file at the path is no longer
+	// the one opened (see CheckFile).
+	ErrReplaced = errors.New("store: file deleted or replaced under the running process")
+	// ErrConflict is an Upsert entry's Result.Err when its (game, EVT id) is
+	// stored with a different payload: the first line stays.
+	ErrConflict = errors.New("store: conflict")
 )
 
 // Event is one entry handed to Upsert: the decoded stream entry and its

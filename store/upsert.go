@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,6 +50,11 @@ func (db *DB) Upsert(ctx context.Context, evs []Event) ([]Result, error) {
 	if db.isClosed() {
 		return fail(res, ErrClosed)
 	}
+	// Lines written into a deleted or replaced file would be acked and
+	// lost: refuse, so the consumer pauses and /readyz says why.
+	if err := db.CheckFile(); err != nil {
+		return fail(res, err)
+	}
 	start := time.Now()
 	err := db.retryBusy(ctx, "upsert", func() error {
 		return db.upsertTx(ctx, evs, rows, res)
@@ -76,7 +82,11 @@ func (db *DB) Upsert(ctx context.Context, evs []Event) ([]Result, error) {
 }
 
 func fail(res []Result, err error) ([]Result, error) {
-	err = fmt.Errorf("store: upsert batch: %w", err)
+	if Unavailable(err) && !errors.Is(err, ErrUnavailable) {
+		err = fmt.Errorf("store: upsert batch: %w: %w", ErrUnavailable, err)
+	} else {
+		err = fmt.Errorf("store: upsert batch: %w", err)
+	}
 	for i := range res {
 		if res[i].Err == nil {
 			res[i] = Result{Err: err}
@@ -126,7 +136,9 @@ const maxInsertRows = 128
 // every attempt.
 func (db *DB) upsertTx(ctx context.Context, evs []Event, rows []prepared, res []Result) error {
 	err := db.attempt(ctx, evs, rows, res, db.slow)
-	if db.slow || err == nil || isBusy(err) || ctx.Err() != nil {
+	if db.slow || err == nil || Unavailable(err) || ctx.Err() != nil {
+		// A full disk or an I/O error is no entry's fault: pinning it on
+		// entries one by one would only make them look bad.
 		return err
 	}
 	upsertFallbacks.Inc()
@@ -155,22 +167,26 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 	if err != nil {
 		return err
 	}
+	if err := savePositions(ctx, s, evs, rows, res); err != nil {
+		return fmt.Errorf("positions: %w", err)
+	}
 	return tx.Commit()
 }
 
 // wholeBatch is the fast path: no per-entry failure is expected, so the
 // batch goes in with as few statements as possible.
 func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows []prepared, res []Result, now int64) error {
-	at := make(map[string]int, len(evs)) // EVT id → first entry carrying it
+	at := make(map[lineKey]int, len(evs)) // (game, EVT id) → first entry carrying it
 	pending := make([]int, 0, len(evs))
 	for i := range evs {
 		if !rows[i].ok {
 			continue
 		}
-		if _, dup := at[evs[i].EvtID]; dup {
+		k := lineKey{evs[i].Game, evs[i].EvtID}
+		if _, dup := at[k]; dup {
 			continue // a duplicate within the batch: Inserted stays false
 		}
-		at[evs[i].EvtID] = i
+		at[k] = i
 		pending = append(pending, i)
 	}
 	// Which rows went in: a chunk whose every row went in holds the seqs
@@ -217,6 +233,16 @@ func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows [
 			return fmt.Errorf("inserted rows: %w", err)
 		}
 	}
+	for i := range evs {
+		if rows[i].ok && !res[i].Inserted {
+			if err := checkConflict(ctx, s, &evs[i], &rows[i]); err != nil {
+				if !errors.Is(err, ErrConflict) {
+					return err
+				}
+				res[i].Err = err
+			}
+		}
+	}
 	fx := db.fx
 	fx.reset()
 	for i := range evs {
@@ -233,7 +259,7 @@ func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows [
 // markInserted reads the rows this transaction inserted (seq > before)
 // and marks their entries. Rows of fully inserted chunks come back too;
 // their seq must match what was derived for them.
-func markInserted(ctx context.Context, s *boundStmts, before int64, at map[string]int, res []Result) error {
+func markInserted(ctx context.Context, s *boundStmts, before int64, at map[lineKey]int, res []Result) error {
 	rs, err := s.get(stSince).QueryContext(ctx, before)
 	if err != nil {
 		return err
@@ -241,11 +267,12 @@ func markInserted(ctx context.Context, s *boundStmts, before int64, at map[strin
 	defer rs.Close()
 	for rs.Next() {
 		var seq int64
-		var id string
-		if err := rs.Scan(&seq, &id); err != nil {
+		var k lineKey
+		if err := rs.Scan(&seq, &k.game, &k.evtID); err != nil {
 			return err
 		}
-		i, ok := at[id]
+		i, ok := at[k]
+		id := k.evtID
 		if !ok {
 			return fmt.Errorf("%s at seq %d was not in this batch", id, seq)
 		}
@@ -275,7 +302,12 @@ func (db *DB) entryByEntry(ctx context.Context, s *boundStmts, evs []Event, rows
 				return 0, fmt.Errorf("insert: %w", err)
 			}
 			if n, err := r.RowsAffected(); err != nil || n == 0 {
-				return 0, err // n == 0: a duplicate: no side effects, ever
+				if err == nil {
+					// A duplicate: no side effects, ever; a conflict if
+					// its payload differs from the stored line's.
+					err = checkConflict(ctx, s, &evs[i], &rows[i])
+				}
+				return 0, err
 			}
 			seq, err := r.LastInsertId()
 			if err != nil {
@@ -289,7 +321,7 @@ func (db *DB) entryByEntry(ctx context.Context, s *boundStmts, evs []Event, rows
 			return seq, nil
 		}()
 		if err != nil {
-			if isBusy(err) || ctx.Err() != nil {
+			if Unavailable(err) || ctx.Err() != nil {
 				return err
 			}
 			if _, rerr := s.get(stRollbackTo).ExecContext(ctx); rerr != nil {
@@ -308,4 +340,54 @@ func (db *DB) entryByEntry(ctx context.Context, s *boundStmts, evs []Event, rows
 
 func appendInsertArgs(args []any, e *Event, p *prepared, now int64) []any {
 	return append(args, e.EvtID, e.Game, e.Kind, p.payload, e.HTML, e.StreamID, e.Renderer, e.Attempts, p.at, now)
+}
+
+// lineKey is a line's identity: two games may carry the same EVT id.
+type lineKey struct{ game, evtID string }
+
+// checkConflict compares a line that was not inserted with the stored
+// line of the same (game, EVT id): a redelivery carries the same payload;
+// anything else is a producer fault, and the first line stays.
+func checkConflict(ctx context.Context, s *boundStmts, e *Event, p *prepared) error {
+	var stored string
+	if err := s.get(stPayload).QueryRowContext(ctx, e.Game, e.EvtID).Scan(&stored); err != nil {
+		return fmt.Errorf("stored payload: %w", err)
+	}
+	if stored != p.payload {
+		upsertConflicts.Inc()
+		return fmt.Errorf("%w: %s of game %s is stored with another payload; the first line stays", ErrConflict, e.EvtID, e.Game)
+	}
+	return nil
+}
+
+// savePositions records, per game, the highest stream position among the
+// batch's entries that are stored (inserted now or before), in the
+// transaction of the lines: the store's own progress (docs/store.md).
+func savePositions(ctx context.Context, s *boundStmts, evs []Event, rows []prepared, res []Result) error {
+	type pos struct{ ms, seq uint64 }
+	top := map[string]pos{}
+	var order []string
+	for i := range evs {
+		if !rows[i].ok || res[i].Err != nil {
+			continue
+		}
+		ms, seq, ok := ParsePosition(evs[i].StreamID)
+		if !ok {
+			continue
+		}
+		cur, seen := top[evs[i].Game]
+		if !seen {
+			order = append(order, evs[i].Game)
+		}
+		if !seen || ms > cur.ms || (ms == cur.ms && seq > cur.seq) {
+			top[evs[i].Game] = pos{ms, seq}
+		}
+	}
+	for _, g := range order {
+		p := top[g]
+		if _, err := s.get(stPosition).ExecContext(ctx, g, int64(p.ms), int64(p.seq)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

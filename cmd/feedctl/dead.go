@@ -205,9 +205,14 @@ func writeDead(w io.Writer, ds []feed.DeadLetter) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DEAD ID\tEVT ID\tKIND\tATTEMPTS\tCONSUMER\tSTREAM ID\tAT\tREASON")
 	for _, d := range ds {
+		reason := untrusted.Text(d.Reason)
+		if d.Truncated != "" || d.Dropped != "" {
+			// Not the whole entry: it cannot be requeued.
+			reason += " [truncated: not requeueable]"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", untrusted.Escape(d.DeadID), orDash(d.EvtID),
 			orDash(d.Fields[event.FieldKind]), d.Attempts, orDash(d.Consumer), untrusted.Escape(d.StreamID),
-			d.At.Format(time.RFC3339), untrusted.Text(d.Reason))
+			d.At.Format(time.RFC3339), reason)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d dead letters\n", len(ds))

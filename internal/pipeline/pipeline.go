@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
@@ -17,7 +18,14 @@ import (
 // Errors of the pipeline.
 var (
 	ErrNoGame = errors.New("pipeline: stream key names no valid game")
+	// ErrFutureID marks an EVT id minted further ahead of its stream
+	// entry's time than MaxAhead: a forged or broken producer clock, which
+	// newer-wins would otherwise let take over the game's state for good.
+	ErrFutureID = errors.New("pipeline: EVT id from the future")
 )
+
+// DefaultMaxAhead is MaxAhead's default.
+const DefaultMaxAhead = 10 * time.Minute
 
 // Pipeline renders and stores batches of messages.
 type Pipeline struct {
@@ -27,11 +35,20 @@ type Pipeline struct {
 	// Committed, when set, is called after a batch that stored at least one
 	// new line was committed (the renderer rings the doorbell there).
 	Committed func(ctx context.Context, inserted int)
+
+	// MaxAhead bounds how far an EVT id's ULID time may be ahead of its
+	// stream entry's time (the server's clock at XADD); further is
+	// dead-lettered as "future id". Zero means DefaultMaxAhead; negative
+	// turns the check off.
+	MaxAhead time.Duration
 }
 
 // Handle is a feed.BatchHandler: it validates, renders and upserts a batch
 // in one store transaction and returns each entry's own verdict. Invalid
-// entries of known kinds are poison: retrying cannot fix bad input.
+// entries of known kinds are poison: retrying cannot fix bad input. A
+// (game, EVT id) stored with another payload is poison labelled
+// "conflict". A store that cannot write (full disk, I/O, locked, replaced
+// file) is feed.Unavailable: no entry's fault, never counted toward poison.
 func (p *Pipeline) Handle(ctx context.Context, ms []feed.Message) []error {
 	verdicts := make([]error, len(ms))
 	evs := make([]store.Event, 0, len(ms))
@@ -50,6 +67,9 @@ func (p *Pipeline) Handle(ctx context.Context, ms []feed.Message) []error {
 	}
 	res, err := p.DB.Upsert(ctx, evs)
 	if err != nil {
+		if store.Unavailable(err) {
+			err = feed.Unavailable(err)
+		}
 		for _, i := range idx {
 			verdicts[i] = err
 		}
@@ -57,7 +77,7 @@ func (p *Pipeline) Handle(ctx context.Context, ms []feed.Message) []error {
 	}
 	inserted := 0
 	for j, r := range res {
-		verdicts[idx[j]] = r.Err
+		verdicts[idx[j]] = verdict(r.Err)
 		if r.Err == nil && r.Inserted {
 			inserted++
 		}
@@ -66,6 +86,19 @@ func (p *Pipeline) Handle(ctx context.Context, ms []feed.Message) []error {
 		p.Committed(ctx, inserted)
 	}
 	return verdicts
+}
+
+// verdict maps a store Result.Err to the consumer's vocabulary.
+func verdict(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrConflict):
+		return feed.PoisonAs("conflict", err)
+	case store.Unavailable(err):
+		return feed.Unavailable(err)
+	}
+	return err
 }
 
 // Event validates m and renders its line. A validation failure is returned
@@ -77,6 +110,9 @@ func (p *Pipeline) Event(m feed.Message) (store.Event, error) {
 	}
 	if err := event.Validate(m.Kind, m.Payload); err != nil {
 		return store.Event{}, feed.Poison(err)
+	}
+	if err := p.checkAhead(m); err != nil {
+		return store.Event{}, feed.PoisonAs("future id", err)
 	}
 	at := event.ParseAt(m.Payload[event.FieldAt])
 	html, err := templates.RenderLine(m.Kind, m.Payload, at)
@@ -94,4 +130,30 @@ func (p *Pipeline) Event(m feed.Message) (store.Event, error) {
 		Attempts: m.Attempts,
 		At:       at,
 	}, nil
+}
+
+// checkAhead refuses an EVT id whose time is more than MaxAhead past its
+// stream entry's time. Newer-wins state follows the EVT id, so one entry
+// minted a year ahead would otherwise own the game's title and status for
+// good, whatever arrives after it and in whatever order; the bound keeps
+// a forged entry from outranking more than MaxAhead of real events.
+func (p *Pipeline) checkAhead(m feed.Message) error {
+	bound := p.MaxAhead
+	if bound == 0 {
+		bound = DefaultMaxAhead
+	}
+	if bound < 0 {
+		return nil
+	}
+	idAt, ok := event.IDTime(m.ID)
+	ms, _, okPos := store.ParsePosition(m.Position)
+	if !ok || !okPos {
+		return nil
+	}
+	posAt := time.UnixMilli(int64(ms))
+	if ahead := idAt.Sub(posAt); ahead > bound {
+		return fmt.Errorf("%w: %s is %v ahead of its stream entry %s (bound %v)",
+			ErrFutureID, m.ID, ahead.Round(time.Second), m.Position, bound)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func msg(stream, kind string, kv ...string) feed.Message {
 	for i := 0; i+1 < len(kv); i += 2 {
 		p[kv[i]] = kv[i+1]
 	}
-	return feed.Message{ID: mint.Next(time.Now()), Kind: kind, Payload: p, Attempts: 1, Group: "feed", Stream: stream, Position: "1-0"}
+	return feed.Message{ID: mint.Next(time.Now()), Kind: kind, Payload: p, Attempts: 1, Group: "feed", Stream: stream, Position: fmt.Sprintf("%d-0", time.Now().UnixMilli())}
 }
 
 func TestHandleVerdicts(t *testing.T) {

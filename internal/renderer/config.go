@@ -40,6 +40,11 @@ type Config struct {
 	TimelineLines        int
 	TimelineBytes        int
 
+	// Fault handling (see docs/operations.md).
+	FutureBound time.Duration
+	DeadMax     int64
+	FileCheck   time.Duration
+
 	proxies []netip.Prefix // TrustedProxies, parsed
 }
 
@@ -73,6 +78,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.String(&c.LogLevel, "log-level", "FEED_LOG_LEVEL", "info", "debug, info, warn or error")
 	fs.Bool(&c.Consume, "consume", "FEED_CONSUME", true, "consume the streams; false serves the web only")
 	fs.Bool(&c.Doorbell, "doorbell", "FEED_DOORBELL", true, "subscribe to peers' doorbells; false tails on the period only")
+	fs.Duration(&c.FutureBound, "future-bound", "FEED_FUTURE_BOUND", 10*time.Minute, "dead-letter an entry whose EVT id time is further than this ahead of its stream entry's time")
+	fs.Int64(&c.DeadMax, "dead-max", "FEED_DEAD_MAX", 10000, "cap of each game's dead-letter stream (XADD MAXLEN ~)")
+	fs.Duration(&c.FileCheck, "file-check", "FEED_FILE_CHECK", time.Second, "how often to check that the store file is still the one opened")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,6 +94,10 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-min-idle, -claim-every and -games-refresh must be positive")
 	case c.PoisonAfter < 1:
 		return fmt.Errorf("-poison-after must be at least 1")
+	case c.FutureBound <= 0 || c.FileCheck <= 0:
+		return fmt.Errorf("-future-bound and -file-check must be positive")
+	case c.DeadMax < 1:
+		return fmt.Errorf("-dead-max must be at least 1")
 	case c.ResponseTimeout <= 0:
 		return fmt.Errorf("-response-timeout must be positive")
 	case c.MaxClients < 1 || c.MaxSocketsPerClient < 1 || c.MaxRequestsPerClient < 1 || c.TimelineLines < 1 || c.TimelineBytes < 1:

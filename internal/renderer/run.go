@@ -37,6 +37,13 @@ type Main struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	doorbell chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu        sync.Mutex
+	storeLost error       // the store file was deleted or replaced
+	notes     []feed.Note // the renderer's own, for the status page
 }
 
 // NewMain returns a Main with default configuration.
@@ -77,6 +84,8 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); m.watchFile(runCtx, log) }()
 	if m.Config.Doorbell {
 		m.wg.Add(1)
 		go func() { defer m.wg.Done(); m.listenDoorbell(runCtx, log) }()
@@ -138,9 +147,11 @@ func (m *Main) openConsumer(ctx context.Context, log *slog.Logger) error {
 }
 
 func (m *Main) tryOpenConsumer(ctx context.Context) error {
-	p := &pipeline.Pipeline{DB: m.db, Renderer: m.Config.Consumer, Committed: m.ring}
+	p := &pipeline.Pipeline{DB: m.db, Renderer: m.Config.Consumer, Committed: m.ring, MaxAhead: m.Config.FutureBound}
 	var err error
 	m.consumer, err = feed.Open(ctx, feed.Config{
+		DeadMaxLen:   m.Config.DeadMax,
+		Position:     m.position,
 		Client:       m.rdb,
 		Group:        m.Config.Group,
 		Consumer:     m.Config.Consumer,
@@ -157,8 +168,14 @@ func (m *Main) tryOpenConsumer(ctx context.Context) error {
 }
 
 // Close stops the consumer first (it settles what is in hand), then the web
-// server and the rest. It is safe after a failed Run.
+// server and the rest. It is safe after a failed Run, and more than once
+// (a test closes a replica, then its cleanup does).
 func (m *Main) Close() error {
+	m.closeOnce.Do(func() { m.closeErr = m.close() })
+	return m.closeErr
+}
+
+func (m *Main) close() error {
 	var errs []error
 	if m.consumer != nil {
 		errs = append(errs, m.consumer.Close())
@@ -184,10 +201,21 @@ func (m *Main) status(ctx context.Context) (feed.Status, error) {
 	if err != nil {
 		return feed.Status{}, err
 	}
-	return feed.Inspect(ctx, m.rdb, m.Config.Group, streams, event.DeadKeyOf)
+	st, err := feed.Inspect(ctx, m.rdb, m.Config.Group, streams, event.DeadKeyOf)
+	st.Notes = m.allNotes()
+	return st, err
 }
 
 func (m *Main) ready(ctx context.Context) error {
+	m.mu.Lock()
+	lost := m.storeLost
+	m.mu.Unlock()
+	if lost != nil {
+		return fmt.Errorf("sqlite: %w; restart the renderer (docs/operations.md)", lost)
+	}
+	if err := m.db.CheckFile(); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
 	if m.consumer != nil {
 		if err := m.consumer.Ready(); err != nil {
 			return err

@@ -1,0 +1,169 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// catchUpAll catches the store up with the group on every open stream not
+// caught up since it was discovered (Config.Position). It runs before
+// anything new is read, so a store's position never jumps past a hole.
+func (c *Consumer) catchUpAll() error {
+	if c.cfg.Position == nil {
+		return nil
+	}
+	if c.caught == nil {
+		c.caught = map[string]bool{}
+	}
+	for k := range c.caught {
+		if c.streams[k] == nil {
+			delete(c.caught, k) // re-discovered later: caught up again
+		}
+	}
+	streams, entries := 0, 0
+	for _, k := range c.order {
+		st := c.streams[k]
+		if st == nil || !st.open || c.caught[k] {
+			continue
+		}
+		n, done, err := c.catchUp(st)
+		if err != nil || c.stopping() {
+			return err
+		}
+		if done {
+			c.caught[k] = true
+		}
+		if n > 0 {
+			streams++
+			entries += n
+		}
+	}
+	if entries > 0 {
+		// One line per pass, however many streams it took.
+		c.log.Warn("store was behind its group; caught up from the streams", "streams", streams, "entries", entries)
+		c.note(fmt.Sprintf("store was behind its group: %d entries of %d streams re-read and stored", entries, streams))
+	}
+	return nil
+}
+
+// catchUp hands the entries of st between the store's position (less the
+// lookback) and the group's last-delivered id to the handler with XRANGE:
+// no XREADGROUP, no XACK, no dead letter, so the group and its other
+// consumers are unaffected, and the handler's idempotence makes a repeat
+// harmless. Entries the handler refuses are left to the reader law (they
+// are pending or dead-lettered already). done is false when the stream
+// must be tried again (its group is gone).
+func (c *Consumer) catchUp(st *streamState) (n int, done bool, err error) {
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	pos, err := c.cfg.Position(ctx, st.key)
+	if err != nil {
+		return 0, false, fmt.Errorf("feed: store position of %s: %w", st.key, err)
+	}
+	groups, err := c.rdb.XInfoGroups(ctx, st.key).Result()
+	if err != nil {
+		c.fail("catchup", err)
+		if serverError(err) {
+			c.reopen(st, err)
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	last := ""
+	for _, g := range groups {
+		if g.Name == c.cfg.Group {
+			last = g.LastDeliveredID
+		}
+	}
+	if last == "" || last == "0-0" || (pos != "" && cmpID(pos, last) >= 0) {
+		return 0, true, nil
+	}
+	info, err := c.rdb.XInfoStream(ctx, st.key).Result()
+	if err != nil {
+		c.fail("catchup", err)
+		return 0, false, err
+	}
+	c.ok()
+	if trimmedPast(info, pos) {
+		c.stats.gaps.Add(1)
+		mGaps.Inc()
+		have := pos
+		if have == "" {
+			have = "nothing"
+		}
+		c.log.Warn("stream trimmed beyond what the store has: a gap the store cannot fill",
+			"stream", st.key, "game", gameOf(st.key), "store_position", have,
+			"first_entry", info.FirstEntry.ID, "entries_added", info.EntriesAdded, "length", info.Length)
+		c.note(fmt.Sprintf("gap: %s lost entries after the store's position %s (the stream now starts at %s); their lines cannot be recovered",
+			gameOf(st.key), have, info.FirstEntry.ID))
+	}
+	start := "-"
+	if pos != "" {
+		ms, _ := splitID(pos)
+		back := uint64(c.cfg.CatchUpLookback.Milliseconds())
+		start = fmt.Sprintf("%d-0", ms-min(ms, back))
+	}
+	for !c.stopping() {
+		rctx, rcancel := context.WithTimeout(c.ctx, 10*time.Second)
+		msgs, err := c.rdb.XRangeN(rctx, st.key, start, last, c.cfg.Count).Result()
+		rcancel()
+		if err != nil {
+			c.fail("catchup", err)
+			return n, false, err
+		}
+		c.ok()
+		if len(msgs) == 0 {
+			break
+		}
+		if err := c.catchUpBatch(st.key, msgs); err != nil {
+			return n, false, err
+		}
+		n += len(msgs)
+		c.stats.caughtUp.Add(int64(len(msgs)))
+		mCaughtUp.Add(float64(len(msgs)))
+		lastID := msgs[len(msgs)-1].ID
+		if cmpID(lastID, last) >= 0 {
+			break
+		}
+		start = "(" + lastID
+	}
+	return n, !c.stopping(), nil
+}
+
+// catchUpBatch hands one XRANGE page to the handler; an Unavailable
+// verdict holds the page as the reader law does (pause, retry in hand).
+func (c *Consumer) catchUpBatch(stream string, msgs []redis.XMessage) error {
+	todo := make([]delivery, 0, len(msgs))
+	for _, x := range msgs {
+		m, err := Decode(stream, x)
+		if err != nil {
+			continue // malformed: the group's own delivery dead-letters it
+		}
+		m.Group = c.cfg.Group
+		todo = append(todo, delivery{stream: stream, x: x, msg: m})
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	var s settlement
+	held := c.judge(todo, c.callHandler(todo), &s)
+	if len(held) > 0 {
+		return c.hold(held, false)
+	}
+	return nil
+}
+
+// trimmedPast reports whether entries after pos ("": the beginning) are
+// gone from the stream: deleted with XDEL past pos, or trimmed (the stream
+// holds fewer entries than were ever added) while its first entry is now
+// past pos.
+func trimmedPast(info *redis.XInfoStream, pos string) bool {
+	if md := info.MaxDeletedEntryID; md != "" && md != "0-0" && (pos == "" || cmpID(md, pos) > 0) {
+		return true
+	}
+	first := info.FirstEntry.ID
+	return info.EntriesAdded > info.Length && first != "" && (pos == "" || cmpID(first, pos) > 0)
+}

@@ -1,0 +1,157 @@
+package feed
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Fields a dead letter may add when it could not copy the entry whole.
+const (
+	// DeadTruncated lists the fields whose key or value was cut to a
+	// prefix: one line each, "key <size> bytes sha256 <hex>".
+	DeadTruncated = "dead_truncated"
+	// DeadDropped says how many fields (and bytes) were left out once the
+	// dead letter's budget was spent.
+	DeadDropped = "dead_dropped"
+)
+
+// Bounds of one dead letter: whatever the entry's size, its dead letter
+// stays under 16 KiB (keys, values and the dead_* fields together).
+const (
+	deadValueMax  = 512      // bytes of a value kept as a prefix
+	deadKeyMax    = 128      // bytes of a key kept as a prefix
+	deadBudget    = 10 << 10 // bytes of copied keys and values
+	deadNotesMax  = 2 << 10  // bytes of DeadTruncated
+	deadReasonMax = 1 << 10  // bytes of the reason
+)
+
+// deadPositionsKey names the sorted set of a stream's positions that have a
+// dead letter: the dead key's name plus ":pos", so it shares its hash slot
+// (the {game} tag) with the stream and the dead stream.
+func deadPositionsKey(deadKey string) string { return deadKey + ":pos" }
+
+// deadScript dead-letters one entry atomically: it records the position in
+// the dead positions set (ZADD NX), XADDs the dead letter (MAXLEN ~ cap)
+// only when the position was not there yet, and XACKs the original. All
+// three keys share the game's hash slot. An entry no longer pending (a peer
+// settled it meanwhile) is left alone. So there is exactly one dead letter
+// per stream position, whatever the number of groups (each acks its own
+// delivery, only the first writes), replays (XGROUP SETID re-delivers the
+// same positions) or retried settles.
+//
+// The set is bounded without reading the stream (its first entry may be
+// the 20 MB entry that was dead-lettered): positions more than
+// deadPosHorizon older than the one being added are forgotten, and past
+// deadPosMax members the oldest go. A replay of a position older than that
+// would write a second dead letter for it.
+//
+// KEYS: stream, dead stream, dead positions. ARGV: group, position, maxlen,
+// the position's ms (the score), the horizon's ms, the set's cap, fields...
+// Returns false (not pending), "" (a dead letter exists already) or the
+// new dead letter's id.
+var deadScript = redis.NewScript(`
+if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1) == 0 then
+  return false
+end
+local id = ''
+if redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[2]) == 1 then
+  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 7))
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
+  local n = redis.call('ZCARD', KEYS[3])
+  if n > tonumber(ARGV[6]) then
+    redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - tonumber(ARGV[6]) - 1)
+  end
+end
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+return id
+`)
+
+// Bounds of the dead positions set of a game.
+const (
+	deadPosHorizon = 30 * 24 * time.Hour // of stream time
+	deadPosMax     = 100000
+)
+
+// deadFields returns the fields of d's dead letter, bounded: keys and
+// values past their caps are cut to a prefix (on a UTF-8 boundary) and
+// listed in DeadTruncated with their size and sha256; fields past the
+// budget are left out and counted in DeadDropped.
+func deadFields(values map[string]any) []any {
+	var out []any
+	var notes strings.Builder
+	notesLeft, budget := 0, deadBudget
+	dropped, droppedBytes := 0, 0
+	for n, k := range sortedFields(values) {
+		v, _ := values[k].(string)
+		if n >= maxDeadFields || budget <= 0 {
+			dropped++
+			droppedBytes += len(k) + len(v)
+			continue
+		}
+		kk, vv := prefix(k, deadKeyMax), prefix(v, deadValueMax)
+		if len(kk) < len(k) || len(vv) < len(v) {
+			line := fmt.Sprintf("%s %d bytes sha256 %s\n", kk, len(k)+len(v), sum(k, v))
+			if notes.Len()+len(line) <= deadNotesMax {
+				notes.WriteString(line)
+			} else {
+				notesLeft++
+			}
+		}
+		budget -= len(kk) + len(vv)
+		out = append(out, kk, vv)
+	}
+	if notesLeft > 0 {
+		fmt.Fprintf(&notes, "and %d more\n", notesLeft)
+	}
+	if notes.Len() > 0 {
+		out = append(out, DeadTruncated, notes.String())
+	}
+	if dropped > 0 {
+		out = append(out, DeadDropped, fmt.Sprintf("%d fields, %d bytes", dropped, droppedBytes))
+	}
+	return out
+}
+
+func sum(k, v string) string {
+	h := sha256.New()
+	h.Write([]byte(k))
+	h.Write([]byte{0})
+	h.Write([]byte(v))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// prefix returns s cut to at most n bytes, on a rune boundary.
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s[len(s)-min(len(s), utf8.UTFMax):]) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// deadArgs is the deadScript call for d.
+func (c *Consumer) deadArgs(d delivery, at string) (keys []string, args []any) {
+	dk := c.cfg.DeadKey(d.stream)
+	ms, _ := splitID(d.x.ID)
+	horizon := ms - min(ms, uint64(deadPosHorizon.Milliseconds()))
+	args = []any{c.cfg.Group, d.x.ID, c.cfg.DeadMaxLen, strconv.FormatUint(ms, 10),
+		strconv.FormatUint(horizon, 10), deadPosMax}
+	args = append(args, deadFields(d.x.Values)...)
+	args = append(args,
+		DeadReason, prefix(d.reason, deadReasonMax),
+		DeadAttempts, strconv.FormatInt(d.attempts, 10),
+		DeadConsumer, c.cfg.Consumer,
+		DeadStreamID, d.x.ID,
+		DeadAt, at)
+	return []string{d.stream, dk, deadPositionsKey(dk)}, args
+}

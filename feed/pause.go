@@ -1,0 +1,209 @@
+package feed
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/backoff"
+)
+
+// hold keeps entries whose verdict was Unavailable in hand and hands them
+// to the handler again, with capped, jittered backoff, until they get
+// another verdict: a full disk or a store that cannot be written is not
+// the entries' fault, so they are neither redelivered (which would count
+// toward poison) nor read past. Meanwhile the consumer reads nothing else,
+// Ready reports the reason, and the entries' idle time is kept fresh so no
+// peer claims them. Close ends the hold; the entries stay pending. With
+// settle false (catch-up) the other verdicts are dropped, not settled.
+func (c *Consumer) hold(held []delivery, settle bool) error {
+	c.setPaused(held[0].err)
+	if settle {
+		c.forgive(held)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	// The entries settled meanwhile are no longer pending: keepAlive's
+	// script leaves them alone.
+	all := held
+	go func() {
+		defer wg.Done()
+		c.keepAlive(all, stop)
+	}()
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: c.cfg.PauseMax}
+	for {
+		if !c.sleep(bo.Next()) {
+			return nil // Close: what is held stays pending
+		}
+		var s settlement
+		again := c.judge(held, c.callHandler(held), &s)
+		if !settle {
+			s = settlement{}
+		}
+		if err := c.settle(&s); err != nil {
+			// Redis failed too: the held entries stay pending and come
+			// back by the reader law; the loop backs off.
+			c.setResumed()
+			return err
+		}
+		if len(again) == 0 {
+			c.setResumed()
+			return nil
+		}
+		held = again
+		c.setPaused(held[0].err)
+	}
+}
+
+// forgiveScript sets the delivery count of the given entries that are
+// still this consumer's to ARGV[3] (XCLAIM to self, min-idle 0, RETRYCOUNT,
+// JUSTID), leaving alone entries a peer took.
+var forgiveScript = redis.NewScript(`
+local mine = {}
+for i = 4, #ARGV do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if #p == 1 and p[1][2] == ARGV[2] then mine[#mine + 1] = ARGV[i] end
+end
+local n = #mine
+if n == 0 then return 0 end
+mine[n + 1] = 'RETRYCOUNT'
+mine[n + 2] = ARGV[3]
+mine[n + 3] = 'JUSTID'
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, unpack(mine))
+return n
+`)
+
+// forgive takes back the delivery that ended in an Unavailable verdict:
+// each held entry's delivery count goes back to what it was before it.
+// Should this process die during the pause, the entries' next delivery
+// then counts as the same attempt, so however many restarts an outage
+// lasts, it never adds up to PoisonAfter. Best effort: on a Redis error
+// the counts stay as they are.
+func (c *Consumer) forgive(held []delivery) {
+	type key struct {
+		stream string
+		count  int64
+	}
+	groups := map[key][]any{}
+	for _, d := range held {
+		if d.attempts < 1 {
+			continue
+		}
+		k := key{d.stream, d.attempts - 1}
+		groups[k] = append(groups[k], d.x.ID)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	for k, ids := range groups {
+		args := append([]any{c.cfg.Group, c.cfg.Consumer, k.count}, ids...)
+		if err := forgiveScript.Run(ctx, c.rdb, []string{k.stream}, args...).Err(); err != nil {
+			c.fail("forgive", err)
+			c.log.Debug("delivery count of held entries not reset", "stream", k.stream, "err", err)
+		}
+	}
+}
+
+// setPaused records the pause and its reason; the first call of a pause
+// logs one line, counts it and sets the gauge.
+func (c *Consumer) setPaused(err error) {
+	c.mu.Lock()
+	was := c.pausedErr != nil
+	c.pausedErr = err
+	if !was {
+		c.pausedAt = time.Now()
+	}
+	c.mu.Unlock()
+	if was {
+		return
+	}
+	c.stats.pauses.Add(1)
+	mPaused.Set(1)
+	mPauses.Inc()
+	c.log.Error("infrastructure unavailable; consumer paused, entries in hand stay pending and are retried", "err", err)
+	c.note("consumer paused: " + err.Error())
+}
+
+// setResumed ends a pause: one log line and the gauge back to 0.
+func (c *Consumer) setResumed() {
+	c.mu.Lock()
+	was, at := c.pausedErr != nil, c.pausedAt
+	c.pausedErr = nil
+	c.mu.Unlock()
+	if !was {
+		return
+	}
+	mPaused.Set(0)
+	d := time.Since(at).Round(time.Millisecond)
+	c.log.Info("infrastructure available again; consumer resumed", "paused_for", d)
+	c.note("consumer resumed after a pause of " + d.String())
+}
+
+// Paused returns the reason the consumer is paused, or nil.
+func (c *Consumer) Paused() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pausedErr
+}
+
+// sampler lets through one log line per key and period, and counts the
+// lines it held back, so that 100k bad entries make a few lines that say
+// how many they stand for rather than 100k lines.
+type sampler struct {
+	every time.Duration
+	mu    sync.Mutex
+	last  map[string]time.Time
+	held  map[string]int64
+}
+
+func newSampler(every time.Duration) *sampler {
+	return &sampler{every: every, last: map[string]time.Time{}, held: map[string]int64{}}
+}
+
+// allow reports whether to log now, and how many lines of key were held
+// back since the last one logged.
+func (s *sampler) allow(key string) (bool, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if t, ok := s.last[key]; ok && now.Sub(t) < s.every {
+		s.held[key]++
+		return false, 0
+	}
+	n := s.held[key]
+	s.last[key], s.held[key] = now, 0
+	return true, n
+}
+
+// Note is one thing the consumer wants an operator to know about (a pause,
+// a gap, groups re-created, a store caught up), as shown on the status
+// page.
+type Note struct {
+	At   time.Time `json:"at"`
+	Text string    `json:"text"`
+}
+
+// maxNotes bounds the notes kept: the newest ones.
+const maxNotes = 20
+
+func (c *Consumer) note(text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.notes = append(c.notes, Note{At: time.Now().UTC(), Text: text})
+	if len(c.notes) > maxNotes {
+		c.notes = append(c.notes[:0:0], c.notes[len(c.notes)-maxNotes:]...)
+	}
+}
+
+// Notes returns what the consumer has to tell an operator, oldest first.
+func (c *Consumer) Notes() []Note {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Note(nil), c.notes...)
+}

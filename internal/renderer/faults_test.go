@@ -1,0 +1,332 @@
+package renderer_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	_ "modernc.org/sqlite"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
+	"github.com/codemojex/feed/store"
+)
+
+// RequireRootEnv, when set, turns a test that needs root (to mount a tmpfs)
+// into a failure instead of a skip: CI runs as root and sets it.
+const RequireRootEnv = "CODEMOJEX_REQUIRE_ROOT"
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv(RequireRootEnv) != "" {
+		t.Fatalf("this test mounts a tmpfs and needs root; %s is set, so it fails rather than skips", RequireRootEnv)
+	}
+	t.Skipf("needs root to mount a tmpfs (set %s=1 to make this a failure)", RequireRootEnv)
+}
+
+// mustTmpfs mounts a tmpfs of size on a fresh directory and unmounts it
+// when the test ends (after everything registered later is closed).
+func mustTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Fatalf("mount tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// fill writes a file in dir until the filesystem is full and returns it.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill: %v", err)
+			}
+			break
+		}
+	}
+	// Small writes too: leave not even a page.
+	for {
+		if _, err := f.Write(buf[:512]); err != nil {
+			break
+		}
+	}
+	return path
+}
+
+// chats appends n valid chat events to game and returns their EVT ids.
+func chats(t *testing.T, rdb redis.UniversalClient, m *event.Minter, game string, n int, text string) []string {
+	t.Helper()
+	evs := make([]gamesim.Event, n)
+	for i := range evs {
+		evs[i] = gamesim.Event{Kind: event.KindChat, Fields: []gamesim.Field{{Name: "player", Value: "ada"}, {Name: "text", Value: text}}}
+	}
+	var ids []string
+	for len(evs) > 0 {
+		k := min(len(evs), 100)
+		got, err := gamesim.Append(context.Background(), rdb, m, game, evs[:k]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+		evs = evs[k:]
+	}
+	return ids
+}
+
+// eventually polls f until it returns nil, failing with its last error
+// after d.
+func eventually(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	var last error
+	wait.Until(t, d, func() bool { last = f(); return last == nil }, func() string {
+		return fmt.Sprintf("%s: %v", what, last)
+	})
+}
+
+// readyz returns /readyz's status code and body.
+func readyz(addr string) (int, string) {
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// shownOnce checks that db holds exactly ids for game, each once, and
+// that the game's line count agrees (side effects applied once).
+func shownOnce(db *store.DB, game string, ids []string) error {
+	tl, err := db.Timeline(context.Background(), game)
+	if err != nil {
+		return err
+	}
+	seen := map[string]int{}
+	for _, l := range tl {
+		seen[l.EvtID]++
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			return fmt.Errorf("%s: %s shown %d times (%d lines)", game, id, seen[id], len(tl))
+		}
+	}
+	if len(tl) != len(ids) {
+		return fmt.Errorf("%s: %d lines, want %d", game, len(tl), len(ids))
+	}
+	g, err := db.Game(context.Background(), game)
+	if err != nil {
+		return err
+	}
+	if g.Events != int64(len(ids)) {
+		return fmt.Errorf("%s: game counts %d events, want %d", game, g.Events, len(ids))
+	}
+	return nil
+}
+
+func deadCount(t *testing.T, rdb redis.UniversalClient, games ...string) int64 {
+	t.Helper()
+	var n int64
+	for _, g := range games {
+		l, err := rdb.XLen(context.Background(), event.DeadKey(g)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += l
+	}
+	return n
+}
+
+// TestFullDisk: the store on a full tmpfs. While it is full /readyz is 503
+// and nothing is dead-lettered however long it lasts (well past
+// poison-after × min-idle); once space returns every entry is shown once
+// and /readyz is 200.
+func TestFullDisk(t *testing.T) {
+	requireRoot(t)
+	dir := mustTmpfs(t, "16m")
+	rs := redistest.MustStart(t)
+	rdb := rs.Client(t)
+	m := MustRunMain(t, rs.URL(), filepath.Join(dir, "feed.db"), "r1", "-poison-after", "3", "-min-idle", "1s")
+	mint := event.NewMinter(1)
+	ids := chats(t, rdb, mint, "full", 20, "before")
+	proctest.WaitFor(t, 10*time.Second, func() bool { return shownOnce(m.DB(), "full", ids) == nil }, "first lines stored")
+
+	filler := fill(t, dir)
+	ids = append(ids, chats(t, rdb, mint, "full", 600, strings.Repeat("é", 280))...)
+	eventually(t, 20*time.Second, "/readyz 503 saying the disk is full", func() error {
+		if code, body := readyz(m.Addr()); code != http.StatusServiceUnavailable || !strings.Contains(body, "full") {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
+	})
+	// Hold the disk full for longer than poison-after × min-idle, checking
+	// the invariants on a beat (an assertion over a window, not a wait).
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); <-tick.C {
+		if code, b := readyz(m.Addr()); code != http.StatusServiceUnavailable {
+			t.Fatalf("/readyz %d while the disk is full: %s", code, b)
+		}
+		if n := deadCount(t, rdb, "full"); n != 0 {
+			t.Fatalf("%d dead letters while the disk is full", n)
+		}
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "every entry shown once after space returned", func() error { return shownOnce(m.DB(), "full", ids) })
+	proctest.WaitFor(t, 10*time.Second, func() bool { code, _ := readyz(m.Addr()); return code == http.StatusOK }, "/readyz 200 again")
+	if n := deadCount(t, rdb, "full"); n != 0 {
+		t.Fatalf("%d dead letters after a full disk", n)
+	}
+}
+
+// TestDeletedStore: the store file deleted under a running renderer turns
+// /readyz 503 within seconds; after a restart every earlier and later entry
+// of every game is shown, once.
+func TestDeletedStore(t *testing.T) {
+	rs := redistest.MustStart(t)
+	rdb := rs.Client(t)
+	path := filepath.Join(t.TempDir(), "feed.db")
+	m := MustRunMain(t, rs.URL(), path, "r1", "-file-check", "200ms")
+	mint := event.NewMinter(2)
+	games := []string{"del-a", "del-b"}
+	ids := map[string][]string{}
+	for _, g := range games {
+		ids[g] = chats(t, rdb, mint, g, 100, "before")
+	}
+	for _, g := range games {
+		proctest.WaitFor(t, 20*time.Second, func() bool { return shownOnce(m.DB(), g, ids[g]) == nil }, "%s stored", g)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	eventually(t, 5*time.Second, "/readyz 503 after the store was deleted", func() error {
+		if code, body := readyz(m.Addr()); code != http.StatusServiceUnavailable || !strings.Contains(body, "deleted or replaced") {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
+	})
+	t.Logf("/readyz 503 %v after the delete", time.Since(start).Round(time.Millisecond))
+	for _, g := range games {
+		ids[g] = append(ids[g], chats(t, rdb, mint, g, 50, "after")...)
+	}
+	if err := m.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+
+	m2 := MustRunMain(t, rs.URL(), path, "r1")
+	for _, g := range games {
+		eventually(t, 30*time.Second, g+": every entry shown once after the restart", func() error { return shownOnce(m2.DB(), g, ids[g]) })
+	}
+	if n := deadCount(t, rdb, games...); n != 0 {
+		t.Errorf("%d dead letters", n)
+	}
+}
+
+// TestRestoredOlderBackup: an online copy of the store is taken, the
+// renderer goes on, then the old copy is put back and the renderer
+// restarted: it catches up, nothing lost or doubled.
+func TestRestoredOlderBackup(t *testing.T) {
+	rs := redistest.MustStart(t)
+	rdb := rs.Client(t)
+	dir := t.TempDir()
+	path, backup := filepath.Join(dir, "feed.db"), filepath.Join(dir, "backup.db")
+	m := MustRunMain(t, rs.URL(), path, "r1")
+	mint := event.NewMinter(3)
+	ids := chats(t, rdb, mint, "bak", 80, "old")
+	proctest.WaitFor(t, 20*time.Second, func() bool { return shownOnce(m.DB(), "bak", ids) == nil }, "stored")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`VACUUM INTO ?`, backup); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	ids = append(ids, chats(t, rdb, mint, "bak", 120, "new")...)
+	proctest.WaitFor(t, 20*time.Second, func() bool { return shownOnce(m.DB(), "bak", ids) == nil }, "stored after the backup")
+	if err := m.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(path + suffix)
+	}
+	if err := os.Rename(backup, path); err != nil {
+		t.Fatal(err)
+	}
+	m2 := MustRunMain(t, rs.URL(), path, "r1")
+	var last error
+	proctest.WaitFor(t, 30*time.Second, func() bool {
+		last = shownOnce(m2.DB(), "bak", ids)
+		return last == nil
+	}, "restored store caught up (%v)", last)
+}
+
+// TestRedisComesBackEmpty: Redis loses everything (FLUSHALL); the
+// renderer re-creates what it needs, the store keeps every line, new
+// entries are shown, and the status page says what happened.
+func TestRedisComesBackEmpty(t *testing.T) {
+	rs := redistest.MustStart(t)
+	rdb := rs.Client(t)
+	m := MustRunMain(t, rs.URL(), filepath.Join(t.TempDir(), "feed.db"), "r1")
+	mint := event.NewMinter(4)
+	ids := chats(t, rdb, mint, "empty", 30, "before")
+	proctest.WaitFor(t, 20*time.Second, func() bool { return shownOnce(m.DB(), "empty", ids) == nil }, "stored")
+	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "status says Redis lost its data", func() error {
+		resp, err := http.Get("http://" + m.Addr() + "/api/status")
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), "Redis flushed or restarted without its data") {
+			return fmt.Errorf("status: %s", b)
+		}
+		return nil
+	})
+	ids = append(ids, chats(t, rdb, mint, "empty", 20, "after")...)
+	var last error
+	proctest.WaitFor(t, 20*time.Second, func() bool {
+		last = shownOnce(m.DB(), "empty", ids)
+		return last == nil
+	}, "old and new lines shown once (%v)", last)
+	if code, body := readyz(m.Addr()); code != http.StatusOK {
+		t.Errorf("/readyz %d: %s", code, body)
+	}
+}

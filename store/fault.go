@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Unavailable reports whether err says the store cannot write now (a full
+// disk, an I/O error, a read-only or unopenable file, a lock held too long,
+// a timeout, a closed or replaced store) as opposed to an entry that is bad
+// in itself. Such an error is never an entry's fault: the consumer pauses
+// and retries it, and never counts it toward poison (docs/reader-law.md).
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrClosed) || errors.Is(err, ErrReplaced) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY,
+			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED,
+			sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB,
+			sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_NOLFS, sqlite3.SQLITE_AUTH,
+			sqlite3.SQLITE_PERM:
+			return true
+		}
+		return false
+	}
+	// Some paths in database/sql lose the typed error; the texts are
+	// SQLite's own and stable.
+	msg := err.Error()
+	for _, s := range []string{"database or disk is full", "disk I/O error", "readonly database",
+		"unable to open database", "database is locked", "no space left on device"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// fileID is a file's identity: the same path may later name another file.
+type fileID struct{ dev, ino uint64 }
+
+func statID(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, fmt.Errorf("no device and inode for %s", path)
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil //nolint:unconvert // widths differ by platform
+}
+
+// CheckFile reports ErrReplaced when the path no longer names the file
+// this DB opened: it was deleted (a lost volume, an operator's rm) or
+// replaced (a backup copied over it). Writes would then go to a file no
+// one will read again, so Upsert refuses them, and the renderer stops
+// consuming and says so on /readyz.
+func (db *DB) CheckFile() error {
+	id, err := statID(db.path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: %s is gone", ErrReplaced, db.path)
+		}
+		return fmt.Errorf("%w: stat %s: %w", ErrUnavailable, db.path, err)
+	}
+	if id != db.file {
+		return fmt.Errorf("%w: %s is another file now (device %d inode %d, opened %d/%d)",
+			ErrReplaced, db.path, id.dev, id.ino, db.file.dev, db.file.ino)
+	}
+	return nil
+}
