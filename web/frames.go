@@ -24,6 +24,7 @@ type wireFrame struct {
 	Seq  int64  `json:"seq,omitempty"`
 	ID   string `json:"id,omitempty"`
 	HTML string `json:"html,omitempty"`
+	N    int64  `json:"n,omitempty"` // watching: viewers (omitted when 0)
 }
 
 // encode marshals a frame without escaping HTML (the payload is HTML meant

@@ -194,6 +194,7 @@ type wireFrame struct {
 	Seq  int64  `json:"seq"`
 	ID   string `json:"id"`
 	HTML string `json:"html"`
+	N    int    `json:"n"`
 }
 
 // wsClient is a real websocket client of the server.
@@ -219,8 +220,20 @@ func (e *env) dial(game string, after int64) *wsClient {
 	return &wsClient{tb: e.tb, c: c}
 }
 
-// read returns the next frame or the read error.
+// read returns the next frame but watching frames (they come whenever a
+// viewer count moves; readAny sees them), or the read error.
 func (w *wsClient) read(timeout time.Duration) (wireFrame, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		f, err := w.readAny(time.Until(deadline))
+		if err != nil || f.T != "watching" {
+			return f, err
+		}
+	}
+}
+
+// readAny returns the next frame or the read error.
+func (w *wsClient) readAny(timeout time.Duration) (wireFrame, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	typ, b, err := w.c.Read(ctx)
@@ -255,7 +268,7 @@ func (w *wsClient) lines(n int) []wireFrame {
 		switch f.T {
 		case "line":
 			out = append(out, f)
-		case "state":
+		case "state", "watching":
 		default:
 			w.tb.Fatalf("frame %+v after %d lines, want line", f, len(out))
 		}

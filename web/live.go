@@ -111,7 +111,9 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 
 	c := newClient(s.cfg.SendQueue)
 	h := s.hubs.subscribe(game, c)
+	defer s.changed()
 	defer s.hubs.unsubscribe(h, c)
+	s.joined(c, game)
 	if testHookSubscribed != nil {
 		testHookSubscribed(game)
 	}
@@ -288,6 +290,9 @@ func (ws *wsConn) flush(c *client, last int64) (int64, error) {
 	for _, f := range batch {
 		c.took()
 		typ := frameState
+		if f.typ != "" {
+			typ = f.typ
+		}
 		if f.seq != 0 {
 			if f.seq <= last {
 				continue

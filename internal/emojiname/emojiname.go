@@ -5,6 +5,7 @@ package emojiname
 
 import (
 	_ "embed"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -52,12 +53,21 @@ func Name(sym string) string {
 	return names[strip.Replace(sym)]
 }
 
-// Spoken returns the words for a sequence of symbols, comma-separated: an
-// unknown emoji is "emoji", and text that is no emoji is kept as it is (it
-// is untrusted: callers escape it like any other text).
+// MaxSpoken is how many symbols Spoken names; the rest are counted.
+const MaxSpoken = 16
+
+// Spoken returns the words for a sequence of symbols, comma-separated. It
+// only ever returns names from the table and fixed words, never the input:
+// an emoji the table does not know is "emoji", anything else "character",
+// and past MaxSpoken symbols it says how many more there are. So a label
+// built from untrusted text carries none of it and stays short.
 func Spoken(symbols []string) string {
 	var b strings.Builder
 	for i, s := range symbols {
+		if i == MaxSpoken {
+			b.WriteString(", and " + strconv.Itoa(len(symbols)-i) + " more")
+			break
+		}
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -67,7 +77,7 @@ func Spoken(symbols []string) string {
 		case isEmojiish(s):
 			b.WriteString("emoji")
 		default:
-			b.WriteString(s)
+			b.WriteString("character")
 		}
 	}
 	return b.String()

@@ -1,6 +1,7 @@
 package emojiname_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/codemojex/feed/internal/emojiname"
@@ -24,8 +25,15 @@ func TestName(t *testing.T) {
 }
 
 func TestSpoken(t *testing.T) {
-	got := emojiname.Spoken([]string{"🍍", "🍌", "\U0010FFFD", "x"})
-	if want := "pineapple, banana, emoji, x"; got != want {
+	got := emojiname.Spoken([]string{"🍍", "🍌", "\U0010FFFD", "<"})
+	if want := "pineapple, banana, emoji, character"; got != want {
 		t.Fatalf("Spoken = %q, want %q", got, want)
+	}
+	many := make([]string, emojiname.MaxSpoken+3)
+	for i := range many {
+		many[i] = "🥥"
+	}
+	if got := emojiname.Spoken(many); !strings.HasSuffix(got, "coconut, and 3 more") {
+		t.Fatalf("Spoken of %d = %q", len(many), got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/presence"
 )
 
 // Config is the renderer's configuration: every flag with its environment
@@ -26,6 +27,8 @@ type Config struct {
 	LogLevel       string
 	Consume        bool // false: serve the web only (an extra web replica)
 	Doorbell       bool // false: ignore peers' doorbells and rely on the tail period
+	PresenceEvery  time.Duration
+	PresenceTTL    time.Duration
 }
 
 // ParseFlags parses the renderer's command line into m.Config.
@@ -50,6 +53,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.String(&c.LogLevel, "log-level", "FEED_LOG_LEVEL", "info", "debug, info, warn or error")
 	fs.Bool(&c.Consume, "consume", "FEED_CONSUME", true, "consume the streams; false serves the web only")
 	fs.Bool(&c.Doorbell, "doorbell", "FEED_DOORBELL", true, "subscribe to peers' doorbells; false tails on the period only")
+	fs.Duration(&c.PresenceEvery, "presence-every", "FEED_PRESENCE_EVERY", 2*time.Second, "beat of the shared viewer count (\"N watching\")")
+	fs.Duration(&c.PresenceTTL, "presence-ttl", "FEED_PRESENCE_TTL", presence.DefaultTTL, "how long a replica's viewer count outlives its last beat (a crashed replica's viewers vanish after it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,6 +66,8 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-consumer must not be empty")
 	case c.MinIdle <= 0 || c.ClaimEvery <= 0 || c.GamesRefresh <= 0:
 		return fmt.Errorf("-min-idle, -claim-every and -games-refresh must be positive")
+	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*c.PresenceEvery:
+		return fmt.Errorf("-presence-ttl must be at least twice -presence-every, both positive")
 	case c.PoisonAfter < 1:
 		return fmt.Errorf("-poison-after must be at least 1")
 	}
