@@ -16,6 +16,10 @@ const (
 	frameLine  = "line"
 	frameState = "state"
 	frameReset = "reset"
+	frameProbe = "probe"
+
+	// probeMessage is the one message a page may send (see readProbes).
+	probeMessage = `{"t":"probe"}`
 )
 
 // wireFrame is the JSON shape of every websocket frame.
