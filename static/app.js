@@ -155,10 +155,9 @@
       log.focus({ preventScroll: true });
     });
 
-    // A reader who scrolls back up to the newest sees the held lines.
-    window.addEventListener('scroll', function () {
-      if (heldN > 0 && !gap && atNewest()) flush();
-    }, { passive: true });
+    // Held lines wait for the pill even when the reader scrolls back up by
+    // hand: flushing on scroll would fight "older lines" on a short page,
+    // and the pill is in sight at the top anyway.
 
     // --- older lines -----------------------------------------------------------
 
@@ -192,18 +191,18 @@
         var t = document.createElement('template');
         t.innerHTML = res.html;
         var lis = Array.prototype.slice.call(t.content.children);
-        var anchor = firstOnScreen();
+        // The reader is at the bottom, where they clicked: the line above the
+        // link stays where it is while lines leave the top.
+        var anchor = list.lastElementChild;
         var top = anchor ? anchor.getBoundingClientRect().top : 0;
         var last = '';
         lis.forEach(function (li) {
           if (!li.id || known(li.id)) return;
-          while (list.children.length >= cap) {
+          while (list.children.length >= cap && list.firstElementChild) {
             var newest = list.firstElementChild;
-            if (newest === anchor) break;
             newest.remove();
             hold(newest);
           }
-          if (list.children.length >= cap) return;
           list.appendChild(li);
           feed.times(li);
           last = li.id;
@@ -219,14 +218,6 @@
       }).catch(function () {
         a.textContent = 'older lines (retry)';
       }).then(function () { delete a.dataset.busy; });
-    }
-
-    function firstOnScreen() {
-      var top = headerBottom();
-      for (var li = list.firstElementChild; li; li = li.nextElementSibling) {
-        if (li.getBoundingClientRect().bottom > top) return li;
-      }
-      return null;
     }
 
     // --- filter: everything, no chat, or guesses and wins -------------------------

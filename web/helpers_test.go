@@ -30,7 +30,12 @@ var waitFor = wait.For
 // MustOpenStore opens a real store in a temporary directory.
 func MustOpenStore(tb testing.TB) *store.DB {
 	tb.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "feed.db"))
+	return mustOpenStoreAt(tb, filepath.Join(tb.TempDir(), "feed.db"))
+}
+
+func mustOpenStoreAt(tb testing.TB, path string) *store.DB {
+	tb.Helper()
+	db, err := store.Open(context.Background(), path)
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}
@@ -40,18 +45,20 @@ func MustOpenStore(tb testing.TB) *store.DB {
 
 // env is a real store with a web server on a free port and its doorbell.
 type env struct {
-	tb   testing.TB
-	db   *store.DB
-	srv  *web.Server
-	bell chan struct{}
-	gens map[string]*gen
-	cfg  web.Config
+	tb     testing.TB
+	db     *store.DB
+	dbPath string
+	srv    *web.Server
+	bell   chan struct{}
+	gens   map[string]*gen
+	cfg    web.Config
 }
 
 // MustOpenEnv starts a server over a fresh store; mod adjusts the config.
 func MustOpenEnv(tb testing.TB, mod func(*web.Config)) *env {
 	tb.Helper()
-	e := &env{tb: tb, db: MustOpenStore(tb), bell: make(chan struct{}, 1), gens: map[string]*gen{}}
+	path := filepath.Join(tb.TempDir(), "feed.db")
+	e := &env{tb: tb, db: mustOpenStoreAt(tb, path), dbPath: path, bell: make(chan struct{}, 1), gens: map[string]*gen{}}
 	cfg := web.Config{
 		Addr:     "127.0.0.1:0",
 		Store:    e.db,
