@@ -229,28 +229,25 @@
       return true;
     }
 
-    // filters wires the radios; CSS hides by root[data-filter], so live
+    // filters wires the select; CSS hides by root[data-filter], so live
     // lines follow the choice too. The choice is this browser's
     // (localStorage), for every game.
     function filters() {
       var key = 'codemojex.filter';
-      var box = document.getElementById('filter');
-      if (!box) return;
+      var sel = document.getElementById('filter');
+      if (!sel) return;
       var v = 'all';
       try { v = localStorage.getItem(key) || v; } catch (e) { /* storage off */ }
       set(v);
-      box.addEventListener('change', function (e) {
-        if (e.target && e.target.name === 'filter') {
-          set(e.target.value);
-          try { localStorage.setItem(key, root.dataset.filter); } catch (err) { /* storage off */ }
-          pillText();
-        }
+      sel.addEventListener('change', function () {
+        set(sel.value);
+        try { localStorage.setItem(key, root.dataset.filter); } catch (err) { /* storage off */ }
+        pillText();
       });
       function set(v) {
         if (!/^(all|nochat|plays)$/.test(v)) v = 'all';
         root.dataset.filter = v;
-        var r = box.querySelector('input[value="' + v + '"]');
-        if (r) r.checked = true;
+        sel.value = v;
       }
     }
 
@@ -397,6 +394,20 @@
       if (document.visibilityState === 'visible') wake();
     });
     window.addEventListener('pageshow', function (e) { if (e.persisted) wake(); });
+    // A page kept in the back/forward cache is nobody watching: it lets go
+    // of its socket and takes a new one from its cursor if it comes back.
+    window.addEventListener('pagehide', function (e) {
+      if (!e.persisted) return;
+      if (timer) { clearTimeout(timer); timer = 0; }
+      if (probe) { clearTimeout(probe); probe = 0; }
+      var s = ws;
+      ws = null;
+      if (s) {
+        s.onmessage = null;
+        s.onclose = null;
+        s.close(1000, 'page hidden');
+      }
+    });
     window.addEventListener('online', function () { if (!ws) now(); });
     window.addEventListener('offline', function () { if (!ws) setState('offline'); });
 

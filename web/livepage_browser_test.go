@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	_ "modernc.org/sqlite"
 
 	"github.com/codemojex/feed/internal/event"
@@ -31,6 +33,27 @@ func (b *browser) hide() func() {
 		b.tb.Fatal(err)
 	}
 	return closeTab
+}
+
+// choose picks value in a <select> by keyboard, as a player without a
+// mouse does: focus, then arrow keys until it is selected.
+func (b *browser) choose(sel, value string) {
+	b.tb.Helper()
+	b.do(chromedp.Focus(chromedp.CSS(sel)))
+	q := `document.querySelector(` + strconv.Quote(sel) + `)`
+	for i := 0; i < 5; i++ {
+		// [current value, "down" or "up" towards value]
+		v := b.eval(`[` + q + `.value, Array.from(` + q + `.options).findIndex(o => o.value === ` + strconv.Quote(value) + `) > ` + q + `.selectedIndex ? 'down' : 'up']`)
+		if v[0] == value {
+			return
+		}
+		key := kb.ArrowUp
+		if v[1] == "down" {
+			key = kb.ArrowDown
+		}
+		b.do(chromedp.KeyEvent(key))
+	}
+	b.tb.Fatalf("%s: could not choose %s by keyboard", sel, value)
 }
 
 // show brings the tab back: it resumes and becomes visible.
@@ -190,7 +213,7 @@ func TestBrowserFilterLive(t *testing.T) {
 	b := mustOpenBrowser(t)
 	b.do(chromedp.Navigate(e.url("/games/g1")))
 	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
-	b.do(chromedp.Click(chromedp.CSS(`#filter input[value="plays"]`)))
+	b.choose("#filter", "plays")
 	b.until("filter set", `document.querySelector('#game').dataset.filter === 'plays'`)
 
 	chat := g.ev(t, event.KindChat, "player", "ada", "text", "hello")
@@ -207,10 +230,10 @@ func TestBrowserFilterLive(t *testing.T) {
 
 	b.do(chromedp.Reload())
 	b.until("live after reload", `document.querySelector('#conn').dataset.state === 'live'`)
-	if v := b.eval(`[document.querySelector('#game').dataset.filter, String(document.querySelector('#filter input[value="plays"]').checked)]`); v[0] != "plays" || v[1] != "true" {
+	if v := b.eval(`[document.querySelector('#game').dataset.filter, document.querySelector('#filter').value]`); v[0] != "plays" || v[1] != "plays" {
 		t.Fatalf("after a reload the filter is %v", v)
 	}
-	b.do(chromedp.Click(chromedp.CSS(`#filter input[value="nochat"]`)))
+	b.choose("#filter", "nochat")
 	b.until("no chat", `document.querySelector('#game').dataset.filter === 'nochat'`)
 	more := g.ev(t, event.KindChat, "player", "bob", "text", "still hidden")
 	e.upsert(more)
