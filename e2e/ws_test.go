@@ -13,10 +13,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/codemojex/feed/internal/proctest"
+	"github.com/codemojex/feed/internal/testkit/proctest"
 )
 
-// frame is a websocket frame of design.md.
+// frame is a websocket frame of docs/contracts.md.
 type frame struct {
 	T    string `json:"t"`
 	Seq  int64  `json:"seq"`

@@ -8,8 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/codemojex/feed/internal/browsertest"
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/browsertest"
 )
 
 // seedLongGame stores a game whose every field is as long as the writer may

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/presence"
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 	"github.com/codemojex/feed/web"
 )
 

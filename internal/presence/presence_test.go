@@ -9,8 +9,8 @@ import (
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/presence"
-	"github.com/codemojex/feed/internal/redistest"
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 func mustNew(tb testing.TB, cfg presence.Config) *presence.Redis {
