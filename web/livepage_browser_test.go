@@ -301,3 +301,37 @@ func mustZone(tb testing.TB, name string) *time.Location {
 	}
 	return l
 }
+
+// A page put in the back/forward cache lets go of its socket (it is not
+// watching), and when it comes back it resumes from its cursor at once,
+// with the lines written meanwhile, without a reload.
+func TestBrowserBackForwardCache(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 4)
+	e.upsert(evs[:2]...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1`))
+
+	b.do(chromedp.Navigate(e.url("/")))
+	b.until("index", `document.querySelector('#index').dataset.state === 'live'`)
+	waitFor(t, 5*time.Second, "the cached page to close its socket", func() bool { return e.srv.Stats().Clients == 0 })
+	e.upsert(evs[2:]...)
+
+	b.do(chromedp.Evaluate[chromedp.Void](`history.back()`))
+	// chromedp's polling does not follow a page restored from the cache;
+	// plain evaluations do.
+	waitFor(t, 20*time.Second, "every line", func() bool {
+		v, err := chromedp.Run(b.ctx, chromedp.Evaluate[float64](`document.body.dataset.page === 'game' ? document.querySelectorAll('#timeline > li').length : 0`))
+		return err == nil && v == 4
+	})
+	if got, want := b.eval(domIDs), reverse(evtIDs(evs)); !eq(got, want) {
+		t.Fatalf("timeline %v, want %v", got, want)
+	}
+	if n := b.num(`window.__mark || 0`); n != 1 {
+		t.Fatalf("the page was loaded again, not restored from the back/forward cache")
+	}
+	b.noProblems()
+}
