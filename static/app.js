@@ -143,7 +143,9 @@
     function pillText() {
       var n = 0;
       for (var id in held) if (filterShows(held[id])) n++;
-      pill.hidden = heldN === 0;
+      // Held lines the filter hides wait quietly; the pill shows with the first
+      // one the reader would see.
+      pill.hidden = n === 0;
       pill.querySelector('.n').textContent = String(n);
       pill.lastChild.textContent = n === 1 ? ' new line' : ' new lines';
       root.dataset.held = String(heldN);
