@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/registry"
 )
 
 // Config configures a Consumer. Zero durations and counts take the defaults
@@ -73,7 +74,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-func (c *Config) setDefaults() {
+// withDefaults returns c with every zero field set to the default its doc
+// comment names. Each Config and Options of the feed fills defaults this way,
+// once, where it is opened.
+func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -99,6 +103,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	return c
 }
 
 func (c *Config) validate() error {
@@ -130,21 +135,14 @@ func StaticStreams(keys ...string) func(context.Context) ([]string, error) {
 // valid game in the registry (ZRANGE codemojex:games).
 func RegistryStreams(rdb redis.UniversalClient) func(context.Context) ([]string, error) {
 	return func(ctx context.Context) ([]string, error) {
-		games, err := rdb.ZRange(ctx, event.RegistryKey, 0, -1).Result()
+		games, err := registry.Games(ctx, rdb)
 		if err != nil {
-			return nil, fmt.Errorf("feed: games registry: %w", err)
+			return nil, fmt.Errorf("feed: %w", err)
 		}
-		out := make([]string, 0, len(games))
-		for _, g := range games {
-			if event.ValidGame(g) {
-				out = append(out, event.StreamKey(g))
-			}
+		out := make([]string, len(games))
+		for i, g := range games {
+			out[i] = event.StreamKey(g)
 		}
 		return out, nil
 	}
-}
-
-// LeaseKey returns the Redis key of the lease on a consumer name.
-func LeaseKey(group, consumer string) string {
-	return "codemojex:feed:lease:{" + group + "}:" + consumer
 }

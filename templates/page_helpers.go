@@ -4,31 +4,33 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/store"
 )
 
-// statusClass maps a game status to a CSS class suffix; unknown statuses
+// pgStatusClass maps a game status to a CSS class suffix; unknown statuses
 // (stored from newer writers) fall back to a neutral one.
-func pgStatusClass(s string) string {
+func pgStatusClass(s event.Status) string {
 	switch s {
-	case "waiting", "playing", "over":
-		return s
+	case event.StatusWaiting, event.StatusPlaying, event.StatusOver:
+		return string(s)
 	}
 	return "unknown"
 }
 
-func pgStatusText(s string) string {
+// pgStatusText is the label of a game status.
+func pgStatusText(s event.Status) string {
 	switch s {
-	case "waiting":
+	case event.StatusWaiting:
 		return "waiting"
-	case "playing":
+	case event.StatusPlaying:
 		return "playing"
-	case "over":
+	case event.StatusOver:
 		return "game over"
 	case "":
 		return "unknown"
 	}
-	return s
+	return string(s)
 }
 
 func pgRoundText(g store.Game) string {
@@ -52,11 +54,11 @@ func pgGameTitle(g store.Game) string {
 	return g.Name
 }
 
-// rfc3339 is the machine-readable time of a <time> element; the page script
+// pgRfc3339 is the machine-readable time of a <time> element; the page script
 // derives the relative text from it.
 func pgRfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// absolute is the human-readable absolute time shown as a tooltip.
+// pgAbsolute is the human-readable absolute time shown as a tooltip.
 func pgAbsolute(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // relative is the server's first rendering of a relative time; the page

@@ -60,8 +60,8 @@ type Config struct {
 	// Ready reports whether Redis and SQLite are reachable and the consumer
 	// loop runs; nil means ready. /readyz answers 503 with its error.
 	Ready func(ctx context.Context) error
-	// Doorbell signals that the store moved (the renderer's PUBLISH, relayed
-	// by cmd/renderer). Nil: the tailer only polls every TailEvery.
+	// Doorbell signals that the store moved (a renderer's PUBLISH, relayed
+	// by internal/renderer). Nil: the tailer only polls every TailEvery.
 	Doorbell <-chan struct{}
 
 	// AllowedOrigins widens the websocket Origin check beyond the request's
@@ -101,7 +101,10 @@ type Config struct {
 	MaxClients   int     // websocket clients per server; beyond it upgrades get 503 (10000)
 }
 
-func (c *Config) defaults() {
+// withDefaults returns c with every zero field set to the default its doc
+// comment names. Each Config and Options of the feed fills defaults this way,
+// once, where it is opened.
+func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -120,6 +123,7 @@ func (c *Config) defaults() {
 	if c.UpgradeRate <= 0 {
 		c.UpgradeRate = 2
 	}
+	return c
 }
 
 func setDur(d *time.Duration, def time.Duration) {
@@ -183,7 +187,7 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, ErrNoStore
 	}
-	cfg.defaults()
+	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
 	s.hubs = newHubs()
