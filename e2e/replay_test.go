@@ -60,7 +60,7 @@ func TestBrowserReplayPage(t *testing.T) {
 	waitTimeline(t, ctx, reversed(w.ids[:3]), 5*time.Second)
 }
 
-// TestScreenshots saves screenshots of a game page and of /status to the
+// TestScreenshots saves screenshots of a game page (wide and at 375 px) and of /status to the
 // directory named by $CODEMOJEX_SCREENSHOTS (docs/ in the repository), so
 // README shows what the product looks like. Without the variable it still
 // renders both pages in the browser and checks they are not empty.
@@ -75,6 +75,22 @@ func TestScreenshots(t *testing.T) {
 	open(t, ctx, r.url("/games/demo-1"))
 	waitConn(t, ctx, "live", 5*time.Second)
 	shoot(t, ctx, "screenshot-game.png")
+
+	// The same page on a phone (375 × 812): timeline first, the scoreboard
+	// collapsed into its summary, nothing wider than the screen.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulatePortrait)); err != nil {
+		t.Fatal(err)
+	}
+	open(t, ctx, r.url("/games/demo-1"))
+	waitConn(t, ctx, "live", 5*time.Second)
+	wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+	if err != nil || wide {
+		t.Fatalf("the phone page scrolls sideways (err %v)", err)
+	}
+	shoot(t, ctx, "screenshot-phone.png")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1200, 900)); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(r.url("/status")), chromedp.WaitReady(chromedp.CSS("body"))); err != nil {
 		t.Fatal(err)
 	}

@@ -1,45 +1,25 @@
 // codemojex feed: the games index and the live game page. No framework, no
 // inline script (the CSP forbids it); the server embeds what the script
-// needs as data attributes.
+// needs as data attributes. The page's behaviour is specified in
+// docs/live-page.md.
 (function () {
   'use strict';
 
   var page = document.body.dataset.page;
+  var feed = window.feed; // common.js
+  var parse = feed.parse;
 
   // A CSP violation is a bug: mark it where browser tests can see it.
   document.addEventListener('securitypolicyviolation', function (e) {
     document.documentElement.dataset.csp = 'violated: ' + e.violatedDirective;
   });
 
-  // --- relative times -------------------------------------------------------
+  var tz = document.getElementById('tz');
+  if (tz) tz.textContent = feed.zone;
+  feed.times(document);
+  setInterval(function () { feed.times(document, true); }, 5000);
 
-  function pad(n) { return n < 10 ? '0' + n : '' + n; }
-
-  // rel returns "just now", "12s ago", "5m ago" for the last hour, else the
-  // local clock time (or date, for older than a day).
-  function rel(t, now) {
-    var d = Math.round((now - t) / 1000);
-    if (d < 5) return 'just now';
-    if (d < 60) return d + 's ago';
-    if (d < 3600) return Math.floor(d / 60) + 'm ago';
-    var dt = new Date(t);
-    if (d < 86400) return pad(dt.getHours()) + ':' + pad(dt.getMinutes()) + ':' + pad(dt.getSeconds());
-    return dt.toLocaleDateString();
-  }
-
-  function refreshTimes(root) {
-    var now = Date.now();
-    var els = root.querySelectorAll('time[datetime]');
-    for (var i = 0; i < els.length; i++) {
-      var t = Date.parse(els[i].getAttribute('datetime'));
-      if (!isNaN(t)) els[i].textContent = rel(t, now);
-    }
-  }
-
-  refreshTimes(document);
-  setInterval(function () { refreshTimes(document); }, 5000);
-
-  var parse = window.feed.parse; // common.js
+  var reduced = window.matchMedia('(prefers-reduced-motion: reduce)');
 
   if (page === 'index') index();
   if (page === 'game') game();
@@ -50,25 +30,257 @@
     var sec = document.getElementById('index');
     var body = document.getElementById('games');
     if (!sec || !body) return;
-    window.feed.pollFragment(sec, sec.dataset.rows, 3000, null, function (html) {
+    feed.pollFragment(sec, sec.dataset.rows, 3000, null, function (html) {
       body.innerHTML = html;
-      refreshTimes(body);
+      feed.times(body);
     });
   }
 
-  // --- game page: the live timeline -----------------------------------------
+  // --- game page ----------------------------------------------------------------
 
   function game() {
     var root = document.getElementById('game');
     var list = document.getElementById('timeline');
+    var log = document.getElementById('log');
     var conn = document.getElementById('conn');
-    if (!root || !list || !conn) return;
+    var pill = document.getElementById('newer');
+    var watching = document.getElementById('watching');
+    if (!root || !list || !log || !conn || !pill) return;
 
-    var seq = Number(root.dataset.seq) || 0; // highest seq seen: the resume cursor
+    var cap = Number(root.dataset.cap) || 500;
+    var seq = Number(root.dataset.seq) || 0; // highest seq received: the resume cursor
+    var older = document.getElementById('older');
+
+    filters();
+    board();
+
+    // --- the timeline: newest first, at most cap lines in the DOM ------------
+
+    // held are lines kept out of the DOM while the reader is away from the
+    // newest (new lines, and the newest lines trimmed when older ones paged
+    // in), by id. gap: held overflowed, so it no longer joins the DOM's lines.
+    var held = {};
+    var heldN = 0;
+    var gap = false;
+
+    function headerBottom() {
+      var h = document.querySelector('header.top');
+      return h ? h.getBoundingClientRect().bottom : 0;
+    }
+
+    // atNewest: the top of the timeline is on screen (give or take a line).
+    function atNewest() {
+      return list.getBoundingClientRect().top >= headerBottom() - 48;
+    }
+
+    // place inserts li at its place by EVT id (ids sort as strings). A line
+    // older than every line of a full list is left to "older lines".
+    function place(li) {
+      var items = list.children;
+      var lo = 0, hi = items.length;
+      while (lo < hi) {
+        var mid = (lo + hi) >> 1;
+        if (items[mid].id > li.id) lo = mid + 1; else hi = mid;
+      }
+      var full = items.length >= cap;
+      if (full && lo >= items.length) {
+        setOlder(items[items.length - 1].id);
+        return false;
+      }
+      // Make room first, so that the list never holds more than cap.
+      if (full) list.lastElementChild.remove();
+      list.insertBefore(li, items[lo] || null);
+      if (full) setOlder(list.lastElementChild.id);
+      feed.times(li);
+      var empty = document.getElementById('empty');
+      if (empty) empty.remove();
+      return true;
+    }
+
+    function known(id) { return !!(document.getElementById(id) || held[id]); }
+
+    // add takes a live line: into the DOM when the reader is at the newest,
+    // else held (nothing they are reading moves) and counted on the pill.
+    function add(li) {
+      if (!li || li.tagName !== 'LI' || !li.id || known(li.id)) return;
+      if (!gap && heldN === 0 && atNewest()) {
+        place(li);
+        return;
+      }
+      hold(li);
+      pillText();
+    }
+
+    function hold(li) {
+      held[li.id] = li;
+      heldN++;
+      if (heldN > cap) {
+        var ids = Object.keys(held).sort();
+        delete held[ids[0]];
+        heldN--;
+        gap = true;
+      }
+    }
+
+    // flush shows the held lines, replacing the DOM's when they do not join.
+    function flush() {
+      var nodes = held;
+      var ids = Object.keys(nodes).sort();
+      var replaced = gap;
+      held = {};
+      heldN = 0;
+      gap = false;
+      if (replaced) {
+        while (list.firstElementChild) list.firstElementChild.remove();
+      }
+      // Newest last, so that when the list is full the oldest held lines are
+      // the ones left to "older lines".
+      for (var i = 0; i < ids.length; i++) place(nodes[ids[i]]);
+      if (replaced && list.lastElementChild) setOlder(list.lastElementChild.id);
+      pillText();
+    }
+
+    function pillText() {
+      var n = 0;
+      for (var id in held) if (filterShows(held[id])) n++;
+      // Held lines the filter hides wait quietly; the pill shows with the first
+      // one the reader would see.
+      pill.hidden = n === 0;
+      pill.querySelector('.n').textContent = String(n);
+      pill.lastChild.textContent = n === 1 ? ' new line' : ' new lines';
+      root.dataset.held = String(heldN);
+    }
+
+    pill.addEventListener('click', function () {
+      flush();
+      window.scrollTo({ top: 0, behavior: reduced.matches ? 'auto' : 'smooth' });
+      log.focus({ preventScroll: true });
+    });
+
+    // Held lines wait for the pill even when the reader scrolls back up by
+    // hand: flushing on scroll would fight "older lines" on a short page,
+    // and the pill is in sight at the top anyway.
+
+    // --- older lines -----------------------------------------------------------
+
+    function setOlder(before) {
+      if (!older) {
+        older = document.createElement('a');
+        older.id = 'older';
+        older.className = 'older';
+        older.textContent = 'older lines';
+        log.after(older);
+        older.addEventListener('click', loadOlder);
+      }
+      older.dataset.before = before;
+      older.href = '/games/' + encodeURIComponent(root.dataset.game) + '/older?before=' + encodeURIComponent(before);
+    }
+    if (older) older.addEventListener('click', loadOlder);
+
+    // loadOlder pages in the lines before the oldest shown. When the list
+    // would pass the cap, the newest lines go (held, for the pill) and the
+    // view is held still against their removal.
+    function loadOlder(e) {
+      e.preventDefault();
+      var a = older;
+      if (a.dataset.busy) return;
+      a.dataset.busy = '1';
+      fetch(a.getAttribute('href'), { cache: 'no-store' }).then(function (r) {
+        if (!r.ok) throw new Error('status ' + r.status);
+        var more = r.headers.get('X-More') === 'true';
+        return r.text().then(function (html) { return { html: html, more: more }; });
+      }).then(function (res) {
+        var t = document.createElement('template');
+        t.innerHTML = res.html;
+        var lis = Array.prototype.slice.call(t.content.children);
+        // The reader is at the bottom, where they clicked: the line above the
+        // link stays where it is while lines leave the top.
+        var anchor = list.lastElementChild;
+        var top = anchor ? anchor.getBoundingClientRect().top : 0;
+        var last = '';
+        lis.forEach(function (li) {
+          if (!li.id || known(li.id)) return;
+          while (list.children.length >= cap && list.firstElementChild) {
+            var newest = list.firstElementChild;
+            newest.remove();
+            hold(newest);
+          }
+          list.appendChild(li);
+          feed.times(li);
+          last = li.id;
+        });
+        if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - top);
+        pillText();
+        if (!res.more || !last) {
+          a.remove();
+          older = null;
+          return;
+        }
+        setOlder(last);
+      }).catch(function () {
+        a.textContent = 'older lines (retry)';
+      }).then(function () { delete a.dataset.busy; });
+    }
+
+    // --- filter: everything, no chat, or guesses and wins -------------------------
+
+    function filterShows(li) {
+      var f = root.dataset.filter, k = li.dataset.kind;
+      if (f === 'nochat') return k !== 'chat';
+      if (f === 'plays') return k === 'guess' || k === 'round_won' || k === 'game_over';
+      return true;
+    }
+
+    // filters wires the select; CSS hides by root[data-filter], so live
+    // lines follow the choice too. The choice is this browser's
+    // (localStorage), for every game.
+    function filters() {
+      var key = 'codemojex.filter';
+      var sel = document.getElementById('filter');
+      if (!sel) return;
+      var v = 'all';
+      try { v = localStorage.getItem(key) || v; } catch (e) { /* storage off */ }
+      set(v);
+      sel.addEventListener('change', function () {
+        set(sel.value);
+        try { localStorage.setItem(key, root.dataset.filter); } catch (err) { /* storage off */ }
+        pillText();
+      });
+      function set(v) {
+        if (!/^(all|nochat|plays)$/.test(v)) v = 'all';
+        root.dataset.filter = v;
+        sel.value = v;
+      }
+    }
+
+    // --- scoreboard: open on wide screens, a one-line summary on phones -------
+
+    function board() {
+      var wide = window.matchMedia('(min-width: 860px)');
+      var d = document.querySelector('#scoreboard details');
+      if (d) d.open = wide.matches;
+      wide.addEventListener('change', function () {
+        var cur = document.querySelector('#scoreboard details');
+        if (cur) cur.open = wide.matches;
+      });
+    }
+
+    function replaceBoard(html) {
+      var next = parse(html);
+      var old = document.getElementById('scoreboard');
+      if (!next || !old) return;
+      var was = old.querySelector('details'), now = next.querySelector('details');
+      if (was && now) now.open = was.open; // the reader's choice stays
+      old.replaceWith(next);
+    }
+
+    // --- the socket ----------------------------------------------------------------
+
     var attempt = 0;
     var failingSince = 0;
     var ws = null;
     var timer = 0;
+    var probe = 0;
     var reloading = false;
 
     function setState(state, text) {
@@ -83,36 +295,25 @@
       }
     }
 
-    // insert puts li at its place by EVT id in the newest-first list (ids
-    // sort as strings) and ignores an id already shown.
-    function insert(li) {
-      if (!li || li.tagName !== 'LI' || !li.id) return false;
-      if (document.getElementById(li.id)) return false;
-      var items = list.children;
-      var lo = 0, hi = items.length;
-      while (lo < hi) {
-        var mid = (lo + hi) >> 1;
-        if (items[mid].id > li.id) lo = mid + 1; else hi = mid;
-      }
-      list.insertBefore(li, items[lo] || null);
-      refreshTimes(li);
-      var empty = document.getElementById('empty');
-      if (empty) empty.remove();
-      return true;
-    }
-
     function onFrame(ev) {
+      // Any frame proves the socket alive.
+      if (probe) { clearTimeout(probe); probe = 0; }
       var f;
       try { f = JSON.parse(ev.data); } catch (e) { return; }
       switch (f.t) {
         case 'line':
-          insert(parse(f.html));
+          add(parse(f.html));
           noteSeq(f.seq);
           break;
         case 'state':
-          var board = parse(f.html);
-          var old = document.getElementById('scoreboard');
-          if (board && old) old.replaceWith(board);
+          replaceBoard(f.html);
+          break;
+        case 'watching':
+          if (watching) {
+            var n = Number(f.n) || 0;
+            watching.dataset.n = String(n);
+            watching.querySelector('.n').textContent = String(n);
+          }
           break;
         case 'reset':
           reloading = true;
@@ -137,7 +338,8 @@
       };
       sock.onmessage = onFrame;
       sock.onclose = function (e) {
-        if (ws === sock) ws = null;
+        if (ws !== sock) return; // a socket already given up on
+        ws = null;
         if (reloading) return;
         root.dataset.closeCode = String(e.code);
         retry();
@@ -151,51 +353,65 @@
       if (timer) return;
       attempt++;
       if (!failingSince) failingSince = Date.now();
-      var cap = Math.min(20000, 500 * Math.pow(2, attempt - 1));
-      var wait = Math.random() * cap;
+      var c = Math.min(20000, 500 * Math.pow(2, attempt - 1));
       var offline = navigator.onLine === false || Date.now() - failingSince > 60000;
       setState(offline ? 'offline' : 'reconnecting');
-      timer = setTimeout(connect, wait);
+      timer = setTimeout(connect, Math.random() * c);
     }
 
-    window.addEventListener('online', function () {
-      if (!ws && timer) {
-        clearTimeout(timer);
-        connect();
+    // now drops the backoff and connects at once from the cursor.
+    function now() {
+      if (timer) clearTimeout(timer);
+      timer = 0;
+      attempt = 0;
+      connect();
+    }
+
+    // drop gives up on a socket that does not answer (a phone's connection
+    // that died while the tab slept keeps looking open) and resumes.
+    function drop() {
+      probe = 0;
+      var dead = ws;
+      ws = null;
+      if (dead) {
+        dead.onmessage = null;
+        try { dead.close(); } catch (e) { /* already closing */ }
+      }
+      setState('reconnecting');
+      now();
+    }
+
+    // wake checks the socket as soon as the tab is back: a closed one
+    // reconnects at once; an open one must answer a probe within 3 s.
+    function wake() {
+      root.dataset.woke = String((Number(root.dataset.woke) || 0) + 1);
+      if (reloading) return;
+      if (!ws) { now(); return; }
+      if (ws.readyState !== WebSocket.OPEN || probe) return;
+      try { ws.send('{"t":"probe"}'); } catch (e) { drop(); return; }
+      probe = setTimeout(drop, 3000);
+    }
+
+    document.addEventListener('visibilitychange', function () {
+      if (document.visibilityState === 'visible') wake();
+    });
+    window.addEventListener('pageshow', function (e) { if (e.persisted) wake(); });
+    // A page kept in the back/forward cache is nobody watching: it lets go
+    // of its socket and takes a new one from its cursor if it comes back.
+    window.addEventListener('pagehide', function (e) {
+      if (!e.persisted) return;
+      if (timer) { clearTimeout(timer); timer = 0; }
+      if (probe) { clearTimeout(probe); probe = 0; }
+      var s = ws;
+      ws = null;
+      if (s) {
+        s.onmessage = null;
+        s.onclose = null;
+        s.close(1000, 'page hidden');
       }
     });
-    window.addEventListener('offline', function () {
-      if (!ws) setState('offline');
-    });
-
-    // Older lines: fetch the fragment before the oldest shown id.
-    var older = document.getElementById('older');
-    if (older) {
-      older.addEventListener('click', function (e) {
-        e.preventDefault();
-        if (older.dataset.busy) return;
-        older.dataset.busy = '1';
-        fetch(older.getAttribute('href'), { cache: 'no-store' }).then(function (r) {
-          if (!r.ok) throw new Error('status ' + r.status);
-          var more = r.headers.get('X-More') === 'true';
-          return r.text().then(function (html) { return { html: html, more: more }; });
-        }).then(function (res) {
-          var t = document.createElement('template');
-          t.innerHTML = res.html;
-          var lis = Array.prototype.slice.call(t.content.children);
-          var last = '';
-          lis.forEach(function (li) { insert(li); last = li.id || last; });
-          if (!res.more || !last) {
-            older.remove();
-            return;
-          }
-          older.dataset.before = last;
-          older.setAttribute('href', older.getAttribute('href').replace(/before=[^&]*/, 'before=' + encodeURIComponent(last)));
-        }).catch(function () {
-          older.textContent = 'older lines (retry)';
-        }).then(function () { delete older.dataset.busy; });
-      });
-    }
+    window.addEventListener('online', function () { if (!ws) now(); });
+    window.addEventListener('offline', function () { if (!ws) setState('offline'); });
 
     setState('connecting');
     connect();

@@ -34,5 +34,46 @@
     once();
   }
 
-  window.feed = { parse: parse, pollFragment: pollFragment };
+  // --- times: one rule on the server and here (docs/live-page.md) ----------
+  //
+  // A line's <time> shows the writer's clock as HH:MM:SS; a <time
+  // class="rel"> (the index) shows its age: "just now" under 5 s, then "12s
+  // ago", "5m ago", "3h ago", and past a day the date YYYY-MM-DD. Tooltips
+  // read "YYYY-MM-DD HH:MM:SS ZONE". The server renders them in UTC
+  // (templates: timeStrings, pgRelative, pgAbsolute); this script renders the
+  // same formats in the player's own time zone, named in #tz.
+
+  var zone = 'local';
+  try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || zone; } catch (e) { /* old browser */ }
+
+  function pad(n) { return n < 10 ? '0' + n : '' + n; }
+  function ymd(d) { return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()); }
+  function hms(d) { return pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds()); }
+
+  // rel is pgRelative: whole units, truncated.
+  function rel(t, now) {
+    var s = Math.floor((now - t) / 1000);
+    if (s < 5) return 'just now';
+    if (s < 60) return s + 's ago';
+    if (s < 3600) return Math.floor(s / 60) + 'm ago';
+    if (s < 86400) return Math.floor(s / 3600) + 'h ago';
+    return ymd(new Date(t));
+  }
+
+  // times renders every <time datetime> under root; relOnly skips the
+  // clock times, which do not change.
+  function times(root, relOnly) {
+    var now = Date.now();
+    var els = root.querySelectorAll(relOnly ? 'time.rel[datetime]' : 'time[datetime]');
+    for (var i = 0; i < els.length; i++) {
+      var el = els[i];
+      var t = Date.parse(el.getAttribute('datetime'));
+      if (isNaN(t)) continue;
+      var d = new Date(t);
+      el.title = ymd(d) + ' ' + hms(d) + ' ' + zone;
+      el.textContent = el.classList.contains('rel') ? rel(t, now) : hms(d);
+    }
+  }
+
+  window.feed = { parse: parse, pollFragment: pollFragment, times: times, zone: zone };
 })();

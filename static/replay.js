@@ -27,7 +27,10 @@
     n = Math.max(0, Math.min(entries.length, n));
     while (shown < n) {
       var li = parse(entries[shown].html);
-      if (li) list.insertBefore(li, list.firstChild);
+      if (li) {
+        window.feed.times(li); // the live page's rule: clock times in the player's zone
+        list.insertBefore(li, list.firstChild);
+      }
       else list.insertBefore(document.createElement('li'), list.firstChild);
       shown++;
     }

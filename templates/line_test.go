@@ -126,7 +126,10 @@ var hostile = []string{
 }
 
 var allowedTags = map[string]bool{"time": true, "span": true, "bdi": true, "q": true, "strong": true, "code": true, "li": true}
-var allowedAttrs = map[string]bool{"class": true, "datetime": true, "title": true, "aria-hidden": true,
+
+// role and aria-label: emoji groups are read by their names (never the
+// untrusted text itself: see emojiname.Spoken).
+var allowedAttrs = map[string]bool{"class": true, "datetime": true, "title": true, "aria-hidden": true, "role": true, "aria-label": true,
 	"id": true, "data-seq": true, "data-kind": true}
 
 // TestLineHostileText: whatever a writer puts in any field (names, chat,
@@ -324,6 +327,25 @@ func TestLineTime(t *testing.T) {
 		}
 		if !strings.HasPrefix(got, tc.want) {
 			t.Errorf("at %v: got %s, want prefix %s", tc.at, got, tc.want)
+		}
+	}
+}
+
+// TestLineSpoken: a screen reader hears a guess as the emoji's names and the
+// score in words, and not the peg drawing.
+func TestLineSpoken(t *testing.T) {
+	body, err := templates.RenderLine(event.KindGuess, map[string]string{
+		"player": "ann", "round": "1", "guess": "🍍🍌🥝🥥", "exact": "2", "near": "1"}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`role="img" aria-label="pineapple, banana, kiwi fruit, coconut"`,
+		`<span class="pegs" aria-hidden="true"`,
+		`<span class="peg-text">2 exact, 1 near</span>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("%s missing from %s", want, body)
 		}
 	}
 }

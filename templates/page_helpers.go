@@ -94,3 +94,23 @@ func pgDurationText(d time.Duration) string {
 	}
 	return d.Round(time.Second).String()
 }
+
+// boardSummary is the scoreboard's one-line digest, shown when the panel is
+// collapsed (on a phone): the game's state, the leader and the players.
+func boardSummary(b store.Scoreboard) string {
+	s := pgStatusText(b.Game.Status)
+	if b.Game.Rounds > 0 {
+		s += " · round " + pgRoundText(b.Game)
+	}
+	if len(b.Players) > 0 && b.Players[0].Score > 0 {
+		s += " · " + b.Players[0].Name + " leads with " + strconv.FormatInt(b.Players[0].Score, 10)
+	}
+	switch n := len(b.Players); n {
+	case 0:
+	case 1:
+		s += " · 1 player"
+	default:
+		s += " · " + strconv.Itoa(n) + " players"
+	}
+	return s
+}

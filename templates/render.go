@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/codemojex/feed/internal/emojiname"
 	"github.com/codemojex/feed/internal/event"
 )
 
@@ -110,6 +111,10 @@ func symbolsHTML(s string) string {
 	}
 	return b.String()
 }
+
+// spoken is the words a screen reader says for an emoji string: the names
+// of its symbols, comma-separated ("pineapple, banana, kiwi fruit").
+func spoken(s string) string { return emojiname.Spoken(symbols(s)) }
 
 // pegsText is the words for the pegs, for the tooltip and screen readers.
 func pegsText(exact, near string) string {

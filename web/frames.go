@@ -17,6 +17,10 @@ const (
 	frameLine  = "line"
 	frameState = "state"
 	frameReset = "reset"
+	frameProbe = "probe"
+
+	// probeMessage is the one message a page may send (see readProbes).
+	probeMessage = `{"t":"probe"}`
 )
 
 // wireFrame is the JSON shape of every websocket frame.
@@ -25,6 +29,7 @@ type wireFrame struct {
 	Seq  int64  `json:"seq,omitempty"`
 	ID   string `json:"id,omitempty"`
 	HTML string `json:"html,omitempty"`
+	N    int64  `json:"n,omitempty"` // watching: viewers (omitted when 0)
 }
 
 // encode marshals a frame without escaping HTML (the payload is HTML meant

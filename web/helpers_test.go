@@ -31,7 +31,12 @@ var waitFor = wait.For
 // MustOpenStore opens a real store in a temporary directory.
 func MustOpenStore(tb testing.TB) *store.DB {
 	tb.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "feed.db"))
+	return mustOpenStoreAt(tb, filepath.Join(tb.TempDir(), "feed.db"))
+}
+
+func mustOpenStoreAt(tb testing.TB, path string) *store.DB {
+	tb.Helper()
+	db, err := store.Open(context.Background(), path)
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}
@@ -41,18 +46,20 @@ func MustOpenStore(tb testing.TB) *store.DB {
 
 // env is a real store with a web server on a free port and its doorbell.
 type env struct {
-	tb   testing.TB
-	db   *store.DB
-	srv  *web.Server
-	bell chan struct{}
-	gens map[string]*gen
-	cfg  web.Config
+	tb     testing.TB
+	db     *store.DB
+	dbPath string
+	srv    *web.Server
+	bell   chan struct{}
+	gens   map[string]*gen
+	cfg    web.Config
 }
 
 // MustOpenEnv starts a server over a fresh store; mod adjusts the config.
 func MustOpenEnv(tb testing.TB, mod func(*web.Config)) *env {
 	tb.Helper()
-	e := &env{tb: tb, db: MustOpenStore(tb), bell: make(chan struct{}, 1), gens: map[string]*gen{}}
+	path := filepath.Join(tb.TempDir(), "feed.db")
+	e := &env{tb: tb, db: mustOpenStoreAt(tb, path), dbPath: path, bell: make(chan struct{}, 1), gens: map[string]*gen{}}
 	cfg := web.Config{
 		Addr:     "127.0.0.1:0",
 		Store:    e.db,
@@ -189,6 +196,7 @@ type wireFrame struct {
 	Seq  int64  `json:"seq"`
 	ID   string `json:"id"`
 	HTML string `json:"html"`
+	N    int    `json:"n"`
 }
 
 // wsClient is a real websocket client of the server.
@@ -214,8 +222,20 @@ func (e *env) dial(game string, after int64) *wsClient {
 	return &wsClient{tb: e.tb, c: c}
 }
 
-// read returns the next frame or the read error.
+// read returns the next frame but watching frames (they come whenever a
+// viewer count moves; readAny sees them), or the read error.
 func (w *wsClient) read(timeout time.Duration) (wireFrame, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		f, err := w.readAny(time.Until(deadline))
+		if err != nil || f.T != "watching" {
+			return f, err
+		}
+	}
+}
+
+// readAny returns the next frame or the read error.
+func (w *wsClient) readAny(timeout time.Duration) (wireFrame, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	typ, b, err := w.c.Read(ctx)
@@ -250,7 +270,7 @@ func (w *wsClient) lines(n int) []wireFrame {
 		switch f.T {
 		case "line":
 			out = append(out, f)
-		case "state":
+		case "state", "watching":
 		default:
 			w.tb.Fatalf("frame %+v after %d lines, want line", f, len(out))
 		}

@@ -8,7 +8,8 @@ import (
 // frame is one encoded websocket message. The bytes are shared by every
 // client of a hub and must not be modified.
 type frame struct {
-	seq  int64 // the line's seq; 0 for state and reset frames
+	seq  int64  // the line's seq; 0 for other frames
+	typ  string // frame type for the counters when not a line or a state
 	data []byte
 }
 

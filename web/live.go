@@ -122,7 +122,6 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 	// Cancelling readCtx tears the socket down at once (see closeWithin).
 	readCtx, cancelRead := context.WithCancel(context.Background())
 	defer cancelRead()
-	gone := conn.CloseRead(readCtx)
 
 	s.stats.clients.Add(1)
 	mClients.Inc()
@@ -132,8 +131,11 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 	}()
 
 	c := newClient(s.cfg.SendQueue)
+	gone := readProbes(readCtx, conn, c)
 	h := s.hubs.subscribe(game, c)
+	defer s.changed()
 	defer s.hubs.unsubscribe(h, c)
+	s.joined(c, game)
 	if testHookSubscribed != nil {
 		testHookSubscribed(game)
 	}
@@ -310,6 +312,9 @@ func (ws *wsConn) flush(c *client, last int64) (int64, error) {
 	for _, f := range batch {
 		c.took()
 		typ := frameState
+		if f.typ != "" {
+			typ = f.typ
+		}
 		if f.seq != 0 {
 			if f.seq <= last {
 				continue
@@ -338,4 +343,33 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// probeFrame answers a page's probe: {"t":"probe"} both ways.
+var probeFrame = frame{typ: frameProbe, data: encode(wireFrame{T: frameProbe})}
+
+// readProbes reads the socket until it ends, as coder/websocket's CloseRead
+// does (control frames are answered on the way), but a page may send
+// {"t":"probe"} to learn whether the socket still works after its tab slept
+// (a dead connection can look open for minutes): the answer is queued like
+// any frame, so a page that probes and never reads is a slow client. Any
+// other message closes the socket with StatusPolicyViolation. The returned
+// context ends when the socket does.
+func readProbes(ctx context.Context, conn *websocket.Conn, c *client) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer cancel()
+		for {
+			typ, b, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			if typ != websocket.MessageText || string(b) != probeMessage {
+				conn.Close(websocket.StatusPolicyViolation, "unexpected data message")
+				return
+			}
+			c.offer(probeFrame)
+		}
+	}()
+	return ctx
 }

@@ -14,7 +14,7 @@ var (
 	})
 	mFramesSent = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemojex_web_frames_sent_total",
-		Help: "Websocket frames written, by frame type (line, state, reset).",
+		Help: "Websocket frames written, by frame type (line, state, watching, reset).",
 	}, []string{"type"})
 	mFramesEncoded = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemojex_web_hub_frames_encoded_total",
@@ -54,7 +54,7 @@ var (
 func (s *Server) countEncoded(typ string) {
 	if typ == frameLine {
 		s.stats.linesEncoded.Add(1)
-	} else {
+	} else if typ == frameState {
 		s.stats.statesEncoded.Add(1)
 	}
 	mFramesEncoded.WithLabelValues(typ).Inc()

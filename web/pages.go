@@ -66,7 +66,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "games", err)
 		return
 	}
-	s.render(w, r, http.StatusOK, templates.IndexPage(games, time.Now()))
+	s.render(w, r, http.StatusOK, templates.IndexPage(games, time.Now(), s.Watching()))
 }
 
 // gamesFragment is the index's table body, polled by the page script.
@@ -78,7 +78,7 @@ func (s *Server) gamesFragment(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "games", err)
 		return
 	}
-	s.render(w, r, http.StatusOK, templates.GamesRows(games, time.Now()))
+	s.render(w, r, http.StatusOK, templates.GamesRows(games, time.Now(), s.Watching()))
 }
 
 func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {
@@ -96,7 +96,8 @@ func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {
 	if p.Board.Game.Name == "" {
 		p.Board.Game.Name = game
 	}
-	v := templates.GameView{Name: game, Seq: p.Seq, Board: p.Board, Items: items(p.Lines), StoreID: s.cfg.StoreID}
+	v := templates.GameView{Name: game, Seq: p.Seq, Board: p.Board, Items: items(p.Lines), StoreID: s.cfg.StoreID,
+		Watching: s.watchingOf(game), Cap: s.cfg.DOMLines}
 	if n := len(p.Lines); n > 0 {
 		v.OldestID = p.Lines[n-1].EvtID
 		v.More = n >= s.cfg.PageLines

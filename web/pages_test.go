@@ -93,7 +93,7 @@ func TestIndex(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET %s: %d", path, resp.StatusCode)
 		}
-		for _, want := range []string{`href="/games/alpha"`, `href="/games/beta"`, `<time datetime="`} {
+		for _, want := range []string{`href="/games/alpha"`, `href="/games/beta"`, `<time class="rel" datetime="`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("GET %s lacks %q", path, want)
 			}

@@ -95,6 +95,15 @@ type Config struct {
 	StoreID string
 	Logger  *slog.Logger // default slog.Default()
 
+	// Presence shares viewer counts ("N watching") with the other replicas;
+	// nil counts this replica's websockets alone.
+	Presence Presence
+	// PresenceEvery is the beat of the presence sync (2s); it must be well
+	// under the presence's TTL.
+	PresenceEvery time.Duration
+	// DOMLines caps the lines a game page keeps in its DOM (500).
+	DOMLines int
+
 	TailEvery    time.Duration // poll the store at least this often (1s)
 	TailBatch    int           // lines per store query of the tailer and of a backfill (256)
 	SendQueue    int           // frames queued per websocket before it is closed as slow (1024; keep it above TailBatch)
@@ -135,6 +144,8 @@ func (c Config) withDefaults() Config {
 	setDur(&c.ReadTimeout, 30*time.Second)
 	setDur(&c.ResponseTimeout, 30*time.Second)
 	setDur(&c.PingEvery, 20*time.Second)
+	setDur(&c.PresenceEvery, 2*time.Second)
+	setInt(&c.DOMLines, 500)
 	setInt(&c.TailBatch, 256)
 	setInt(&c.SendQueue, 1024)
 	setInt(&c.MaxBacklog, 5000)
@@ -180,6 +191,7 @@ type Server struct {
 	wg     sync.WaitGroup // tailer, serve loop, websocket handlers
 
 	hubs     *hubs
+	watch    *watchers
 	limiter  *limiter
 	sockets  *slots        // websockets per client key, taken before the handshake
 	requests *slots        // plain requests in flight per client key
@@ -225,6 +237,7 @@ func Open(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
 	s.hubs = newHubs()
+	s.watch = newWatchers()
 	s.limiter = newLimiter(cfg.UpgradeRate, cfg.UpgradeBurst)
 	s.sockets = newSlots(cfg.MaxSocketsPerClient)
 	s.requests = newSlots(cfg.MaxRequestsPerClient)
@@ -259,10 +272,14 @@ func Open(cfg Config) (*Server, error) {
 	s.stats.tailCursor.Store(start)
 
 	t := newTailer(s, start)
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
 		t.run(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.runPresence(ctx)
 	}()
 	go func() {
 		defer s.wg.Done()

@@ -20,7 +20,17 @@ const (
 	// DoorbellChannel is the pub/sub channel a renderer publishes on after
 	// each committed batch: a hint that the store moved, never the truth.
 	DoorbellChannel = "codemojex:feed:doorbell"
+	// PresenceReplicasKey is the sorted set of web replicas that count
+	// viewers: member REPLICA, score = unix ms (Redis's clock) at which its
+	// count expires. Each replica drops expired members on every beat, and
+	// the key itself expires with its last live member (docs/live-page.md).
+	PresenceReplicasKey = "codemojex:presence:replicas"
 )
+
+// PresenceKey returns the hash of one web replica's viewers: field GAME,
+// value = websockets open on that game. It expires unless the replica
+// refreshes it, so a crashed replica's viewers vanish on their own.
+func PresenceKey(replica string) string { return "codemojex:presence:replica:" + replica }
 
 // MaxEntryBytes is the largest entry (sum of field names and values) that is
 // accepted; larger entries are malformed.

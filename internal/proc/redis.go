@@ -22,6 +22,10 @@ type RedisOptions struct {
 	// MaxClients raises redis-server's client limit (its default is
 	// 10,000), for benchmarks with many connections.
 	MaxClients int
+	// Cluster starts the server in cluster mode (no slots assigned: the
+	// caller forms the cluster). Its port is below 55535, so that the
+	// cluster bus port (port + 10000) exists.
+	Cluster bool
 }
 
 // Redis is a redis-server (or valkey-server) process on a free loopback
@@ -62,6 +66,11 @@ func StartRedis(dir string, opts RedisOptions) (*Redis, error) {
 	for range 5 { // a free port can be taken between probe and bind
 		if s.Port, err = FreePort(); err != nil {
 			return nil, err
+		}
+		for opts.Cluster && s.Port >= 55535 {
+			if s.Port, err = FreePort(); err != nil {
+				return nil, err
+			}
 		}
 		s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
 		if lastErr = s.Start(); lastErr == nil {
@@ -111,6 +120,9 @@ func (s *Redis) Start() error {
 	}
 	if s.opts.MaxClients > 0 {
 		args = append(args, "--maxclients", strconv.Itoa(s.opts.MaxClients))
+	}
+	if s.opts.Cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(s.Dir, "nodes.conf"))
 	}
 	if s.opts.AOF {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/presence"
 	"github.com/codemojex/feed/web"
 )
 
@@ -44,6 +45,10 @@ type Config struct {
 	FutureBound time.Duration
 	DeadMax     int64
 	FileCheck   time.Duration
+
+	// Who is watching (see internal/presence).
+	PresenceEvery time.Duration
+	PresenceTTL   time.Duration
 
 	proxies []netip.Prefix // TrustedProxies, parsed
 }
@@ -81,6 +86,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Duration(&c.FutureBound, "future-bound", "FEED_FUTURE_BOUND", 10*time.Minute, "dead-letter an entry whose EVT id time is further than this ahead of its stream entry's time")
 	fs.Int64(&c.DeadMax, "dead-max", "FEED_DEAD_MAX", 10000, "cap of each game's dead-letter stream (XADD MAXLEN ~)")
 	fs.Duration(&c.FileCheck, "file-check", "FEED_FILE_CHECK", time.Second, "how often to check that the store file is still the one opened")
+	fs.Duration(&c.PresenceEvery, "presence-every", "FEED_PRESENCE_EVERY", 2*time.Second, "beat of the shared viewer count (\"N watching\")")
+	fs.Duration(&c.PresenceTTL, "presence-ttl", "FEED_PRESENCE_TTL", presence.DefaultTTL, "how long a replica's viewer count outlives its last beat (a crashed replica's viewers vanish after it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,6 +99,8 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-consumer must not be empty")
 	case c.MinIdle <= 0 || c.ClaimEvery <= 0 || c.GamesRefresh <= 0:
 		return fmt.Errorf("-min-idle, -claim-every and -games-refresh must be positive")
+	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*c.PresenceEvery:
+		return fmt.Errorf("-presence-ttl must be at least twice -presence-every, both positive")
 	case c.PoisonAfter < 1:
 		return fmt.Errorf("-poison-after must be at least 1")
 	case c.FutureBound <= 0 || c.FileCheck <= 0:

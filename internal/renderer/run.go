@@ -18,6 +18,7 @@ import (
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/pipeline"
+	"github.com/codemojex/feed/internal/presence"
 	"github.com/codemojex/feed/internal/redisconn"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/web"
@@ -95,7 +96,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	pres, err := presence.New(presence.Config{Client: m.rdb, Replica: presence.ReplicaID(m.Config.Consumer), TTL: m.Config.PresenceTTL})
+	if err != nil {
+		return err
+	}
 	m.server, err = web.Open(web.Config{
+		Presence:       pres,
+		PresenceEvery:  m.Config.PresenceEvery,
 		Addr:           m.Config.HTTP,
 		StoreID:        storeID,
 		Store:          m.db,

@@ -1,0 +1,337 @@
+package web_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	_ "modernc.org/sqlite"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/templates"
+	"github.com/codemojex/feed/web"
+)
+
+// hide sends the tab to the background the way a browser does: another tab
+// comes to the front and the page is frozen (no script runs, no socket
+// event is handled).
+func (b *browser) hide() func() {
+	b.tb.Helper()
+	tab, closeTab := chromedp.NewContext(b.ctx)
+	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
+		b.tb.Fatal(err)
+	}
+	if _, err := chromedp.Call(b.ctx, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: page.SetWebLifecycleStateStateFrozen}); err != nil {
+		b.tb.Fatal(err)
+	}
+	return closeTab
+}
+
+// choose picks value in a <select> by keyboard, as a player without a
+// mouse does: focus, then arrow keys until it is selected.
+func (b *browser) choose(sel, value string) {
+	b.tb.Helper()
+	b.do(chromedp.Focus(chromedp.CSS(sel)))
+	q := `document.querySelector(` + strconv.Quote(sel) + `)`
+	for i := 0; i < 5; i++ {
+		// [current value, "down" or "up" towards value]
+		v := b.eval(`[` + q + `.value, Array.from(` + q + `.options).findIndex(o => o.value === ` + strconv.Quote(value) + `) > ` + q + `.selectedIndex ? 'down' : 'up']`)
+		if v[0] == value {
+			return
+		}
+		key := kb.ArrowUp
+		if v[1] == "down" {
+			key = kb.ArrowDown
+		}
+		b.do(chromedp.KeyEvent(key))
+	}
+	b.tb.Fatalf("%s: could not choose %s by keyboard", sel, value)
+}
+
+// show brings the tab back: it resumes and becomes visible.
+func (b *browser) show(closeTab func()) {
+	b.tb.Helper()
+	closeTab()
+	if _, err := chromedp.Call(b.ctx, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: page.SetWebLifecycleStateStateActive}); err != nil {
+		b.tb.Fatal(err)
+	}
+	if _, err := chromedp.Call(b.ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
+		b.tb.Fatal(err)
+	}
+}
+
+func (b *browser) num(js string) float64 {
+	b.tb.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](js))
+	if err != nil {
+		b.tb.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// A tab goes to the background, its connection dies without a word (the
+// server's side is gone, the browser's still looks open), lines are
+// written, and the tab comes back: the page notices at once, resumes from
+// its cursor and shows every line once, without a reload.
+func TestBrowserWakeResumes(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 6)
+	e.upsert(evs[:3]...)
+	px := mustStartProxy(t, e.srv.Addr())
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(px.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1`))
+
+	closeTab := b.hide()
+	if v := b.eval(`[document.visibilityState]`); v[0] != "hidden" {
+		t.Fatalf("tab is %s, want hidden", v[0])
+	}
+	px.cut()
+	waitFor(t, 5*time.Second, "server to drop the socket", func() bool { return e.srv.Stats().Clients == 0 })
+	e.upsert(evs[3:]...)
+	// The page cannot know: its socket still reads as open.
+	if v := b.eval(`[document.querySelector('#conn').dataset.state, String(document.querySelectorAll('#timeline > li').length)]`); v[0] != "live" || v[1] != "3" {
+		t.Fatalf("before the wake: state %s, %s lines", v[0], v[1])
+	}
+
+	b.show(closeTab)
+	b.until("every line", `document.querySelectorAll('#timeline > li').length === 6`)
+	if got, want := b.eval(domIDs), reverse(evtIDs(evs)); !eq(got, want) {
+		t.Fatalf("timeline %v, want %v", got, want)
+	}
+	b.until("live again", `document.querySelector('#conn').dataset.state === 'live'`)
+	if n := b.num(`window.__mark || 0`); n != 1 {
+		t.Fatalf("the page reloaded")
+	}
+	b.noProblems()
+}
+
+// While the reader is scrolled down into older lines, new lines do not
+// move the view: a pill counts them, and clicking it shows them at the top.
+func TestBrowserPillKeepsView(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 60 })
+	g := e.gen("g1")
+	evs := g.chats(t, 63)
+	e.upsert(evs[:60]...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.EmulateViewport(800, 600), chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 1500)`))
+	b.until("scrolled", `window.scrollY === 1500`)
+	const probe = `(() => { const hb = document.querySelector('header.top').getBoundingClientRect().bottom;
+		const li = Array.from(document.querySelectorAll('#timeline > li')).find(l => l.getBoundingClientRect().bottom > hb);
+		return [li.id, String(li.getBoundingClientRect().top), String(window.scrollY)]; })()`
+	before := b.eval(probe)
+
+	e.upsert(evs[60:]...)
+	b.until("pill", `!document.querySelector('#newer').hidden && document.querySelector('#newer').textContent.includes('3 new lines')`)
+	if after := b.eval(probe); !eq(after, before) {
+		t.Fatalf("the view moved: first line on screen, its top, scrollY were %v, now %v", before, after)
+	}
+	if n := b.num(`document.querySelectorAll('#timeline > li').length`); n != 60 {
+		t.Fatalf("%v lines in the DOM while held, want 60", n)
+	}
+
+	b.do(chromedp.Click(chromedp.CSS("#newer")))
+	b.until("newest shown", `document.querySelectorAll('#timeline > li').length === 63 && document.querySelector('#newer').hidden`)
+	b.until("at the top", `window.scrollY === 0`)
+	if got, want := b.eval(domIDs)[:3], reverse(evtIDs(evs[60:])); !eq(got, want) {
+		t.Fatalf("top lines %v, want %v", got, want)
+	}
+	// At the newest, live lines go straight in.
+	more := g.chats(t, 1)
+	e.upsert(more...)
+	b.until("live line at the top", fmt.Sprintf(`document.querySelector('#timeline > li').id === %q`, more[0].EvtID))
+	b.noProblems()
+}
+
+// The page never keeps more than the cap of lines in its DOM: live lines
+// push the oldest out (they come back through "older lines"), and paging
+// in older lines pushes the newest out (they come back through the pill).
+func TestBrowserDOMCap(t *testing.T) {
+	const cap = 10
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 6; c.DOMLines = cap })
+	g := e.gen("g1")
+	evs := g.chats(t, 40)
+	e.upsert(evs[:6]...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.EmulateViewport(800, 600), chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__max = 0; new MutationObserver(() => {
+		window.__max = Math.max(window.__max, document.querySelectorAll('#timeline > li').length);
+	}).observe(document.getElementById('timeline'), {childList: true})`))
+
+	for i := 6; i < 40; i += 5 {
+		e.upsert(evs[i:min(i+5, 40)]...)
+	}
+	b.until("newest line", fmt.Sprintf(`document.querySelector('#timeline > li').id === %q`, evs[39].EvtID))
+	if got, want := b.eval(domIDs), reverse(evtIDs(evs[30:])); !eq(got, want) {
+		t.Fatalf("timeline %v, want the newest %d %v", got, cap, want)
+	}
+	if got := b.eval(`[document.querySelector('#older').dataset.before]`); got[0] != evs[30].EvtID {
+		t.Fatalf("older lines before %s, want %s", got[0], evs[30].EvtID)
+	}
+
+	// Page older lines in, twice: the list stays at the cap, the oldest
+	// lines are the ones asked for, and the newest wait behind the pill.
+	for round := 1; round <= 2; round++ {
+		b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
+		b.do(chromedp.Click(chromedp.CSS("#older")))
+		want := evs[30-6*round].EvtID
+		b.until("older lines", fmt.Sprintf(`Array.from(document.querySelectorAll('#timeline > li')).some(l => l.id === %q)`, want))
+	}
+	b.until("pill", `!document.querySelector('#newer').hidden`)
+	if n := b.num(`document.querySelectorAll('#timeline > li').length`); n != cap {
+		t.Fatalf("%v lines after paging, want %d", n, cap)
+	}
+	b.do(chromedp.Click(chromedp.CSS("#newer")))
+	b.until("newest again", fmt.Sprintf(`document.querySelector('#timeline > li').id === %q`, evs[39].EvtID))
+	if max := b.num(`window.__max`); max > cap {
+		t.Fatalf("the DOM held %v lines, cap %d", max, cap)
+	}
+	b.noProblems()
+}
+
+// The filter hides chat, or all but guesses and wins, for lines that
+// arrive live too, and the browser remembers it.
+func TestBrowserFilterLive(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	e.upsert(g.chats(t, 1)...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.choose("#filter", "plays")
+	b.until("filter set", `document.querySelector('#game').dataset.filter === 'plays'`)
+
+	chat := g.ev(t, event.KindChat, "player", "ada", "text", "hello")
+	guess := g.ev(t, event.KindGuess, "player", "ada", "round", "1", "guess", "🍍🍌", "exact", "1", "near", "0")
+	join := g.ev(t, event.KindPlayerJoined, "player", "bob", "avatar", "🦊")
+	e.upsert(chat, guess, join)
+	b.until("live lines", `document.querySelectorAll('#timeline > li').length === 4`)
+	shown := func() []string {
+		return b.eval(`Array.from(document.querySelectorAll('#timeline > li')).filter(l => getComputedStyle(l).display !== 'none').map(l => l.id)`)
+	}
+	if got, want := shown(), []string{guess.EvtID}; !eq(got, want) {
+		t.Fatalf("shown %v, want only the guess %v", got, want)
+	}
+
+	b.do(chromedp.Reload())
+	b.until("live after reload", `document.querySelector('#conn').dataset.state === 'live'`)
+	if v := b.eval(`[document.querySelector('#game').dataset.filter, document.querySelector('#filter').value]`); v[0] != "plays" || v[1] != "plays" {
+		t.Fatalf("after a reload the filter is %v", v)
+	}
+	b.choose("#filter", "nochat")
+	b.until("no chat", `document.querySelector('#game').dataset.filter === 'nochat'`)
+	more := g.ev(t, event.KindChat, "player", "bob", "text", "still hidden")
+	e.upsert(more)
+	b.until("the chat line arrived", fmt.Sprintf(`!!document.getElementById(%q)`, more.EvtID))
+	if got, want := shown(), []string{join.EvtID, guess.EvtID}; !eq(got, want) {
+		t.Fatalf("shown %v, want %v", got, want)
+	}
+	b.noProblems()
+}
+
+// Times follow one rule on both sides: the server's UTC rendering is what
+// the script shows in UTC, and a player elsewhere sees the same format in
+// their own zone, which the page names.
+func TestBrowserTimesAgree(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	at := time.Now().UTC().Add(-3*time.Hour - 30*time.Second).Truncate(time.Second)
+	old := g.ev(t, event.KindChat, "player", "ada", "text", "long ago")
+	old.At = at
+	old.Payload["at"] = at.Format(time.RFC3339)
+	var err error
+	if old.HTML, err = templates.RenderLine(old.Kind, old.Payload, at); err != nil {
+		t.Fatal(err)
+	}
+	e.upsert(old)
+	// The index shows the store's time of a game's last line: make it old.
+	sdb, err := sql.Open("sqlite", e.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	if _, err := sdb.Exec(`UPDATE games SET last_at = ? WHERE name = 'g1'`, at.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct{ zone, clock string }{
+		{"UTC", at.Format("15:04:05")},
+		{"Asia/Tokyo", at.In(time.FixedZone("JST", 9*3600)).Format("15:04:05")},
+	} {
+		b := mustOpenBrowser(t)
+		if _, err := chromedp.Call(b.ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: tc.zone}); err != nil {
+			t.Fatal(err)
+		}
+		b.do(chromedp.Navigate(e.url("/games/g1")))
+		b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+		got := b.eval(`[document.querySelector('#timeline time').textContent, document.querySelector('#tz').textContent, document.querySelector('#timeline time').title]`)
+		if want := []string{tc.clock, tc.zone, at.In(mustZone(t, tc.zone)).Format("2006-01-02 15:04:05") + " " + tc.zone}; !eq(got, want) {
+			t.Errorf("%s: line time, zone, tooltip %q, want %q", tc.zone, got, want)
+		}
+		_, page := e.get("/")
+		b.do(chromedp.Navigate(e.url("/")))
+		b.until("index", `document.querySelector('#index').dataset.state === 'live'`)
+		rel := b.eval(`[document.querySelector('#games time').textContent]`)
+		if rel[0] != "3h ago" || !strings.Contains(page, ">3h ago</time>") {
+			t.Errorf("%s: index shows %q; the server's page has 3h ago: %v", tc.zone, rel[0], strings.Contains(page, ">3h ago</time>"))
+		}
+	}
+}
+
+func mustZone(tb testing.TB, name string) *time.Location {
+	tb.Helper()
+	l, err := time.LoadLocation(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
+}
+
+// A page put in the back/forward cache lets go of its socket (it is not
+// watching), and when it comes back it resumes from its cursor at once,
+// with the lines written meanwhile, without a reload.
+func TestBrowserBackForwardCache(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 4)
+	e.upsert(evs[:2]...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1`))
+
+	b.do(chromedp.Navigate(e.url("/")))
+	b.until("index", `document.querySelector('#index').dataset.state === 'live'`)
+	waitFor(t, 5*time.Second, "the cached page to close its socket", func() bool { return e.srv.Stats().Clients == 0 })
+	e.upsert(evs[2:]...)
+
+	b.do(chromedp.Evaluate[chromedp.Void](`history.back()`))
+	// chromedp's polling does not follow a page restored from the cache;
+	// plain evaluations do.
+	waitFor(t, 20*time.Second, "every line", func() bool {
+		v, err := chromedp.Run(b.ctx, chromedp.Evaluate[float64](`document.body.dataset.page === 'game' ? document.querySelectorAll('#timeline > li').length : 0`))
+		return err == nil && v == 4
+	})
+	if got, want := b.eval(domIDs), reverse(evtIDs(evs)); !eq(got, want) {
+		t.Fatalf("timeline %v, want %v", got, want)
+	}
+	if n := b.num(`window.__mark || 0`); n != 1 {
+		t.Fatalf("the page was loaded again, not restored from the back/forward cache")
+	}
+	b.noProblems()
+}
