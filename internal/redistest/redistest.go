@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,6 +28,12 @@ type Options struct {
 	// MaxClients raises redis-server's client limit (its default is
 	// 10,000), for benchmarks with many connections.
 	MaxClients int
+	// Cluster starts the server as a Redis Cluster node (see StartCluster);
+	// its cluster bus listens on Port+10000.
+	Cluster bool
+	// NodeTimeout is a cluster node's cluster-node-timeout: how long a node
+	// may not answer before its replica takes over (default 2s).
+	NodeTimeout time.Duration
 }
 
 // Server is a redis-server process owned by a test.
@@ -43,15 +50,44 @@ type Server struct {
 	exited chan error // receives once when proc exits
 }
 
-// Binary returns the path of valkey-server or redis-server, or an error that
-// names the package to install.
+// ServerEnv names the environment variable that chooses the server the
+// tests start: "redis-server" or "valkey-server" (a name on PATH or a path).
+// Unset, the tests take redis-server, else valkey-server. CI runs the suite
+// once with each.
+const ServerEnv = "CODEMOJEX_REDIS_SERVER"
+
+// Binary returns the path of the server binary the tests start (see
+// ServerEnv), or an error that names the package to install.
 func Binary() (string, error) {
+	if want := os.Getenv(ServerEnv); want != "" {
+		p, err := exec.LookPath(want)
+		if err != nil {
+			return "", fmt.Errorf("redistest: $%s=%s: %w (apt-get install -y redis-server, or valkey-server from bookworm-backports)", ServerEnv, want, err)
+		}
+		return p, nil
+	}
 	for _, name := range []string{"redis-server", "valkey-server"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("redistest: neither redis-server nor valkey-server is on PATH: install Debian's package (apt-get install -y redis-server)")
+}
+
+// CLI returns the path of the command-line client that goes with the server
+// binary bin: valkey-cli for valkey-server, redis-cli for redis-server,
+// else whichever of the two is installed.
+func CLI(bin string) (string, error) {
+	names := []string{"redis-cli", "valkey-cli"}
+	if strings.Contains(filepath.Base(bin), "valkey") {
+		names = []string{"valkey-cli", "redis-cli"}
+	}
+	for _, name := range names {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("redistest: neither redis-cli nor valkey-cli is on PATH (apt-get install -y redis-tools)")
 }
 
 // MustStart starts a server on a free port and stops it when the test ends.
@@ -166,6 +202,20 @@ func (s *Server) start() error {
 	}
 	if s.opts.MaxClients > 0 {
 		args = append(args, "--maxclients", strconv.Itoa(s.opts.MaxClients))
+	}
+	if s.opts.Cluster {
+		timeout := s.opts.NodeTimeout
+		if timeout <= 0 {
+			timeout = 2 * time.Second
+		}
+		args = append(args,
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf", // in --dir
+			"--cluster-node-timeout", strconv.FormatInt(timeout.Milliseconds(), 10),
+			// A replica takes over however long it was cut off: tests
+			// kill masters at any moment.
+			"--cluster-replica-validity-factor", "0",
+		)
 	}
 	if s.opts.AOF {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
