@@ -9,13 +9,14 @@ import (
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/redisconn"
 )
 
 // global holds the flags every command shares.
 type global struct {
 	redisURL string
 	group    string
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 }
 
 func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
@@ -28,12 +29,11 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
-	opt, err := redis.ParseURL(g.redisURL)
+	rdb, err := redisconn.Open(g.redisURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-redis: %w", err)
 	}
-	opt.ContextTimeoutEnabled = true // honour the command's deadline when Redis hangs
-	g.rdb = redis.NewClient(opt)
+	g.rdb = rdb
 	return g, fs.Args(), nil
 }
 

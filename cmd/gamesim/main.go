@@ -13,10 +13,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/redisconn"
 )
 
 func main() {
@@ -53,14 +52,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	opt, err := redis.ParseURL(url)
+	rdb, err := redisconn.Open(url)
 	if err != nil {
 		return fmt.Errorf("-redis: %w", err)
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis %s: %w", opt.Addr, err)
+		return fmt.Errorf("redis %s: %w", url, err)
 	}
 	_, err = gamesim.Run(ctx, rdb, cfg, stdout)
 	return err
