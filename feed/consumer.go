@@ -36,8 +36,13 @@ type Consumer struct {
 	inHandler bool // a slow handler is not a silent Redis
 
 	// Owned by the loop goroutine.
-	streams     map[string]*streamState
-	order       []string // stream keys in discovery order
+	streams     map[string]*streamState // every known stream
+	work        map[string]*streamState // the read set: streams with a reason to be read
+	cursor      float64                 // highest registry score seen
+	found       int                     // games discovered since the last log line
+	sweep       sweepState
+	perSlot     bool // group multi-key reads per hash slot (a cluster)
+	nextWake    time.Time
 	nextFind    time.Time
 	nextClaim   time.Time
 	nextCensus  time.Time
@@ -62,6 +67,9 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 		handle:      cfg.BatchHandler,
 		stop:        make(chan struct{}),
 		streams:     map[string]*streamState{},
+		work:        map[string]*streamState{},
+		sweep:       sweepState{pass: 1},
+		perSlot:     isCluster(cfg.Client),
 		unacked:     map[string][]string{},
 		loopBackoff: backoff{min: 50 * time.Millisecond, max: 5 * time.Second},
 	}

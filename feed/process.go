@@ -90,6 +90,7 @@ func (c *Consumer) process(path string, batch []delivery) error {
 				}
 				c.stats.failed.Add(1)
 				mFailed.Inc()
+				c.markPending(d.stream)
 				c.log.Warn("handler failed; entry left pending", c.entryAttrs(d, "err", err,
 					"retry_after", c.cfg.MinIdle)...)
 			}

@@ -120,6 +120,7 @@ func (c *Consumer) settle(s *settlement) error {
 			// Left pending: it comes back by XAUTOCLAIM and is
 			// dead-lettered then (its attempts are past the threshold).
 			c.fail("dead", err)
+			c.markPending(d.stream)
 			c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, "reason", d.reason, "err", err)...)
 			if !serverError(err) {
 				connErr = err

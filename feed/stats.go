@@ -20,12 +20,18 @@ type Stats struct {
 	GroupsRecreated  int64 // of which after NOGROUP
 	ConsumersDeleted int64 // idle consumers removed
 	LoopErrors       int64 // failed loop operations (Redis down, ...)
+
+	// The read set now (docs/reader-law.md, "The read set").
+	Known   int64 // streams known (the registry's games, or the static list)
+	Working int64 // of which with a reason to be read this turn
+	Hot     int64 // of which in the blocking read (recently active)
 }
 
 type counters struct {
 	delivered, recovered, claimed, acked, failed, panics, dead, malformed atomic.Int64
 	trimmed, claimDeleted, keptAlive, groupErrors, groupsCreated          atomic.Int64
 	groupsRecreated, consumersDeleted, loopErrors                         atomic.Int64
+	known, working, hot                                                   atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -46,5 +52,8 @@ func (c *counters) snapshot() Stats {
 		GroupsRecreated:  c.groupsRecreated.Load(),
 		ConsumersDeleted: c.consumersDeleted.Load(),
 		LoopErrors:       c.loopErrors.Load(),
+		Known:            c.known.Load(),
+		Working:          c.working.Load(),
+		Hot:              c.hot.Load(),
 	}
 }
