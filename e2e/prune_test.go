@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/event"
-	"github.com/codemojex/feed/internal/proctest"
+	"github.com/codemojex/feed/internal/testkit/proctest"
 )
 
 // TestPrune: feedctl prune removes the games that ended before the cut from

@@ -3,7 +3,7 @@ package feed_test
 import (
 	"context"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 const group = "feed"

@@ -7,7 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"io"
 	"math/rand"
 	"net"
@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 type lockedBuffer struct {

@@ -3,7 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"io"
 	"log/slog"
 	"math/rand/v2"

@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/codemojex/feed/feed"
-	"github.com/codemojex/feed/internal/browsertest"
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/browsertest"
 	"github.com/codemojex/feed/web"
 )
 

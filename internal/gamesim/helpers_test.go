@@ -3,7 +3,7 @@ package gamesim_test
 import (
 	"context"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"strings"
 	"testing"
 	"time"

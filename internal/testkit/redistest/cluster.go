@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/proc"
 )
 
 // Cluster is a local Redis Cluster owned by a test: masters, each with its
@@ -26,8 +28,6 @@ type Cluster struct {
 	// Nodes are every node, masters first as created; a node's role changes
 	// with failovers (see Masters, ReplicaOf).
 	Nodes []*Server
-
-	bin string
 }
 
 // ClusterOptions configure a Cluster.
@@ -54,8 +54,7 @@ func MustStartCluster(tb testing.TB, opts ...ClusterOptions) *Cluster {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	dirs := func() string { return tb.TempDir() }
-	c, err := startCluster(dirs, o)
+	c, err := startCluster(tb.TempDir, o)
 	if c != nil {
 		tb.Cleanup(c.Stop)
 	}
@@ -63,22 +62,6 @@ func MustStartCluster(tb testing.TB, opts ...ClusterOptions) *Cluster {
 		tb.Fatal(err)
 	}
 	return c
-}
-
-// StartCluster is MustStartCluster for callers that are not tests (the
-// benchmarks): node i keeps its data in dir/node-i; Stop stops every node.
-func StartCluster(dir string, opts ClusterOptions) (*Cluster, error) {
-	i := 0
-	dirs := func() string {
-		i++
-		return filepath.Join(dir, "node-"+strconv.Itoa(i))
-	}
-	c, err := startCluster(dirs, opts)
-	if err != nil && c != nil {
-		c.Stop()
-		return nil, err
-	}
-	return c, err
 }
 
 func startCluster(dirFor func() string, o ClusterOptions) (*Cluster, error) {
@@ -98,11 +81,11 @@ func startCluster(dirFor func() string, o ClusterOptions) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli, err := CLI(bin)
+	cli, err := proc.RedisCLI(bin)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bin: bin}
+	c := &Cluster{}
 	n := o.Masters * (1 + o.Replicas)
 	for range n {
 		s, err := startClusterNode(bin, dirFor(), o.Node)
@@ -121,7 +104,7 @@ func startCluster(dirFor func() string, o ClusterOptions) (*Cluster, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
-		return c, fmt.Errorf("redistest: %s --cluster create: %v\n%s", filepath.Base(cli), err, tail(out))
+		return c, fmt.Errorf("redistest: %s --cluster create: %v\n%s", filepath.Base(cli), err, lastBytes(out, 2000))
 	}
 	if err := c.waitStable(ctx, o.Masters*o.Replicas); err != nil {
 		return c, err
@@ -138,10 +121,9 @@ func startClusterNode(bin, dir string, opts Options) (*Server, error) {
 		if !portFree(port) || !portFree(port+10000) {
 			continue
 		}
-		s := &Server{bin: bin, Dir: dir, opts: opts, Port: port,
-			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-		if lastErr = s.start(); lastErr == nil {
-			return s, nil
+		var r *proc.Redis
+		if r, lastErr = proc.StartRedisOn(bin, dir, port, opts); lastErr == nil {
+			return &Server{r}, nil
 		}
 	}
 	if lastErr == nil {
@@ -564,8 +546,9 @@ func (c *Cluster) moveSlot(ctx context.Context, slot int, to *Server) (int, erro
 	return moved, nil
 }
 
-// Host returns the server's host.
-func (s *Server) Host() string {
-	h, _, _ := net.SplitHostPort(s.Addr)
-	return h
+func lastBytes(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
 }
