@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/codemojex/feed/internal/testkit/wait"
 	"io"
 	"math/rand"
 	"net"
@@ -25,6 +24,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 type lockedBuffer struct {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/codemojex/feed/internal/testkit/wait"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
 	"github.com/codemojex/feed/web"

@@ -9,7 +9,7 @@ import (
 )
 
 // Reasons a malformed entry is malformed; each must be dead-lettered at
-// once by a renderer (design.md, "Entries").
+// once by a renderer (docs/contracts.md, "Bad entries").
 const (
 	BadMissingID    = "missing_id"
 	BadInvalidID    = "invalid_id"

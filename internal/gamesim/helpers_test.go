@@ -3,7 +3,6 @@ package gamesim_test
 import (
 	"context"
 	"fmt"
-	"github.com/codemojex/feed/internal/testkit/wait"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 // waitFor is wait.For: poll a condition with a deadline.
