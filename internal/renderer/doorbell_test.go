@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/event"
-	"github.com/codemojex/feed/internal/testkit/redistest"
 	"github.com/codemojex/feed/internal/renderer"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
