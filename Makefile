@@ -34,9 +34,9 @@ bench:
 	$(GO) build -o bin/ ./cmd/renderer ./cmd/feedbench
 	bin/feedbench -renderer bin/renderer -write docs/benchmarks.md $(BENCH_ARGS)
 
-## chaos: the long chaos run (the short one is part of `make test`).
+## chaos: the long chaos runs, single node and Redis Cluster (the short ones are part of `make test`).
 chaos:
-	$(GO) test -race -run '^TestChaos$$' -count=1 -v -timeout $(CHAOS_TIMEOUT) ./e2e -chaos.long
+	$(GO) test -race -run '^(TestChaos|TestRedisCluster)$$' -count=1 -v -timeout $(CHAOS_TIMEOUT) ./e2e -chaos.long
 
 ## generate: regenerate the templ components (*_templ.go are committed).
 generate:

@@ -26,18 +26,24 @@ import (
 // every stream is shown exactly once, every malformed one is
 // dead-lettered, and nothing is pending or unread.
 func TestRedisCluster(t *testing.T) {
-	const games, events = 60, 60 // 36 s at 100 entries/s: the faults land mid-run
+	// The short form's 36 s at 100 entries/s let the faults land mid-run;
+	// the long form (make chaos) repeats them, with renderer kills, for
+	// about three minutes.
+	games, events, rate := 60, 60, 100
+	if *chaosLong {
+		events, rate = 1000, 300
+	}
 	rc := redistest.MustStartCluster(t)
 	rdb := rc.Client(t)
 	c := &cluster{tb: t, url: rc.URL(), dbPath: filepath.Join(t.TempDir(), "feed.db"), group: "feed",
 		renderers: map[string]*renderer{}}
 	// The plain URL of one node for the second: it must find the rest.
-	c.start("r1", "-sweep-every", "2s")
+	r1 := c.start("r1", "-sweep-every", "2s")
 	c.url = "redis://" + rc.Nodes[1].Addr
-	c.start("r2", "-sweep-every", "2s")
+	r2 := c.start("r2", "-sweep-every", "2s")
 
 	sim := proctest.Start(t, "gamesim", "gamesim", []string{"-redis", rc.URL(),
-		"-games", fmt.Sprint(games), "-events", fmt.Sprint(events), "-rate", "100",
+		"-games", fmt.Sprint(games), "-events", fmt.Sprint(events), "-rate", fmt.Sprint(rate),
 		"-seed", "21", "-prefix", "cl", "-bad", "0.03"})
 	progress := func(what string, more int64) {
 		t.Helper()
@@ -49,28 +55,43 @@ func TestRedisCluster(t *testing.T) {
 	slotOf := func(game string) int { return rc.Slot(t, event.StreamKey(game)) }
 
 	progress("at start", 200)
-	failed := rc.Failover(t, rc.MasterOfSlot(t, slotOf("cl-1")))
-	t.Logf("failover: %s is master of cl-1's slot", failed.Addr)
-	progress("after the failover", 200)
+	for round := 0; ; round++ {
+		failed := rc.Failover(t, rc.MasterOfSlot(t, slotOf("cl-1")))
+		t.Logf("round %d: failover: %s is master of cl-1's slot", round, failed.Addr)
+		progress("after the failover", 200)
 
-	victim := rc.MasterOfSlot(t, slotOf("cl-2"))
-	heir := rc.KillMaster(t, victim)
-	t.Logf("killed master %s; %s took over", victim.Addr, heir.Addr)
-	progress("after the kill", 200)
+		victim := rc.MasterOfSlot(t, slotOf("cl-2"))
+		heir := rc.KillMaster(t, victim)
+		t.Logf("round %d: killed master %s; %s took over", round, victim.Addr, heir.Addr)
+		progress("after the kill", 200)
 
-	if sim.Exited() {
-		t.Fatal("the simulator finished before the faults were over: the test proves nothing")
+		if !*chaosLong && sim.Exited() {
+			t.Fatal("the simulator finished before the faults were over: the test proves nothing")
+		}
+		game := gamesim.GameName("cl", 3+round%(games-3))
+		slot := slotOf(game)
+		from := rc.MasterOfSlot(t, slot)
+		to := slices.IndexFunc(rc.Masters(t), func(s *redistest.Server) bool { return s != from })
+		moved := rc.MoveSlot(t, slot, rc.Masters(t)[to])
+		t.Logf("round %d: moved %s's slot %d (%d keys) from %s, simulator still running: %v",
+			round, game, slot, moved, from.Addr, !sim.Exited())
+		if moved == 0 {
+			t.Fatalf("slot %d of %s held no key", slot, game)
+		}
+		if !*chaosLong || sim.Exited() {
+			break
+		}
+		// The long form: the killed node comes back as a replica, and a
+		// renderer dies and comes back.
+		victim.Start(t)
+		rc.WaitReplicas(t, 3)
+		r := []*renderer{r1, r2}[round%2]
+		r.Kill()
+		c.restart(r)
+		progress("after a renderer was killed", 200)
 	}
-	slot := slotOf("cl-3")
-	from := rc.MasterOfSlot(t, slot)
-	to := slices.IndexFunc(rc.Masters(t), func(s *redistest.Server) bool { return s != from })
-	moved := rc.MoveSlot(t, slot, rc.Masters(t)[to])
-	t.Logf("moved slot %d (%d keys) from %s, simulator still running: %v", slot, moved, from.Addr, !sim.Exited())
-	if moved == 0 {
-		t.Fatalf("slot %d of cl-3 held no key", slot)
-	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if err := sim.Wait(ctx); err != nil {
 		t.Fatalf("gamesim: %v", err)
@@ -79,7 +100,7 @@ func TestRedisCluster(t *testing.T) {
 	for i := range names {
 		names[i] = gamesim.GameName("cl", i+1)
 	}
-	checkAllHandled(t, rdb, c.dbPath, c.group, names, 90*time.Second)
+	checkAllHandled(t, rdb, c.dbPath, c.group, names, 3*time.Minute)
 }
 
 // checkAllHandled waits until, for every game, the store at dbPath holds

@@ -351,6 +351,17 @@ func (c *Cluster) WaitStable(tb testing.TB) {
 	}
 }
 
+// WaitReplicas is WaitStable that also waits until n replicas report their
+// link to their master up (after a killed node was started again, say).
+func (c *Cluster) WaitReplicas(tb testing.TB, n int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.waitStable(ctx, n); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // waitStable is WaitStable; with replicas > 0 it also waits until that many
 // replicas report their link to their master up.
 func (c *Cluster) waitStable(ctx context.Context, replicas int) error {
