@@ -10,6 +10,7 @@ import (
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/redisconn"
+	"github.com/codemojex/feed/internal/registry"
 )
 
 // global holds the flags every command shares.
@@ -44,20 +45,11 @@ func (g *global) ping(ctx context.Context) error {
 
 // games lists the registered games, in registry order.
 func (g *global) games(ctx context.Context) ([]string, error) {
-	all, err := g.rdb.ZRange(ctx, event.RegistryKey, 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("games registry: %w", err)
-	}
-	out := all[:0]
-	for _, name := range all {
-		if event.ValidGame(name) {
-			out = append(out, name)
-		}
-	}
-	return out, nil
+	return registry.Games(ctx, g.rdb)
 }
 
-// gameFlag parses a command's -game flag (required) and returns the game.
+// gameArg parses a command's flags with fs and checks that the -game flag
+// (required), stored in *p, names a valid game.
 func gameArg(fs *flagenv.Set, args []string, p *string) error {
 	if err := fs.Parse(args); err != nil {
 		return err

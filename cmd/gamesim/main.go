@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -58,8 +59,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis %s: %w", url, err)
+		return fmt.Errorf("redis %s: %w", hostOf(url), err)
 	}
 	_, err = gamesim.Run(ctx, rdb, cfg, stdout)
 	return err
+}
+
+// hostOf returns the host:port of a Redis URL for error messages, or the
+// URL itself when it names no host (a unix socket).
+func hostOf(redisURL string) string {
+	if u, err := neturl.Parse(redisURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return redisURL
 }

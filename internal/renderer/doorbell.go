@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/backoff"
 )
 
 // Doorbell is the hint the renderers of one host give each other that the
@@ -41,15 +42,16 @@ func (d *Doorbell) Listen(ctx context.Context, wake func()) {
 	if health <= 0 {
 		health = 10 * time.Second
 	}
-	var fails int
+	// Quick the first time (a slot moved), capped, with jitter so that the
+	// renderers of a host do not all hit a recovering node at once.
+	bo := backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second}
 	for ctx.Err() == nil {
-		err := d.listen(ctx, wake, health, func() { fails = 0 })
+		err := d.listen(ctx, wake, health, bo.Reset)
 		if ctx.Err() != nil {
 			return
 		}
-		fails++
 		if d.Logger != nil {
-			d.Logger.Debug("doorbell subscription lost; subscribing again", "err", err, "fails", fails)
+			d.Logger.Debug("doorbell subscription lost; subscribing again", "err", err)
 		}
 		// A cluster client learns the new owner of the slot from a fresh
 		// map; without it the subscription would go back to the old node.
@@ -59,7 +61,7 @@ func (d *Doorbell) Listen(ctx context.Context, wake func()) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff(fails)):
+		case <-time.After(bo.Next()):
 		}
 	}
 }
@@ -108,13 +110,4 @@ func (d *Doorbell) listen(ctx context.Context, wake func(), health time.Duration
 		case *redis.Pong:
 		}
 	}
-}
-
-// backoff is the wait before the n-th attempt to subscribe again: quick
-// the first time (a slot moved), capped at 5s, with jitter so that the
-// renderers of a host do not all hit a recovering node at once.
-func backoff(n int) time.Duration {
-	d := 50 * time.Millisecond << min(n-1, 7)
-	d = min(d, 5*time.Second)
-	return d/2 + rand.N(d/2+1)
 }
