@@ -1,7 +1,8 @@
 // Package redistest starts real redis-server (or valkey-server) processes
 // for tests, each on a free port with its data in a temporary directory
 // (internal/proc's Redis, with test helpers). It never touches a server it
-// did not start.
+// did not start. MustStartCluster starts a local Redis Cluster of masters
+// with replicas, with helpers for failovers, killed masters and slot moves.
 package redistest
 
 import (
