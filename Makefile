@@ -6,7 +6,12 @@ TEST_TIMEOUT ?= 20m
 CHAOS_TIMEOUT ?= 40m
 BENCH_ARGS   ?=
 
-.PHONY: all run test bench chaos generate check-generate build fmt vet clean distclean
+# goimports keeps three import groups: standard library, others, this module.
+# Generated *_templ.go are templ's to format (check-generate covers them).
+GOIMPORTS  = $(GO) tool goimports -local github.com/codemojex/feed
+GO_SOURCES = $(shell git ls-files --cached --others --exclude-standard -- '*.go' ':!:*_templ.go')
+
+.PHONY: all run test bench chaos generate check-generate imports check-imports check-tidy build fmt vet clean distclean
 
 all: build
 
@@ -41,6 +46,23 @@ check-generate: generate
 		git --no-pager diff --stat -- templates >&2; \
 		exit 1; \
 	fi
+
+## imports: group every file's imports (standard library, others, this module) with goimports.
+imports:
+	$(GOIMPORTS) -w $(GO_SOURCES)
+
+## check-imports: fail when goimports would change a file.
+check-imports:
+	@out="$$($(GOIMPORTS) -l $(GO_SOURCES))" || exit 1; \
+	if [ -n "$$out" ]; then \
+		echo "imports not grouped; run 'make imports' and commit:" >&2; \
+		echo "$$out" >&2; \
+		exit 1; \
+	fi
+
+## check-tidy: fail when `go mod tidy` would change go.mod or go.sum.
+check-tidy:
+	@$(GO) mod tidy -diff >&2 || { echo "go.mod/go.sum not tidy; run 'go mod tidy' and commit" >&2; exit 1; }
 
 ## build: every binary into bin/.
 build:

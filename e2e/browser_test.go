@@ -12,9 +12,9 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/codemojex/feed/internal/browsertest"
-	"github.com/codemojex/feed/internal/proctest"
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/testkit/browsertest"
+	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 // timelineIDs reads the ids of the page's timeline lines, top to bottom.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
-	"github.com/codemojex/feed/internal/proctest"
+	"github.com/codemojex/feed/internal/testkit/proctest"
 )
 
 // nodeState is where a supervised renderer is in its kill/restart cycle.

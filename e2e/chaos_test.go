@@ -17,8 +17,8 @@ import (
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
-	"github.com/codemojex/feed/internal/proctest"
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 // chaosLong switches TestChaos to its long form (make chaos).

@@ -17,9 +17,10 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/codemojex/feed/internal/event"
-	"github.com/codemojex/feed/internal/proctest"
-	"github.com/codemojex/feed/internal/redistest"
-	"github.com/codemojex/feed/internal/wait"
+	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 func TestMain(m *testing.M) {
@@ -95,7 +96,7 @@ func (c *cluster) restart(r *renderer) {
 	proctest.WaitHTTP(c.tb, r.url("/healthz"), 200, 20*time.Second)
 }
 
-// writer appends events of one game to its stream, as gamesim does.
+// writer appends events of one game to its stream through gamesim.
 type writer struct {
 	tb     testing.TB
 	rdb    *redis.Client
@@ -112,21 +113,16 @@ func (c *cluster) writer(game string) *writer {
 // order).
 func (w *writer) mint() string { return w.minter.Next(time.Now()) }
 
-// add writes an entry with id and the kind's fields.
+// add writes an entry with id and the kind's fields (gamesim's writer).
 func (w *writer) add(id, kind string, kv ...string) {
 	w.tb.Helper()
-	values := []any{"id", id, "kind", kind, "at", time.Now().UTC().Format(time.RFC3339Nano)}
-	for _, s := range kv {
-		values = append(values, s)
+	e := gamesim.Event{Kind: kind}
+	for i := 0; i+1 < len(kv); i += 2 {
+		e.Fields = append(e.Fields, gamesim.Field{Name: kv[i], Value: kv[i+1]})
 	}
-	ctx := context.Background()
-	_, err := w.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey(w.game), Values: values})
-		p.ZAdd(ctx, event.RegistryKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: w.game})
-		return nil
-	})
-	if err != nil {
-		w.tb.Fatalf("xadd: %v", err)
+	item := gamesim.Item{Game: w.game, ID: id, Event: e}
+	if err := gamesim.AppendItems(context.Background(), w.rdb, time.Now(), item); err != nil {
+		w.tb.Fatal(err)
 	}
 	w.ids = append(w.ids, id)
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/codemojex/feed/internal/browsertest"
-	"github.com/codemojex/feed/internal/proctest"
+	"github.com/codemojex/feed/internal/testkit/browsertest"
+	"github.com/codemojex/feed/internal/testkit/proctest"
 )
 
 // TestBrowserReplayPage: the replay page plays a stored game to the end,

@@ -13,10 +13,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/codemojex/feed/internal/proctest"
+	"github.com/codemojex/feed/internal/testkit/proctest"
 )
 
-// frame is a websocket frame of design.md.
+// frame is a websocket frame of docs/contracts.md.
 type frame struct {
 	T    string `json:"t"`
 	Seq  int64  `json:"seq"`
@@ -209,7 +209,7 @@ func TestOriginRejected(t *testing.T) {
 	conn.CloseNow()
 }
 
-// TestStatusShowsDeadConsumer: /api/status and /status show a dead
+// TestStatusShowsDeadConsumer: /api/status, /status and its fragment show a dead
 // consumer's pending entries, then their reclaim (issue 5, proof 8).
 func TestStatusShowsDeadConsumer(t *testing.T) {
 	c := newCluster(t)
@@ -258,14 +258,17 @@ func TestStatusShowsDeadConsumer(t *testing.T) {
 		return 0, false
 	}
 	proctest.WaitFor(t, 5*time.Second, func() bool { n, ok := pending(); return ok && n == 5 }, "status to show ghost with 5 pending")
-	resp, err := http.Get(r.url("/status"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(page), "ghost") {
-		t.Fatalf("/status page does not name the dead consumer")
+	// The page and the fragment its script polls are one rendering.
+	for _, path := range []string{"/status", "/fragments/status"} {
+		resp, err := http.Get(r.url(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), `class="chip dead"`) || !strings.Contains(string(page), "ghost") {
+			t.Fatalf("%s (%d) does not name the dead consumer", path, resp.StatusCode)
+		}
 	}
 	c.waitStored("status", w.ids, 20*time.Second)
 	proctest.WaitFor(t, 10*time.Second, func() bool { n, _ := pending(); return n == 0 }, "ghost's entries reclaimed")

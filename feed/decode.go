@@ -11,7 +11,7 @@ import (
 )
 
 // Decode turns a stream entry into a Message, applying the generic checks of
-// design.md "Entries": the entry fits in event.MaxEntryBytes, every field name
+// docs/contracts.md "Bad entries": the entry fits in event.MaxEntryBytes, every field name
 // and value is valid UTF-8, id is an EVT id and kind is present. Group and
 // Attempts are left for the consumer to fill. A known kind's own fields are
 // not checked here: that is event.Validate, called by the handler. Errors

@@ -5,8 +5,8 @@ import "errors"
 // Errors of this package. Decode's errors wrap ErrMalformed; Poison's verdicts
 // wrap ErrPoison; Ready's answers wrap ErrNotReady.
 var (
-	// ErrMalformed marks an entry that no retry can fix (design.md
-	// "Entries"): it is dead-lettered at once with the wrapped reason.
+	// ErrMalformed marks an entry that no retry can fix (docs/contracts.md,
+	// "Bad entries"): it is dead-lettered at once with the wrapped reason.
 	ErrMalformed = errors.New("feed: malformed entry")
 	// ErrPoison marks a handler verdict made with Poison.
 	ErrPoison = errors.New("feed: poison")

@@ -72,10 +72,10 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 				c.log.Info("stream usable again", "stream", st.key, "game", gameOf(st.key))
 			}
 			st.open, st.needDoor, st.seenOpen, st.doorErr = true, false, true, nil
-			st.doorBackoff.reset()
+			st.doorBackoff.Reset()
 		case serverError(err):
 			st.open, st.doorErr = false, err
-			d := st.doorBackoff.next()
+			d := st.doorBackoff.Next()
 			st.nextDoor = now.Add(d)
 			c.stats.groupErrors.Add(1)
 			mGroupErrors.WithLabelValues(errCode(err)).Inc()

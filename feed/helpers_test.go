@@ -3,7 +3,6 @@ package feed_test
 import (
 	"context"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,7 +13,8 @@ import (
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 const group = "feed"

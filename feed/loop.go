@@ -38,7 +38,7 @@ func (c *Consumer) run() {
 			if c.stopping() {
 				return // Close cancelled the call; not a failure
 			}
-			d := c.loopBackoff.next()
+			d := c.loopBackoff.Next()
 			level := slog.LevelWarn
 			if errors.As(err, new(quiet)) {
 				level = slog.LevelDebug
@@ -49,7 +49,7 @@ func (c *Consumer) run() {
 			}
 			continue
 		}
-		c.loopBackoff.reset()
+		c.loopBackoff.Reset()
 	}
 }
 

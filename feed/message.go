@@ -1,5 +1,5 @@
 // Package feed consumes Redis streams in a consumer group by the reader law
-// of shared/design.md. It knows nothing of SQL, HTML or HTTP.
+// of docs/reader-law.md. It knows nothing of SQL, HTML or HTTP.
 package feed
 
 import (

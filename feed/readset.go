@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/event"
 )
 
@@ -45,7 +46,7 @@ type streamState struct {
 	seenPass int     // the sweep pass that last listed it
 
 	doorErr     error
-	doorBackoff backoff
+	doorBackoff backoff.Backoff
 	nextDoor    time.Time
 }
 
@@ -66,7 +67,7 @@ func gameOf(stream string) string {
 
 func newStream(key string) *streamState {
 	return &streamState{key: key, game: gameOf(key), slot: event.Slot(key), needDoor: true, recover: true,
-		doorBackoff: backoff{min: time.Second, max: time.Minute}}
+		doorBackoff: backoff.Backoff{Min: time.Second, Max: time.Minute}}
 }
 
 // track adds st to the work set.

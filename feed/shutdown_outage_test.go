@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/feed"
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 // TestCloseDuringOutage: a consumer closed while Redis does not answer

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
 	"io"
 	"math/rand"
 	"net"
@@ -24,7 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 type lockedBuffer struct {

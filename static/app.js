@@ -39,13 +39,7 @@
   refreshTimes(document);
   setInterval(function () { refreshTimes(document); }, 5000);
 
-  // parse turns one element of server HTML into a node (the server escapes
-  // every untrusted field; the CSP backs that up).
-  function parse(html) {
-    var t = document.createElement('template');
-    t.innerHTML = String(html).trim();
-    return t.content.firstElementChild;
-  }
+  var parse = window.feed.parse; // common.js
 
   if (page === 'index') index();
   if (page === 'game') game();
@@ -56,19 +50,10 @@
     var sec = document.getElementById('index');
     var body = document.getElementById('games');
     if (!sec || !body) return;
-    function poll() {
-      fetch(sec.dataset.rows, { cache: 'no-store' }).then(function (r) {
-        if (!r.ok) throw new Error('status ' + r.status);
-        return r.text();
-      }).then(function (html) {
-        body.innerHTML = html;
-        refreshTimes(body);
-        sec.dataset.state = 'live';
-      }).catch(function () {
-        sec.dataset.state = 'offline';
-      }).then(function () { setTimeout(poll, 3000); });
-    }
-    poll();
+    window.feed.pollFragment(sec, sec.dataset.rows, 3000, null, function (html) {
+      body.innerHTML = html;
+      refreshTimes(body);
+    });
   }
 
   // --- game page: the live timeline -----------------------------------------

@@ -21,11 +21,7 @@
   // not stall the replay.
   var maxGap = 5000;
 
-  function parse(html) {
-    var t = document.createElement('template');
-    t.innerHTML = String(html).trim();
-    return t.content.firstElementChild;
-  }
+  var parse = window.feed.parse; // common.js
 
   function show(n) {
     n = Math.max(0, Math.min(entries.length, n));

@@ -11,7 +11,7 @@ import (
 
 func TestAssets(t *testing.T) {
 	names := static.Names()
-	for _, want := range []string{"app.css", "app.js", "replay.js", "status.js"} {
+	for _, want := range []string{"app.css", "app.js", "common.js", "replay.js", "status.js"} {
 		found := false
 		for _, n := range names {
 			found = found || n == want

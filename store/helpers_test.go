@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
 )

@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/codemojex/feed/feed"
-	"github.com/codemojex/feed/internal/browsertest"
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/browsertest"
 	"github.com/codemojex/feed/web"
 )
 
@@ -171,6 +171,9 @@ func TestBrowserReplayAndStatus(t *testing.T) {
 	}
 	b.do(chromedp.Navigate(e.url("/status")))
 	b.until("status refreshed", `document.querySelector('#status').dataset.state === 'live'`)
+	if got := b.eval(`[String(document.querySelectorAll('#status table').length), String(document.querySelector('#status-offline').hidden)]`); got[0] != "1" || got[1] != "true" {
+		t.Fatalf("status after a refresh: tables, offline hidden = %q", got)
+	}
 	if got := b.eval(`[document.querySelector('#streams .chip').textContent]`); len(got) != 1 || !strings.HasPrefix(got[0], "<r1> · 0") {
 		t.Fatalf("status chip %q", got)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/codemojex/feed/templates"
 )
 
-// Frame types of the websocket protocol (shared/design.md).
+// Frame types of the websocket protocol (docs/contracts.md).
 const (
 	frameLine  = "line"
 	frameState = "state"

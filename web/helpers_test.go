@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
 	"github.com/codemojex/feed/web"
@@ -78,17 +78,6 @@ func (e *env) start() {
 		}
 	})
 	e.srv = srv
-}
-
-// restart closes the server and opens a new one on the same address and
-// store, as a replica restart does.
-func (e *env) restart() {
-	e.tb.Helper()
-	if err := e.srv.Close(); err != nil {
-		e.tb.Fatalf("close web: %v", err)
-	}
-	e.cfg.Addr = e.srv.Addr()
-	e.start()
 }
 
 // gen mints events of one game, with bodies from the real line renderer.

@@ -182,14 +182,29 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("api status %+v", got)
 	}
 	_, page := e.get("/status")
-	for _, want := range []string{"g1", "&lt;r2&gt;", ">42<", "31.0s", `id="streams"`, `data-api="/api/status"`} {
+	for _, want := range []string{"g1", "&lt;r2&gt;", ">42<", "31.0s", `id="streams"`, `data-fragment="/fragments/status"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("status page lacks %q", want)
 		}
 	}
 
-	// Without a status source the page says so and the API answers 503.
+	// The fragment status.js polls is the same table, without the page.
+	resp, frag := e.get("/fragments/status")
+	if resp.StatusCode != 200 || strings.Contains(frag, "<html") {
+		t.Fatalf("status fragment: %d %.80q", resp.StatusCode, frag)
+	}
+	for _, want := range []string{"g1", "&lt;r2&gt;", ">42<", "31.0s", `id="streams"`} {
+		if !strings.Contains(frag, want) {
+			t.Errorf("status fragment lacks %q", want)
+		}
+	}
+
+	// Without a status source the page and its fragment say so and the API
+	// answers 503.
 	e2 := MustOpenEnv(t, nil)
+	if resp, body := e2.get("/fragments/status"); resp.StatusCode != 200 || !strings.Contains(body, "no status source") {
+		t.Fatalf("fragment without source: %d %s", resp.StatusCode, body)
+	}
 	if resp, body := e2.get("/api/status"); resp.StatusCode != 503 || !strings.Contains(body, "no status source") {
 		t.Fatalf("api without source: %d %s", resp.StatusCode, body)
 	}

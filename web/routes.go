@@ -40,6 +40,7 @@ func (s *Server) routes() http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(s.admin)
 		r.Get("/status", s.statusPage)
+		r.Get("/fragments/status", s.statusFragment)
 		r.Get("/api/status", s.apiStatus)
 		r.Handle("/metrics", promhttp.Handler())
 	})

@@ -117,6 +117,8 @@ func TestAdminToken(t *testing.T) {
 		{"metrics open without a token", "", "/metrics", "", 200},
 		{"status refused", "s3cret", "/status", "", 401},
 		{"api refused", "s3cret", "/api/status", "", 401},
+		{"status fragment refused", "s3cret", "/fragments/status", "", 401},
+		{"status fragment with bearer", "s3cret", "/fragments/status", "Bearer s3cret", 200},
 		{"metrics refused", "s3cret", "/metrics", "", 401},
 		{"wrong bearer", "s3cret", "/status", "Bearer nope", 401},
 		{"wrong query token", "s3cret", "/status?token=nope", "", 401},

@@ -29,13 +29,24 @@ func (s *Server) snapshot(ctx context.Context) (feed.Status, error) {
 	return s.cfg.Status(ctx)
 }
 
-func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
-	st, err := s.snapshot(r.Context())
-	v := templates.StatusView{Status: st, API: "/api/status"}
+func (s *Server) statusView(ctx context.Context) templates.StatusView {
+	st, err := s.snapshot(ctx)
+	v := templates.StatusView{Status: st, Fragment: "/fragments/status"}
 	if err != nil {
 		v.Err = err.Error()
 	}
-	s.render(w, r, http.StatusOK, templates.StatusPage(v))
+	return v
+}
+
+func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, templates.StatusPage(s.statusView(r.Context())))
+}
+
+// statusFragment is the status page's content, polled by status.js. A
+// failed status source is shown in it, as on the page, not answered as an
+// HTTP error: the script keeps polling either way.
+func (s *Server) statusFragment(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, templates.StatusBody(s.statusView(r.Context())))
 }
 
 func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {

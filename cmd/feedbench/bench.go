@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codemojex/feed/internal/bench"
+	"github.com/codemojex/feed/cmd/feedbench/internal/bench"
 )
 
 // options are feedbench's flags.

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codemojex/feed/internal/bench"
+	"github.com/codemojex/feed/cmd/feedbench/internal/bench"
 	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/proc"
 )
 
 // runClients is the fan-out's client process: it connects -n websocket
@@ -52,7 +53,7 @@ func runClients(ctx context.Context, args []string) error {
 			continue
 		}
 		expected, _ := strconv.Atoi(arg)
-		_, _ = bench.WaitFor(ctx, *wait, "deliveries", func() (bool, error) {
+		_, _ = proc.Poll(ctx, *wait, "deliveries", func() (bool, error) {
 			return len(sw.Deliveries()) >= expected+*n, nil
 		})
 		rep := bench.ClientReport{Connected: *n, Frames: sw.Frames(), Deliveries: sw.Deliveries()}

@@ -1,6 +1,6 @@
 // Package event holds the codemojex domain contracts shared by the writer,
 // the consumer, the store and the web: EVT ids, game names, Redis keys and
-// the entry kinds with their fields (see shared/design.md).
+// the entry kinds with their fields (see docs/contracts.md).
 package event
 
 import (

@@ -10,28 +10,53 @@ import (
 	"github.com/codemojex/feed/internal/event"
 )
 
+// Item is one event for a game's stream under a given EVT id.
+type Item struct {
+	Game  string
+	ID    string
+	Event Event
+}
+
 // Append writes events to game's stream in one pipeline, each stamped with
 // an id from m and the current time, and moves the game's registry score to
-// the last one. It returns the EVT ids in order. It is the small writer for
-// tests that add a few known events to a live system; Run is the real one.
+// it. It returns the EVT ids in order. It is the small writer for tests
+// that add a few known events to a live system; Run is the real one.
 func Append(ctx context.Context, rdb redis.UniversalClient, m *event.Minter, game string, events ...Event) ([]string, error) {
-	if !event.ValidGame(game) {
-		return nil, fmt.Errorf("%w: game %q", ErrConfig, game)
-	}
-	if len(events) == 0 {
-		return nil, nil
-	}
+	at := time.Now()
 	ids := make([]string, len(events))
-	pipe := rdb.Pipeline()
-	var at time.Time
+	items := make([]Item, len(events))
 	for i, e := range events {
-		at = time.Now()
 		ids[i] = m.Next(at)
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey(game), Values: e.Entry(ids[i], at)})
+		items[i] = Item{Game: game, ID: ids[i], Event: e}
 	}
-	pipe.ZAddGT(ctx, event.RegistryKey, redis.Z{Score: float64(at.UnixMilli()), Member: game})
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("gamesim: append to %s: %w", game, err)
+	if err := AppendItems(ctx, rdb, at, items...); err != nil {
+		return nil, err
 	}
 	return ids, nil
+}
+
+// AppendItems writes items, of one game or several, in one pipeline, each
+// stamped with at, and moves each game's registry score to at. Callers that
+// choose the ids (out of order, or a duplicate) or the time use it, as
+// feedbench's paced writer does; Append mints them.
+func AppendItems(ctx context.Context, rdb redis.UniversalClient, at time.Time, items ...Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	pipe := rdb.Pipeline()
+	seen := make(map[string]bool)
+	for _, it := range items {
+		if !event.ValidGame(it.Game) {
+			return fmt.Errorf("%w: game %q", ErrConfig, it.Game)
+		}
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey(it.Game), Values: it.Event.Entry(it.ID, at)})
+		seen[it.Game] = true
+	}
+	for g := range seen {
+		pipe.ZAddGT(ctx, event.RegistryKey, redis.Z{Score: float64(at.UnixMilli()), Member: g})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("gamesim: append: %w", err)
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 // TestRunSurvivesRedisRestart kills Redis (AOF on) while the writer is

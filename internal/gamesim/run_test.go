@@ -14,7 +14,7 @@ import (
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 func TestRunWritesExactlyWhatItSays(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/gamesim"
-	"github.com/codemojex/feed/internal/proctest"
-	"github.com/codemojex/feed/internal/redistest"
 	"github.com/codemojex/feed/internal/renderer"
+	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 // MustRunMain runs a renderer in-process with a ":0" address and a temp

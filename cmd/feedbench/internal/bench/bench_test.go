@@ -5,10 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/codemojex/feed/internal/bench"
+	"github.com/codemojex/feed/cmd/feedbench/internal/bench"
 )
 
 func TestSummarize(t *testing.T) {
@@ -105,6 +106,44 @@ func TestWriteDoc(t *testing.T) {
 			gen := bench.DocBegin + "\nProduced by:\n\n```\nfeedbench -quick\n```\n\n| table |\n" + bench.DocEnd
 			if want := tt.want(gen); string(got) != want {
 				t.Fatalf("got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestNoRedisServer runs the stage-based benchmarks with no redis-server
+// on PATH: each must return an error that says what to install, not panic
+// while cleaning up the stage it could not open.
+func TestNoRedisServer(t *testing.T) {
+	t.Setenv("PATH", "")
+	tests := []struct {
+		name string
+		run  func() error
+	}{
+		{"latency", func() error {
+			_, err := bench.Latency(context.Background(), bench.LatencyConfig{
+				Dir: t.TempDir(), Games: 1, Clients: 1, Rate: 10, Duration: time.Second, Log: io.Discard,
+			})
+			return err
+		}},
+		{"fanout", func() error {
+			_, err := bench.Fanout(context.Background(), bench.FanoutConfig{
+				Dir: t.TempDir(), Games: 1, Clients: 1, Rounds: 1, Every: time.Millisecond, Log: io.Discard,
+			})
+			return err
+		}},
+		{"throughput", func() error {
+			_, err := bench.Throughput(context.Background(), bench.ThroughputConfig{
+				Dir: t.TempDir(), Games: 1, Events: 10, Rounds: 1, Count: 10, Log: io.Discard,
+			})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.run()
+			if err == nil || !strings.Contains(err.Error(), "redis-server") {
+				t.Fatalf("err = %v, want one that names redis-server", err)
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"runtime/pprof"
 	"slices"
 	"time"
+
+	"github.com/codemojex/feed/internal/proc"
 )
 
 // LatencyConfig sizes the latency benchmark.
@@ -104,7 +106,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	for g, n := range w.SentGames() {
 		res.Expected += n * perGame[g]
 	}
-	_, _ = WaitFor(ctx, 10*time.Second, "every line delivered", func() (bool, error) {
+	_, _ = proc.Poll(ctx, 10*time.Second, "every line delivered", func() (bool, error) {
 		lat, _ := Latencies(w, sw.Deliveries())
 		return len(lat) >= res.Expected, nil
 	})

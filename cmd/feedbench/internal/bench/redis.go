@@ -3,21 +3,21 @@ package bench
 import (
 	"github.com/redis/go-redis/v9"
 
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/proc"
 )
 
 // Redis is a redis-server process the benchmark started on a free port of
 // its own (internal/redistest's server); it never touches a server it did
 // not start.
 type Redis struct {
-	*redistest.Server
+	*proc.Redis
 }
 
 // StartRedis starts redis-server (or valkey-server) without persistence on
 // a free loopback port, with its files under dir and room for the fan-out's
 // connections.
 func StartRedis(dir string) (*Redis, error) {
-	s, err := redistest.Start(dir, redistest.Options{MaxClients: 20000})
+	s, err := proc.StartRedis(dir, proc.RedisOptions{MaxClients: 20000})
 	if err != nil {
 		return nil, err
 	}

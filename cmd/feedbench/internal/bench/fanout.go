@@ -12,8 +12,9 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/codemojex/feed/internal/proc"
 )
 
 // ClientReport is what the fan-out's client process prints at the end.
@@ -65,94 +66,150 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 		return res, err
 	}
 	defer st.Close()
-	rdb, m, games, rend := st.rdb, st.mint, st.games, st.rend
 	// A few idle tail periods, so that the baseline includes the
 	// renderer's steady state rather than its start-up.
 	time.Sleep(3 * time.Second)
-	if res.RSSBefore, err = RSS(rend.Pid()); err != nil {
+	if res.RSSBefore, err = RSS(st.rend.Pid()); err != nil {
 		return res, err
 	}
 	var ms0 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 
-	cmd := exec.CommandContext(ctx, cfg.Self, "clients", "-n", strconv.Itoa(cfg.Clients), "-url", rend.URL(),
-		"-prefix", "fan", "-games", strconv.Itoa(cfg.Games))
-	cmd.Stderr = cfg.Log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
+	start := time.Now()
+	cl, err := startClients(ctx, cfg, st.rend.URL())
 	if err != nil {
 		return res, err
+	}
+	defer cl.close()
+	res.ConnectTime = time.Since(start)
+	time.Sleep(3 * time.Second) // let the renderer settle with its clients
+	if res.RSSConnected, err = RSS(st.rend.Pid()); err != nil {
+		return res, err
+	}
+	if err := heapNote(cfg, "", &ms0); err != nil {
+		return res, err
+	}
+
+	w, err := broadcastRounds(ctx, cfg, st)
+	if err != nil {
+		return res, err
+	}
+	res.Expected = cfg.Rounds * cfg.Clients
+	rep, err := cl.report(res.Expected)
+	if err != nil {
+		return res, err
+	}
+	if res.RSSAfter, err = RSS(st.rend.Pid()); err != nil { // the clients are still connected
+		return res, err
+	}
+	if err := heapNote(cfg, ".after", &ms0); err != nil {
+		return res, err
+	}
+	res.summarize(w, rep)
+	return res, nil
+}
+
+// clients is the fan-out's client process ("SELF clients ...").
+type clients struct {
+	p     *proc.Process
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// startClients starts the client process and waits until it says its
+// clients are connected.
+func startClients(ctx context.Context, cfg FanoutConfig, url string) (*clients, error) {
+	cmd := exec.CommandContext(ctx, cfg.Self, "clients", "-n", strconv.Itoa(cfg.Clients), "-url", url,
+		"-prefix", "fan", "-games", strconv.Itoa(cfg.Games))
+	cmd.Stderr = cfg.Log
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("bench: start clients: %w", err)
+	p, err := proc.Start(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("bench: start clients: %w", err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	out := bufio.NewReader(stdout)
-	line, err := out.ReadString('\n')
+	cl := &clients{p: p, stdin: stdin, out: bufio.NewReader(stdout)}
+	line, err := cl.out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "connected ") {
-		return res, fmt.Errorf("bench: clients process: %q: %v", line, err)
+		cl.close()
+		return nil, fmt.Errorf("bench: clients process: %q: %v", line, err)
 	}
-	res.ConnectTime = time.Since(start)
 	fmt.Fprintf(cfg.Log, "fanout: %d clients %s", cfg.Clients, line)
-	time.Sleep(3 * time.Second) // let the renderer settle with its clients
-	if res.RSSConnected, err = RSS(rend.Pid()); err != nil {
-		return res, err
-	}
-	if cfg.HeapProfile != "" {
-		if err := writeHeapProfile(cfg.HeapProfile); err != nil {
-			return res, err
-		}
-		var ms1 runtime.MemStats
-		runtime.ReadMemStats(&ms1)
-		n := int64(cfg.Clients)
-		fmt.Fprintf(cfg.Log, "fanout: heap profile in %s; %d goroutines in this process; per client: stacks %d B, heap in use %d B, runtime total (Sys) %d B\n",
-			cfg.HeapProfile, runtime.NumGoroutine(), int64(ms1.StackInuse-ms0.StackInuse)/n,
-			(int64(ms1.HeapInuse)-int64(ms0.HeapInuse))/n, (int64(ms1.Sys)-int64(ms0.Sys))/n)
-	}
+	return cl, nil
+}
 
+// report asks the client process for its deliveries, once it holds
+// expected of them (or gives up waiting).
+func (cl *clients) report(expected int) (ClientReport, error) {
+	var rep ClientReport
+	if _, err := fmt.Fprintf(cl.stdin, "report %d\n", expected); err != nil {
+		return rep, err
+	}
+	if err := json.NewDecoder(cl.out).Decode(&rep); err != nil {
+		return rep, fmt.Errorf("bench: clients report: %w", err)
+	}
+	return rep, nil
+}
+
+func (cl *clients) close() { cl.p.Kill() }
+
+// broadcastRounds writes one line to every game, Rounds times, Every
+// apart, under the CPU profile if one was asked for.
+func broadcastRounds(ctx context.Context, cfg FanoutConfig, st *stage) (*Writer, error) {
 	stopProfile, err := startCPUProfile(cfg.CPUProfile)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	defer stopProfile()
-	w := NewWriter(rdb, m, games)
+	w := NewWriter(st.rdb, st.mint, st.games)
 	tick := time.NewTicker(cfg.Every)
 	defer tick.Stop()
 	for i := range cfg.Rounds {
 		if err := w.Broadcast(ctx); err != nil {
-			return res, err
+			return nil, err
 		}
 		if i < cfg.Rounds-1 {
 			<-tick.C
 		}
 	}
-	res.Expected = cfg.Rounds * cfg.Clients
-	if _, err := fmt.Fprintf(stdin, "report %d\n", res.Expected); err != nil {
-		return res, err
+	return w, nil
+}
+
+// heapNote writes a heap profile to cfg.HeapProfile+suffix and logs this
+// process's memory per client since ms0, when a heap profile was asked
+// for (useful with the renderer in this process).
+func heapNote(cfg FanoutConfig, suffix string, ms0 *runtime.MemStats) error {
+	if cfg.HeapProfile == "" {
+		return nil
 	}
-	var rep ClientReport
-	if err := json.NewDecoder(out).Decode(&rep); err != nil {
-		return res, fmt.Errorf("bench: clients report: %w", err)
+	if err := writeHeapProfile(cfg.HeapProfile + suffix); err != nil {
+		return err
 	}
-	if res.RSSAfter, err = RSS(rend.Pid()); err != nil { // the clients are still connected
-		return res, err
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	n := int64(cfg.Clients)
+	if suffix == "" {
+		fmt.Fprintf(cfg.Log, "fanout: heap profile in %s; %d goroutines in this process; per client: stacks %d B, heap in use %d B, runtime total (Sys) %d B\n",
+			cfg.HeapProfile, runtime.NumGoroutine(), int64(ms.StackInuse-ms0.StackInuse)/n,
+			(int64(ms.HeapInuse)-int64(ms0.HeapInuse))/n, (int64(ms.Sys)-int64(ms0.Sys))/n)
+		return nil
 	}
-	if cfg.HeapProfile != "" {
-		if err := writeHeapProfile(cfg.HeapProfile + ".after"); err != nil {
-			return res, err
-		}
-		var ms2 runtime.MemStats
-		runtime.ReadMemStats(&ms2)
-		n := int64(cfg.Clients)
-		fmt.Fprintf(cfg.Log, "fanout: after the rounds, per client (after GC): stacks %d B, heap in use %d B, heap idle not released %d B; profile %s.after\n",
-			int64(ms2.StackInuse-ms0.StackInuse)/n, (int64(ms2.HeapInuse)-int64(ms0.HeapInuse))/n,
-			(int64(ms2.HeapIdle)-int64(ms2.HeapReleased))/n, cfg.HeapProfile)
-	}
+	fmt.Fprintf(cfg.Log, "fanout: after the rounds, per client (after GC): stacks %d B, heap in use %d B, heap idle not released %d B; profile %s%s\n",
+		int64(ms.StackInuse-ms0.StackInuse)/n, (int64(ms.HeapInuse)-int64(ms0.HeapInuse))/n,
+		(int64(ms.HeapIdle)-int64(ms.HeapReleased))/n, cfg.HeapProfile, suffix)
+	return nil
+}
+
+// summarize fills the delivery figures from the clients' report and logs
+// them.
+func (res *FanoutResult) summarize(w *Writer, rep ClientReport) {
+	cfg := res.Cfg
 	res.Dropped = rep.Dropped
 	lat, last := Latencies(w, rep.Deliveries)
 	res.Q = Summarize(lat)
@@ -166,7 +223,6 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 	if rep.DropErr != "" {
 		fmt.Fprintf(cfg.Log, "fanout: %d clients dropped; first: %s\n", rep.Dropped, rep.DropErr)
 	}
-	return res, nil
 }
 
 // Rows are the table's fan-out figures.

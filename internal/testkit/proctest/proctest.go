@@ -7,18 +7,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/codemojex/feed/internal/wait"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codemojex/feed/internal/proc"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 var (
@@ -59,7 +59,7 @@ func Cleanup() {
 
 func moduleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Proc is a running child process whose output is kept for the test log.
@@ -69,11 +69,9 @@ type Proc struct {
 	Args []string
 	Env  []string
 
-	mu     sync.Mutex
-	out    bytes.Buffer
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
+	mu   sync.Mutex
+	out  bytes.Buffer
+	proc *proc.Process
 }
 
 // Start starts bin (a name from Binaries, or a path) with args; the process
@@ -97,27 +95,30 @@ func Start(tb testing.TB, name, bin string, args []string, env ...string) *Proc 
 	return p
 }
 
+// Pid returns the process id of the running process (0 when none).
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil {
+		return 0
+	}
+	return p.proc.Pid()
+}
+
 func (p *Proc) start() error {
 	cmd := exec.Command(p.Path, p.Args...)
 	cmd.Env = append(os.Environ(), p.Env...)
 	w := &lockedWriter{p: p}
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// Under p.mu, so that the output cannot be written before the start line.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr, err := proc.Start(cmd)
+	if err != nil {
 		return fmt.Errorf("proctest: start %s: %w", p.Name, err)
 	}
-	exited := make(chan struct{})
-	p.mu.Lock()
-	p.cmd, p.exited, p.err = cmd, exited, nil
-	fmt.Fprintf(&p.out, "=== start %s %v (pid %d)\n", p.Path, p.Args, cmd.Process.Pid)
-	p.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
-		close(exited)
-	}()
+	p.proc = pr
+	fmt.Fprintf(&p.out, "=== start %s %v (pid %d)\n", p.Path, p.Args, pr.Pid())
 	return nil
 }
 
@@ -142,54 +143,46 @@ func (p *Proc) Term(timeout time.Duration) error {
 
 func (p *Proc) signalWait(sig syscall.Signal, timeout time.Duration) error {
 	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
+	pr := p.proc
 	p.mu.Unlock()
-	if cmd == nil {
+	if pr == nil {
 		return nil
 	}
-	_ = cmd.Process.Signal(sig)
+	_ = pr.Signal(sig)
 	if timeout > 0 {
 		select {
-		case <-exited:
+		case <-pr.Done():
 		case <-time.After(timeout):
-			_ = cmd.Process.Kill()
-			<-exited
+			pr.Kill()
 			return fmt.Errorf("proctest: %s did not exit within %v of %v", p.Name, timeout, sig)
 		}
 	} else {
-		<-exited
+		<-pr.Done()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(&p.out, "=== %s after %v: %v\n", p.Name, sig, p.err)
-	return p.err
+	fmt.Fprintf(&p.out, "=== %s after %v: %v\n", p.Name, sig, pr.Err())
+	return pr.Err()
 }
 
 // Wait waits for the process to exit by itself and returns its error.
 func (p *Proc) Wait(ctx context.Context) error {
 	p.mu.Lock()
-	exited := p.exited
+	pr := p.proc
 	p.mu.Unlock()
 	select {
-	case <-exited:
+	case <-pr.Done():
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.err
+	return pr.Err()
 }
 
 // Exited reports whether the process has exited.
 func (p *Proc) Exited() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
+	return p.proc.Exited()
 }
 
 // Output returns everything the process wrote so far, over all its starts.
@@ -223,12 +216,11 @@ func tailString(s string, n int) string {
 // FreeAddr returns a free 127.0.0.1 address for a child to listen on.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := proc.FreeAddr()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return addr
 }
 
 // WaitHTTP waits until GET url answers with status want.

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/proc"
 )
 
 // RecoveryConfig sizes the recovery benchmark.
@@ -116,7 +117,7 @@ func recoverRestart(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult
 		return err
 	}
 	res.RestartReady = time.Since(start)
-	if _, err := WaitFor(ctx, time.Minute, "own pending list drained", func() (bool, error) {
+	if _, err := proc.Poll(ctx, time.Minute, "own pending list drained", func() (bool, error) {
 		n, err := PendingOf(ctx, rdb, "feed", "rr-1", keys)
 		return n == 0, err
 	}); err != nil {
@@ -134,7 +135,7 @@ func recoverRestart(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult
 // more.
 func stopWithPending(ctx context.Context, rdb redis.UniversalClient, rend *Renderer, keys []string, refill func() error) (int64, error) {
 	var n int64
-	_, err := WaitFor(ctx, time.Minute, "renderer caught with entries in hand", func() (bool, error) {
+	_, err := proc.Poll(ctx, time.Minute, "renderer caught with entries in hand", func() (bool, error) {
 		p, err := PendingOf(ctx, rdb, "feed", rend.Args.Consumer, keys)
 		if err != nil {
 			return false, err
@@ -207,7 +208,7 @@ func recoverCrash(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) 
 		}
 		time.Sleep(100 * time.Millisecond) // a supervisor's restart delay
 	}
-	if _, err := WaitFor(ctx, time.Minute, "own pending list drained", func() (bool, error) {
+	if _, err := proc.Poll(ctx, time.Minute, "own pending list drained", func() (bool, error) {
 		n, err := PendingOf(ctx, rdb, "feed", "rc-1", keys)
 		return n == 0, err
 	}); err != nil {
@@ -255,14 +256,14 @@ func recoverPeer(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) e
 	}
 	victim.Kill()
 	start := time.Now()
-	if _, err := WaitFor(ctx, cfg.MinIdle+cfg.ClaimEvery+time.Minute, "dead peer's entries reclaimed", func() (bool, error) {
+	if _, err := proc.Poll(ctx, cfg.MinIdle+cfg.ClaimEvery+time.Minute, "dead peer's entries reclaimed", func() (bool, error) {
 		n, err := PendingOf(ctx, rdb, "feed", "rp-b", keys)
 		return n == 0, err
 	}); err != nil {
 		return err
 	}
 	res.PeerClaimed = time.Since(start)
-	if _, err := WaitFor(ctx, time.Minute, "all consumed", func() (bool, error) {
+	if _, err := proc.Poll(ctx, time.Minute, "all consumed", func() (bool, error) {
 		return Drained(ctx, rdb, "feed", keys)
 	}); err != nil {
 		return err

@@ -69,22 +69,21 @@ func NewWriter(rdb redis.UniversalClient, m *event.Minter, games []string) *Writ
 	return w
 }
 
-// send writes one event to each game index of idx in one pipeline.
+// send writes one event to each game index of idx in one pipeline
+// (gamesim's writer).
 func (w *Writer) send(ctx context.Context, idx []int) error {
-	pipe := w.rdb.Pipeline()
 	now := time.Now()
-	ids := make([]string, len(idx))
+	items := make([]gamesim.Item, len(idx))
 	for j, i := range idx {
-		ids[j] = w.m.Next(now)
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey(w.games[i]), Values: w.gens[i].Next().Entry(ids[j], now)})
+		items[j] = gamesim.Item{Game: w.games[i], ID: w.m.Next(now), Event: w.gens[i].Next()}
 	}
 	w.mu.Lock()
-	for j, id := range ids {
-		w.sent[id] = sentRec{at: now.UnixNano(), game: idx[j]}
+	for j, it := range items {
+		w.sent[it.ID] = sentRec{at: now.UnixNano(), game: idx[j]}
 	}
 	w.mu.Unlock()
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("bench: xadd: %w", err)
+	if err := gamesim.AppendItems(ctx, w.rdb, now, items...); err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
 	return nil
 }
@@ -208,27 +207,4 @@ func Drained(ctx context.Context, rdb redis.UniversalClient, group string, keys 
 		}
 	}
 	return true, nil
-}
-
-// WaitFor polls cond every 5ms until it is true, fails, or timeout passes;
-// it returns how long it took.
-func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) (time.Duration, error) {
-	start := time.Now()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return time.Since(start), err
-		}
-		if ok {
-			return time.Since(start), nil
-		}
-		if time.Since(start) > timeout {
-			return time.Since(start), fmt.Errorf("%w after %v: %s", errTimeout, timeout, what)
-		}
-		select {
-		case <-ctx.Done():
-			return time.Since(start), ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }

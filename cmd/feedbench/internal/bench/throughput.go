@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -60,12 +59,53 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (ThroughputResult, er
 	rdb := r.Client(0)
 	defer rdb.Close()
 
+	keys, err := prefillThroughput(ctx, cfg, rdb, &res)
+	if err != nil {
+		return res, err
+	}
+	var prof *os.File
+	if cfg.CPUProfile != "" {
+		if prof, err = os.Create(cfg.CPUProfile); err != nil {
+			return res, err
+		}
+		defer prof.Close()
+	}
+	tr := &throughputRun{cfg: cfg, res: &res, rdb: rdb, redisPid: r.Pid(), keys: keys}
+	// Raw runs sandwich the pipeline runs (raw, pipe, raw, …, pipe, raw) and
+	// each pipeline run is compared with the mean of its two neighbours, so
+	// that a change of the machine's load mid-run skews a ratio less.
+	rawBefore, rawBeforeCPU, err := tr.raw(ctx, 0)
+	if err != nil {
+		return res, err
+	}
+	for round := 1; round <= cfg.Rounds; round++ {
+		pipe, pipeCPU, err := tr.pipeline(ctx, round, prof)
+		prof = nil // one profile: the first pipeline round
+		if err != nil {
+			return res, err
+		}
+		rawAfter, rawAfterCPU, err := tr.raw(ctx, round)
+		if err != nil {
+			return res, err
+		}
+		raw, rawCPU := (rawBefore+rawAfter)/2, (rawBeforeCPU+rawAfterCPU)/2
+		fmt.Fprintf(cfg.Log, "throughput: round %d: pipeline / raw %.0f%%, per CPU-s %.0f%%\n", round, 100*pipe/raw, 100*pipeCPU/rawCPU)
+		res.Ratio = append(res.Ratio, pipe/raw)
+		res.RatioCPU = append(res.RatioCPU, pipeCPU/rawCPU)
+		rawBefore, rawBeforeCPU = rawAfter, rawAfterCPU
+	}
+	return res, nil
+}
+
+// prefillThroughput writes the benchmark's events with gamesim (unpaced) and returns
+// the stream keys.
+func prefillThroughput(ctx context.Context, cfg ThroughputConfig, rdb *redis.Client, res *ThroughputResult) ([]string, error) {
 	start := time.Now()
 	sum, err := gamesim.Run(ctx, rdb, gamesim.Config{
 		Games: cfg.Games, Events: cfg.Events / cfg.Games, Seed: 1, Prefix: "tp",
 	}, nil)
 	if err != nil {
-		return res, fmt.Errorf("bench: prefill: %w", err)
+		return nil, fmt.Errorf("bench: prefill: %w", err)
 	}
 	res.Prefill = time.Since(start)
 	res.Events = int(sum.Written())
@@ -75,71 +115,64 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (ThroughputResult, er
 		keys = append(keys, g.Stream)
 	}
 	fmt.Fprintf(cfg.Log, "throughput: pre-filled %d events over %d streams in %v\n", res.Events, len(keys), res.Prefill.Round(time.Millisecond))
+	return keys, nil
+}
 
-	var prof *os.File
-	if cfg.CPUProfile != "" {
-		if prof, err = os.Create(cfg.CPUProfile); err != nil {
-			return res, err
-		}
-		defer prof.Close()
+// throughputRun is the state shared by the raw and pipeline runs.
+type throughputRun struct {
+	cfg      ThroughputConfig
+	res      *ThroughputResult
+	rdb      *redis.Client
+	redisPid int
+	keys     []string
+}
+
+// raw runs the raw loop once in group raw-I and records its rates.
+func (tr *throughputRun) raw(ctx context.Context, i int) (rate, perCPU float64, err error) {
+	events := tr.res.Events
+	meter := &cpuMeter{redisPid: tr.redisPid}
+	meter.Start()
+	d, err := rawLoop(ctx, tr.rdb, tr.keys, fmt.Sprintf("raw-%d", i), tr.cfg.Count, events)
+	meter.Stop()
+	if err != nil {
+		return 0, 0, err
 	}
-	// Raw runs sandwich the pipeline runs (raw, pipe, raw, …, pipe, raw) and
-	// each pipeline run is compared with the mean of its two neighbours, so
-	// that a change of the machine's load mid-run skews a ratio less.
-	runRaw := func(i int) (rate, perCPU float64, err error) {
-		meter := &cpuMeter{redisPid: r.Pid()}
-		meter.Start()
-		d, err := rawLoop(ctx, rdb, keys, fmt.Sprintf("raw-%d", i), cfg.Count, res.Events)
-		meter.Stop()
-		if err != nil {
+	rate, perCPU = float64(events)/d.Seconds(), float64(events)/meter.Total().Seconds()
+	fmt.Fprintf(tr.cfg.Log, "throughput: raw      %8.0f events/s (%v), %8.0f events/CPU-s (go %v, redis %v)\n",
+		rate, d.Round(time.Millisecond), perCPU, meter.Self.Round(time.Millisecond), meter.Redis.Round(time.Millisecond))
+	tr.res.Raw = append(tr.res.Raw, rate)
+	tr.res.RawCPU = append(tr.res.RawCPU, perCPU)
+	return rate, perCPU, nil
+}
+
+// pipeline runs the renderer's consumer once in group pipe-ROUND into a
+// fresh SQLite file, under a CPU profile written to prof when it is not
+// nil, and records its rates.
+func (tr *throughputRun) pipeline(ctx context.Context, round int, prof *os.File) (rate, perCPU float64, err error) {
+	if prof != nil {
+		if err := pprof.StartCPUProfile(prof); err != nil {
 			return 0, 0, err
 		}
-		rate, perCPU = float64(res.Events)/d.Seconds(), float64(res.Events)/meter.Total().Seconds()
-		fmt.Fprintf(cfg.Log, "throughput: raw      %8.0f events/s (%v), %8.0f events/CPU-s (go %v, redis %v)\n",
-			rate, d.Round(time.Millisecond), perCPU, meter.Self.Round(time.Millisecond), meter.Redis.Round(time.Millisecond))
-		res.Raw = append(res.Raw, rate)
-		res.RawCPU = append(res.RawCPU, perCPU)
-		return rate, perCPU, nil
 	}
-	rawBefore, rawBeforeCPU, err := runRaw(0)
+	events := tr.res.Events
+	meter := &cpuMeter{redisPid: tr.redisPid}
+	db := filepath.Join(tr.cfg.Dir, fmt.Sprintf("throughput-%d.db", round))
+	meter.Start()
+	d, err := pipelineLoop(ctx, tr.rdb, tr.keys, fmt.Sprintf("pipe-%d", round), db, tr.cfg.Count, events)
+	meter.Stop()
+	if prof != nil {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
-		return res, err
+		return 0, 0, err
 	}
-	for round := 1; round <= cfg.Rounds; round++ {
-		if prof != nil {
-			if err := pprof.StartCPUProfile(prof); err != nil {
-				return res, err
-			}
-		}
-		meter := &cpuMeter{redisPid: r.Pid()}
-		db := filepath.Join(cfg.Dir, fmt.Sprintf("throughput-%d.db", round))
-		meter.Start()
-		d, err := pipelineLoop(ctx, rdb, keys, fmt.Sprintf("pipe-%d", round), db, cfg.Count, res.Events)
-		meter.Stop()
-		if prof != nil {
-			pprof.StopCPUProfile()
-			prof = nil // one profile: the first pipeline round
-		}
-		if err != nil {
-			return res, err
-		}
-		pipe := float64(res.Events) / d.Seconds()
-		pipeCPU := float64(res.Events) / meter.Total().Seconds()
-		fmt.Fprintf(cfg.Log, "throughput: pipeline %8.0f events/s (%v), %8.0f events/CPU-s (go %v, redis %v)\n",
-			pipe, d.Round(time.Millisecond), pipeCPU, meter.Self.Round(time.Millisecond), meter.Redis.Round(time.Millisecond))
-		rawAfter, rawAfterCPU, err := runRaw(round)
-		if err != nil {
-			return res, err
-		}
-		raw, rawCPU := (rawBefore+rawAfter)/2, (rawBeforeCPU+rawAfterCPU)/2
-		fmt.Fprintf(cfg.Log, "throughput: round %d: pipeline / raw %.0f%%, per CPU-s %.0f%%\n", round, 100*pipe/raw, 100*pipeCPU/rawCPU)
-		res.Pipeline = append(res.Pipeline, pipe)
-		res.PipelineCPU = append(res.PipelineCPU, pipeCPU)
-		res.Ratio = append(res.Ratio, pipe/raw)
-		res.RatioCPU = append(res.RatioCPU, pipeCPU/rawCPU)
-		rawBefore, rawBeforeCPU = rawAfter, rawAfterCPU
-	}
-	return res, nil
+	rate = float64(events) / d.Seconds()
+	perCPU = float64(events) / meter.Total().Seconds()
+	fmt.Fprintf(tr.cfg.Log, "throughput: pipeline %8.0f events/s (%v), %8.0f events/CPU-s (go %v, redis %v)\n",
+		rate, d.Round(time.Millisecond), perCPU, meter.Self.Round(time.Millisecond), meter.Redis.Round(time.Millisecond))
+	tr.res.Pipeline = append(tr.res.Pipeline, rate)
+	tr.res.PipelineCPU = append(tr.res.PipelineCPU, perCPU)
+	return rate, perCPU, nil
 }
 
 // rawLoop is the baseline: one XREADGROUP over every stream with COUNT,
@@ -259,8 +292,6 @@ func median(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
-
-var errTimeout = errors.New("bench: timed out")
 
 // Rows are the table's throughput figures: medians over the rounds, and
 // each round's own ratio (the two loops of a round ran back to back).

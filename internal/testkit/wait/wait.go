@@ -3,13 +3,15 @@
 package wait
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/codemojex/feed/internal/proc"
 )
 
-// Poll is the interval between two looks at a condition: short enough not
-// to slow a test, long enough not to busy a shared machine.
-const Poll = 5 * time.Millisecond
+// Poll is the interval between two looks at a condition (proc.Poll's).
+const Poll = proc.PollInterval
 
 // For polls cond until it holds, or fails tb after timeout, saying what it
 // waited for.
@@ -22,11 +24,8 @@ func For(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 // last state the condition saw.
 func Until(tb testing.TB, timeout time.Duration, cond func() bool, describe func() string) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, describe())
-		}
-		time.Sleep(Poll) // the poll interval, not synchronisation
+	_, err := proc.Poll(context.Background(), timeout, "", func() (bool, error) { return cond(), nil })
+	if err != nil {
+		tb.Fatalf("timed out after %v waiting for %s", timeout, describe())
 	}
 }

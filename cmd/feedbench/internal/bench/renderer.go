@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/codemojex/feed/internal/proc"
 )
 
 // RendererArgs are the flags of one renderer process.
@@ -31,10 +32,9 @@ type Renderer struct {
 	Args RendererArgs
 	Addr string // host:port of its HTTP server
 
-	bin    string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    *os.File
+	bin  string
+	proc *proc.Process
+	log  *os.File
 }
 
 // StartRenderer starts bin with args on a free loopback port; it does not
@@ -43,11 +43,11 @@ func StartRenderer(bin string, args RendererArgs) (*Renderer, error) {
 	if args.Group == "" {
 		args.Group = "feed"
 	}
-	port, err := freePort()
+	addr, err := proc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	r := &Renderer{Args: args, bin: bin, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	r := &Renderer{Args: args, bin: bin, Addr: addr}
 	return r, r.Start()
 }
 
@@ -78,69 +78,52 @@ func (r *Renderer) Start() error {
 	}
 	cmd := exec.Command(r.bin, argv...)
 	cmd.Stdout, cmd.Stderr = r.log, r.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := proc.Start(cmd)
+	if err != nil {
 		return fmt.Errorf("bench: start renderer %s: %w", a.Consumer, err)
 	}
-	fmt.Fprintf(r.log, "=== feedbench: started %s %s (pid %d)\n", r.bin, strings.Join(argv, " "), cmd.Process.Pid)
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	r.cmd, r.exited = cmd, exited
+	fmt.Fprintf(r.log, "=== feedbench: started %s %s (pid %d)\n", r.bin, strings.Join(argv, " "), p.Pid())
+	r.proc = p
 	return nil
 }
 
 // Pid is the process id of the running process.
-func (r *Renderer) Pid() int { return r.cmd.Process.Pid }
+func (r *Renderer) Pid() int { return r.proc.Pid() }
 
 // URL is its HTTP base URL.
 func (r *Renderer) URL() string { return "http://" + r.Addr }
 
 // Exited reports whether the process has exited.
-func (r *Renderer) Exited() bool {
-	select {
-	case <-r.exited:
-		return true
-	default:
-		return false
-	}
-}
+func (r *Renderer) Exited() bool { return r.proc.Exited() }
 
 // WaitReady polls /readyz until it answers 200.
 func (r *Renderer) WaitReady(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
 	c := &http.Client{Timeout: time.Second}
-	for {
+	_, err := proc.Poll(ctx, timeout, "renderer "+r.Args.Consumer+" ready", func() (bool, error) {
 		resp, err := c.Get(r.URL() + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return true, nil
 			}
 		}
 		if r.Exited() {
-			return fmt.Errorf("bench: renderer %s exited (see %s)", r.Args.Consumer, r.log.Name())
+			return false, fmt.Errorf("bench: renderer %s exited (see %s)", r.Args.Consumer, r.log.Name())
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("bench: renderer %s not ready within %v: %v", r.Args.Consumer, timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		return false, nil
+	})
+	return err
 }
 
 // Signal sends sig to the process.
-func (r *Renderer) Signal(sig syscall.Signal) error { return r.cmd.Process.Signal(sig) }
+func (r *Renderer) Signal(sig syscall.Signal) error { return r.proc.Signal(sig) }
 
 // Kill SIGKILLs the process and waits for it.
 func (r *Renderer) Kill() {
-	if r.cmd == nil {
+	if r.proc == nil {
 		return
 	}
-	_ = r.cmd.Process.Kill()
-	<-r.exited
+	r.proc.Kill()
 }
 
 // Stop SIGKILLs the process and closes its log.
@@ -167,13 +150,4 @@ func RSS(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("bench: no VmRSS in /proc/%d/status", pid)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("bench: free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

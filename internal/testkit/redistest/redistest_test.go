@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/codemojex/feed/internal/redistest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 func TestRestartKeepsAOFData(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/proc"
 	"github.com/codemojex/feed/internal/renderer"
 )
 
@@ -85,29 +86,34 @@ type stage struct {
 // openStage starts Redis under dir/redis-NAME, seeds games (named after
 // prefix), starts the renderer (bin, or in-process when bin is empty) on
 // dir/NAME.db and waits until it has consumed the seed.
-func openStage(ctx context.Context, bin, dir, name, prefix string, games int) (st *stage, err error) {
-	st = &stage{}
-	defer func() {
-		if err != nil {
-			st.Close()
-		}
-	}()
-	if st.redis, err = StartRedis(mkdir(dir, "redis-"+name)); err != nil {
+func openStage(ctx context.Context, bin, dir, name, prefix string, games int) (*stage, error) {
+	st := &stage{}
+	// On error the caller gets nil, so the stage is closed here; it is the
+	// local st that is closed, never a nil result.
+	if err := st.open(ctx, bin, dir, name, prefix, games); err != nil {
+		st.Close()
 		return nil, err
+	}
+	return st, nil
+}
+
+func (st *stage) open(ctx context.Context, bin, dir, name, prefix string, games int) (err error) {
+	if st.redis, err = StartRedis(mkdir(dir, "redis-"+name)); err != nil {
+		return err
 	}
 	st.rdb = st.redis.Client(0)
 	st.mint = event.NewMinter(time.Now().UnixNano())
 	if st.games, err = SeedGames(ctx, st.rdb, st.mint, prefix, games); err != nil {
-		return st, err
+		return err
 	}
 	if st.rend, err = startTarget(ctx, bin, st.redis.URL(), filepath.Join(dir, name+".db"), prefix+"-1", dir); err != nil {
-		return st, err
+		return err
 	}
 	keys := Keys(st.games)
-	_, err = WaitFor(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
+	_, err = proc.Poll(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
 		return Drained(ctx, st.rdb, "feed", keys)
 	})
-	return st, err
+	return err
 }
 
 // Close stops the renderer, then Redis.

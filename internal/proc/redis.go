@@ -1,0 +1,164 @@
+package proc
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisOptions configure a Redis.
+type RedisOptions struct {
+	// AOF turns on the append-only file (appendfsync always), so a SIGKILL
+	// loses nothing that was acknowledged.
+	AOF bool
+	// MaxClients raises redis-server's client limit (its default is
+	// 10,000), for benchmarks with many connections.
+	MaxClients int
+}
+
+// Redis is a redis-server (or valkey-server) process on a free loopback
+// port with its data in a directory of its own. It never touches a server
+// it did not start.
+type Redis struct {
+	Addr string // host:port
+	Port int
+	Dir  string // data directory, kept across restarts
+
+	bin  string
+	opts RedisOptions
+
+	mu   sync.Mutex
+	proc *Process
+}
+
+// RedisBinary returns the path of redis-server or valkey-server, or an
+// error that names the package to install.
+func RedisBinary() (string, error) {
+	for _, name := range []string{"redis-server", "valkey-server"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("proc: neither redis-server nor valkey-server is on PATH: install Debian's package (apt-get install -y redis-server)")
+}
+
+// StartRedis starts a server on a free port with its data under dir; Stop
+// stops it.
+func StartRedis(dir string, opts RedisOptions) (*Redis, error) {
+	bin, err := RedisBinary()
+	if err != nil {
+		return nil, err
+	}
+	s := &Redis{bin: bin, Dir: dir, opts: opts}
+	var lastErr error
+	for range 5 { // a free port can be taken between probe and bind
+		if s.Port, err = FreePort(); err != nil {
+			return nil, err
+		}
+		s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
+		if lastErr = s.Start(); lastErr == nil {
+			return s, nil
+		}
+	}
+	return nil, lastErr
+}
+
+// Pid returns the running server's process id (0 when it is not running).
+func (s *Redis) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.Pid()
+}
+
+// URL returns the server's redis:// URL.
+func (s *Redis) URL() string { return "redis://" + s.Addr + "/0" }
+
+// Signal sends sig to the running server.
+func (s *Redis) Signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return fmt.Errorf("proc: redis on %s is not running", s.Addr)
+	}
+	if err := s.proc.Signal(sig); err != nil {
+		return fmt.Errorf("proc: redis on %s: signal %v: %w", s.Addr, sig, err)
+	}
+	return nil
+}
+
+// Start starts the server (again, after Stop) on its port and data
+// directory, and waits until it answers PING.
+func (s *Redis) Start() error {
+	args := []string{
+		"--port", strconv.Itoa(s.Port),
+		"--bind", "127.0.0.1",
+		"--dir", s.Dir,
+		"--save", "",
+		"--daemonize", "no",
+		"--logfile", filepath.Join(s.Dir, "redis.log"),
+		"--protected-mode", "no",
+	}
+	if s.opts.MaxClients > 0 {
+		args = append(args, "--maxclients", strconv.Itoa(s.opts.MaxClients))
+	}
+	if s.opts.AOF {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	p, err := Start(exec.Command(s.bin, args...))
+	if err != nil {
+		return err
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer c.Close()
+	_, err = Poll(context.Background(), 10*time.Second, "redis-server on port "+strconv.Itoa(s.Port)+" to answer", func() (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		if c.Ping(ctx).Err() == nil {
+			return true, nil
+		}
+		if p.Exited() {
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			return false, fmt.Errorf("proc: %s exited on port %d: %v\n%s", s.bin, s.Port, p.Err(), tail(log))
+		}
+		return false, nil
+	})
+	if err != nil {
+		p.Kill()
+		return err
+	}
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	return nil
+}
+
+// Stop kills the server and waits for it to exit; the data stays.
+func (s *Redis) Stop() {
+	s.mu.Lock()
+	p := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	if p != nil {
+		p.Kill()
+	}
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
