@@ -184,4 +184,3 @@ func cpuTicks(tb testing.TB, pid int) int64 {
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return utime + stime
 }
-
