@@ -17,10 +17,15 @@ const (
 	// RegistryKey is the sorted set of games: member GAME, score = unix ms
 	// of its last event.
 	RegistryKey = "codemojex:games"
-	// DoorbellChannel is the pub/sub channel a renderer publishes on after
-	// each committed batch: a hint that the store moved, never the truth.
-	DoorbellChannel = "codemojex:feed:doorbell"
 )
+
+// DoorbellChannel returns the sharded pub/sub channel (SPUBLISH) on which
+// the renderers of group ring after each committed batch: a hint that the
+// host's store moved, never the truth. One channel per group, because a
+// group is a host and only the renderers sharing its store care; the hash
+// tag puts it in one slot, so on a cluster it costs one shard, not every
+// node as PUBLISH would.
+func DoorbellChannel(group string) string { return "codemojex:feed:doorbell:{" + group + "}" }
 
 // MaxEntryBytes is the largest entry (sum of field names and values) that is
 // accepted; larger entries are malformed.

@@ -37,6 +37,7 @@ type Main struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	doorbell chan struct{}
+	bell     *Doorbell
 }
 
 // NewMain returns a Main with default configuration.
@@ -75,6 +76,7 @@ func (m *Main) Run(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 
+	m.bell = &Doorbell{Client: m.rdb, Channel: event.DoorbellChannel(m.Config.Group), Logger: log}
 	if m.Config.Consume {
 		if err := m.openConsumer(ctx, log); err != nil {
 			return err
@@ -82,7 +84,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if m.Config.Doorbell {
 		m.wg.Add(1)
-		go func() { defer m.wg.Done(); m.listenDoorbell(runCtx, log) }()
+		go func() { defer m.wg.Done(); m.bell.Listen(runCtx, m.wake) }()
 	}
 
 	storeID, err := m.db.ID(ctx)
@@ -198,12 +200,12 @@ func (m *Main) ready(ctx context.Context) error {
 	return nil
 }
 
-// ring publishes the doorbell after a committed batch and wakes this
-// replica's own tailer at once. A lost doorbell costs at most a tail period.
+// ring rings the host's doorbell after a committed batch and wakes this
+// replica's own tailer at once. A lost ring costs at most a tail period.
 func (m *Main) ring(ctx context.Context, _ int) {
 	m.wake()
-	if err := m.rdb.Publish(ctx, event.DoorbellChannel, m.Config.Consumer).Err(); err != nil {
-		m.Logger.Debug("doorbell publish failed", "err", err)
+	if err := m.bell.Ring(ctx, m.Config.Consumer); err != nil {
+		m.Logger.Debug("doorbell ring failed", "err", err)
 	}
 }
 
@@ -211,25 +213,6 @@ func (m *Main) wake() {
 	select {
 	case m.doorbell <- struct{}{}:
 	default:
-	}
-}
-
-// listenDoorbell forwards doorbell messages from peers to the tailer.
-// go-redis re-subscribes by itself after a reconnect.
-func (m *Main) listenDoorbell(ctx context.Context, log *slog.Logger) {
-	ps := m.rdb.Subscribe(ctx, event.DoorbellChannel)
-	defer ps.Close()
-	ch := ps.Channel(redis.WithChannelHealthCheckInterval(10 * time.Second))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-ch:
-			if !ok {
-				return
-			}
-			m.wake()
-		}
 	}
 }
 

@@ -21,8 +21,12 @@ type Server struct {
 	*proc.Redis
 }
 
-// Binary returns the path of valkey-server or redis-server, or an error that
-// names the package to install.
+// ServerEnv names the environment variable that chooses the server the
+// tests start: "redis-server" or "valkey-server" (see proc.RedisServerEnv).
+const ServerEnv = proc.RedisServerEnv
+
+// Binary returns the path of the server binary the tests start (see
+// ServerEnv), or an error that names the package to install.
 func Binary() (string, error) { return proc.RedisBinary() }
 
 // MustStart starts a server on a free port and stops it when the test ends.
