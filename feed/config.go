@@ -46,6 +46,12 @@ type Config struct {
 	// ActiveWindow is how long a game stays in the blocking read after its
 	// last sign of activity (a registry score, a delivery) (default 10s).
 	ActiveWindow time.Duration
+	// PollEvery is how often every known stream is read once without
+	// blocking (default 5s), many streams per XREADGROUP: the net under the
+	// registry beat for an entry whose score it did not see (a writer whose
+	// clock runs behind, a writer resending old entries after an outage).
+	// An idle poll returns nothing and costs one command per 500 streams.
+	PollEvery time.Duration
 	// SweepEvery is the period of the slow full pass over the registry
 	// (default 5m), in pages of 500 games spread over the period: it finds
 	// pending entries on quiet streams, lag the beat missed, games that left
@@ -109,6 +115,7 @@ func (c *Config) setDefaults() {
 	def(&c.WakeSlack, 2*time.Second)
 	def(&c.ActiveWindow, 10*time.Second)
 	def(&c.SweepEvery, 5*time.Minute)
+	def(&c.PollEvery, 5*time.Second)
 	def(&c.MinIdle, 30*time.Second)
 	def(&c.ClaimEvery, 5*time.Second)
 	def(&c.Block, time.Second)

@@ -41,11 +41,11 @@ type Consumer struct {
 	// Owned by the loop goroutine.
 	streams     map[string]*streamState // every known stream
 	work        map[string]*streamState // the read set: streams with a reason to be read
-	cursor      float64                 // highest registry score seen
 	found       int                     // games discovered since the last log line
 	sweep       sweepState
 	perSlot     bool // group multi-key reads per hash slot (a cluster)
 	nextWake    time.Time
+	nextPoll    time.Time
 	nextFind    time.Time
 	nextClaim   time.Time
 	nextCensus  time.Time

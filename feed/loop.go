@@ -60,7 +60,7 @@ func (c *Consumer) turn() error {
 		// A failing beat or sweep keeps what is known: the games already
 		// in the read set go on, and it is tried again next time.
 		if !now.Before(c.sweep.next) {
-			if err := c.sweepPage(now); err != nil {
+			if err := c.sweepNext(now); err != nil {
 				c.log.Warn("registry sweep failed; keeping the known games", "err", err, "streams", len(c.streams))
 				c.sweep.next = now.Add(c.cfg.WakeEvery)
 			}
@@ -110,6 +110,12 @@ func (c *Consumer) turn() error {
 	now = time.Now()
 	if got, err := c.drain(now); err != nil || got {
 		return err
+	}
+	if c.cfg.Registry != "" && !now.Before(c.nextPoll) {
+		c.nextPoll = now.Add(c.cfg.PollEvery)
+		if got, err := c.poll(now); err != nil || got {
+			return err
+		}
 	}
 	return c.readHot(now, c.blockFor(now))
 }

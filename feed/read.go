@@ -118,6 +118,38 @@ func (c *Consumer) drain(now time.Time) (bool, error) {
 	return c.readMany(sts, now)
 }
 
+// poll reads every known stream once without blocking (every PollEvery):
+// the net under the registry beat. Streams out of the work set that
+// deliver here are ones whose score the beat missed; they are counted.
+func (c *Consumer) poll(now time.Time) (bool, error) {
+	sts := make([]*streamState, 0, len(c.streams))
+	for _, st := range c.streams {
+		if st.readable() && !st.due {
+			sts = append(sts, st)
+		}
+	}
+	if len(sts) == 0 {
+		return false, nil
+	}
+	slices.SortFunc(sts, func(a, b *streamState) int { return cmpKey(a.key, b.key) })
+	got, err := c.readMany(sts, now)
+	if got {
+		c.stats.polled.Add(1)
+		mPolled.Inc()
+	}
+	return got, err
+}
+
+func cmpKey(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // readMany reads ">" without blocking from streams, one XREADGROUP per
 // group of keys (per slot on a cluster), all in one pipeline, which a
 // cluster client splits per node. A stream whose read came back full stays

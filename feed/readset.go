@@ -91,9 +91,6 @@ func (c *Consumer) seeGame(game string, score float64, now time.Time) *streamSta
 	if !event.ValidGame(game) {
 		return nil
 	}
-	if score > c.cursor {
-		c.cursor = score
-	}
 	key := event.StreamKey(game)
 	st := c.streams[key]
 	if st == nil {

@@ -14,8 +14,8 @@ const registryPage = 500
 
 // wake is the registry beat (every WakeEvery): the games whose score rose
 // above what the loop has seen are due for a read, and new games enter. It
-// asks only for the scores at or above a floor just under the highest
-// score seen (WakeSlack below it, and never above the local clock), so an
+// asks only for the scores written since the last beat, by the local
+// clock, less WakeSlack (writers' clocks, a ZADD that lands late), so an
 // idle beat is one ZRANGEBYSCORE that returns nothing: its cost follows the
 // games that moved, not the size of the registry.
 //
@@ -24,7 +24,7 @@ const registryPage = 500
 // (blocking read) from then on, so the entry is read as soon as it lands.
 // If the entry comes first, the beat that sees the score reads it.
 func (c *Consumer) wake(now time.Time) error {
-	floor := min(c.cursor, float64(now.UnixMilli())) - float64(c.cfg.WakeSlack.Milliseconds())
+	floor := float64(now.Add(-c.cfg.WakeEvery - c.cfg.WakeSlack).UnixMilli())
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	for offset := int64(0); ; offset += registryPage {
@@ -49,12 +49,25 @@ func (c *Consumer) wake(now time.Time) error {
 	return nil
 }
 
+// sweepNext runs the next sweep page; during the first pass after Open,
+// every page at once: every game is new to this process then, so a page
+// costs one ZRANGE, and the whole registry is known in one turn.
+func (c *Consumer) sweepNext(now time.Time) error {
+	for {
+		if err := c.sweepPage(now); err != nil {
+			return err
+		}
+		if c.sweep.pass > 1 || c.sweep.pos == 0 || c.stopping() {
+			return nil
+		}
+	}
+}
+
 // sweepPage lists one page of the registry by rank and takes the census of
 // its streams: the slow full pass that catches what the beat cannot see
 // (pending entries left on quiet streams by a crash before this process
 // started, a writer whose clock runs behind, games removed from the
-// registry) and removes idle consumers. The first pass after Open runs
-// page after page, so a new store catches up at once; later passes spread
+// registry) and removes idle consumers. Passes after the first spread
 // their pages over SweepEvery.
 func (c *Consumer) sweepPage(now time.Time) error {
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)

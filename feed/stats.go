@@ -20,6 +20,7 @@ type Stats struct {
 	GroupsRecreated  int64 // of which after NOGROUP
 	ConsumersDeleted int64 // idle consumers removed
 	LoopErrors       int64 // failed loop operations (Redis down, ...)
+	Polled           int64 // polls of every stream that found entries the registry beat missed
 
 	// The read set now (docs/reader-law.md, "The read set").
 	Known   int64 // streams known (the registry's games, or the static list)
@@ -31,7 +32,7 @@ type counters struct {
 	delivered, recovered, claimed, acked, failed, panics, dead, malformed atomic.Int64
 	trimmed, claimDeleted, keptAlive, groupErrors, groupsCreated          atomic.Int64
 	groupsRecreated, consumersDeleted, loopErrors                         atomic.Int64
-	known, working, hot                                                   atomic.Int64
+	known, working, hot, polled                                           atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -52,6 +53,7 @@ func (c *counters) snapshot() Stats {
 		GroupsRecreated:  c.groupsRecreated.Load(),
 		ConsumersDeleted: c.consumersDeleted.Load(),
 		LoopErrors:       c.loopErrors.Load(),
+		Polled:           c.polled.Load(),
 		Known:            c.known.Load(),
 		Working:          c.working.Load(),
 		Hot:              c.hot.Load(),

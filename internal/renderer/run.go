@@ -48,6 +48,9 @@ func NewMain() *Main {
 // Addr returns the address the web server listens on (after Run).
 func (m *Main) Addr() string { return m.server.Addr() }
 
+// Consumer returns the renderer's consumer (after Run; nil with -consume=false).
+func (m *Main) Consumer() *feed.Consumer { return m.consumer }
+
 // DB returns the renderer's store (after Run).
 func (m *Main) DB() *store.DB { return m.db }
 
