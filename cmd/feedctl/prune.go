@@ -203,9 +203,12 @@ func (g *global) endedOnStream(ctx context.Context, game string) (bool, error) {
 }
 
 // unhandled says why the group has not finished a game's stream ("" when
-// it has, or when the stream or the group is gone).
+// it has, or when the stream or the group is gone). It compares the
+// group's last-delivered id with the stream's last id rather than trusting
+// XINFO's lag, which a failover or a slot migration can leave wrong.
 func (g *global) unhandled(ctx context.Context, game string) (string, error) {
-	groups, err := g.rdb.XInfoGroups(ctx, event.StreamKey(game)).Result()
+	key := event.StreamKey(game)
+	groups, err := g.rdb.XInfoGroups(ctx, key).Result()
 	if err != nil {
 		if strings.Contains(err.Error(), "no such key") {
 			return "", nil
@@ -216,8 +219,15 @@ func (g *global) unhandled(ctx context.Context, game string) (string, error) {
 		if gr.Name != g.group {
 			continue
 		}
-		if gr.Pending > 0 || gr.Lag > 0 {
-			return fmt.Sprintf("group %s has %d pending and %d unread entries", g.group, gr.Pending, gr.Lag), nil
+		if gr.Pending > 0 {
+			return fmt.Sprintf("group %s has %d pending entries", g.group, gr.Pending), nil
+		}
+		info, err := g.rdb.XInfoStream(ctx, key).Result()
+		if err != nil {
+			return "", fmt.Errorf("prune: %s: %w", game, err)
+		}
+		if event.ComparePos(gr.LastDeliveredID, info.LastGeneratedID) < 0 {
+			return fmt.Sprintf("group %s has not read up to %s", g.group, info.LastGeneratedID), nil
 		}
 	}
 	return "", nil
