@@ -14,6 +14,7 @@ import (
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/proc"
 	"github.com/codemojex/feed/internal/testkit/proctest"
 )
 
@@ -255,44 +256,51 @@ func tailString(s string, n int) string {
 func (f *chaosFaults) trackReclaim(name string, killed time.Time, held map[string][]string) {
 	defer f.wg.Done()
 	deadline := killed.Add(f.plan.settle)
-	var firstErr error
-	for held == nil {
-		var err error
-		if held, err = f.pendingOf(name, nil); err == nil {
-			break
-		}
-		if firstErr == nil {
-			firstErr = err
-			f.t.Logf("chaos: %s: pending list unreadable %v after its kill: %v", name, time.Since(killed).Round(time.Millisecond), err)
-		}
-		if time.Now().After(deadline) {
-			f.errs.add("%s: pending list not readable after its kill: %v", name, err)
+	if held == nil {
+		var firstErr, lastErr error
+		_, err := proc.Poll(context.Background(), time.Until(deadline), "", func() (bool, error) {
+			h, err := f.pendingOf(name, nil)
+			if err != nil {
+				lastErr = err
+				if firstErr == nil {
+					firstErr = err
+					f.t.Logf("chaos: %s: pending list unreadable %v after its kill: %v", name, time.Since(killed).Round(time.Millisecond), err)
+				}
+				return false, nil
+			}
+			held = h
+			return true, nil
+		})
+		if err != nil {
+			f.errs.add("%s: pending list not readable after its kill: %v", name, lastErr)
 			return
 		}
-		time.Sleep(20 * time.Millisecond) // poll interval
 	}
 	total := 0
 	for _, ids := range held {
 		total += len(ids)
 	}
-	for {
-		left, err := f.pendingOf(name, held)
-		if err == nil && len(left) == 0 {
-			f.mu.Lock()
-			f.reclaims = append(f.reclaims, time.Since(killed))
-			f.reclaimed = append(f.reclaimed, fmt.Sprintf("%s@%s:%dms/%d", name, killed.Format("05.000"), time.Since(killed).Milliseconds(), total))
-			f.mu.Unlock()
-			return
+	var left map[string][]string
+	var lastErr error
+	_, err := proc.Poll(context.Background(), time.Until(deadline), "", func() (bool, error) {
+		left, lastErr = f.pendingOf(name, held)
+		if lastErr != nil {
+			return false, nil
 		}
-		if err == nil {
-			held = left
+		if len(left) == 0 {
+			return true, nil
 		}
-		if time.Now().After(deadline) {
-			f.errs.add("%s: entries pending under it since its kill %v ago were never reclaimed: %v (err %v)", name, time.Since(killed), left, err)
-			return
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval
+		held = left
+		return false, nil
+	})
+	if err != nil {
+		f.errs.add("%s: entries pending under it since its kill %v ago were never reclaimed: %v (err %v)", name, time.Since(killed), left, lastErr)
+		return
 	}
+	f.mu.Lock()
+	f.reclaims = append(f.reclaims, time.Since(killed))
+	f.reclaimed = append(f.reclaimed, fmt.Sprintf("%s@%s:%dms/%d", name, killed.Format("05.000"), time.Since(killed).Milliseconds(), total))
+	f.mu.Unlock()
 }
 
 // pendingOf returns the entries pending under consumer, per stream; with

@@ -17,6 +17,7 @@ import (
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/proc"
 	"github.com/codemojex/feed/internal/testkit/proctest"
 	"github.com/codemojex/feed/internal/testkit/redistest"
 )
@@ -199,24 +200,23 @@ func gamesimTotals(t *testing.T, out string) (good, bad int64) {
 	return 0, 0
 }
 
-// chaosWait polls cond every 20ms until it holds, or reports a failure at
+// chaosWait polls cond (proc.Poll) until it holds, or reports a failure at
 // the deadline with cond's last account of the state and returns false, so
 // that the checks that follow can say precisely what is missing.
 func chaosWait(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) bool {
 	t.Helper()
-	start := time.Now()
-	for {
-		ok, state := cond()
-		if ok {
-			t.Logf("chaos: %s: after %v", what, time.Since(start).Round(time.Millisecond))
-			return true
-		}
-		if time.Since(start) > timeout {
-			t.Errorf("timed out after %v waiting for %s: %s", timeout, what, state)
-			return false
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval
+	var state string
+	took, err := proc.Poll(context.Background(), timeout, what, func() (bool, error) {
+		ok, s := cond()
+		state = s
+		return ok, nil
+	})
+	if err != nil {
+		t.Errorf("%v: %s", err, state)
+		return false
 	}
+	t.Logf("chaos: %s: after %v", what, took.Round(time.Millisecond))
+	return true
 }
 
 // pendingTotal sums XPENDING over the games' streams, in one pipeline; -1

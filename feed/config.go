@@ -104,7 +104,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-func (c *Config) setDefaults() {
+// withDefaults returns c with every zero field set to the default its doc
+// comment names. Each Config and Options of the feed fills defaults this way,
+// once, where it is opened.
+func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -135,6 +138,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	return c
 }
 
 func (c *Config) validate() error {

@@ -60,7 +60,7 @@ type Consumer struct {
 // starts reading once Redis answers, and Ready says why it is not ready
 // meanwhile. ctx bounds Open's own calls only; the consumer runs until Close.
 func Open(ctx context.Context, cfg Config) (*Consumer, error) {
-	cfg.setDefaults()
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -32,7 +32,8 @@ type gameFx struct {
 	title, palette  string
 	rounds, codeLen int
 	statusEvt       string
-	status, winner  string
+	status          event.Status
+	winner          string
 	roundEvt        string
 	round           int
 }
@@ -96,12 +97,12 @@ func (fx *effects) add(e *Event, storedAt int64) {
 			g.infoEvt, g.title, g.palette = id, f["title"], f["palette"]
 			g.rounds, g.codeLen = atoi(f["rounds"]), atoi(f["code_length"])
 		}
-		g.setStatus(id, "playing", "")
+		g.setStatus(id, event.StatusPlaying, "")
 	case event.KindRoundStarted:
 		g.setRound(id, atoi(f["round"]))
-		g.setStatus(id, "playing", "")
+		g.setStatus(id, event.StatusPlaying, "")
 	case event.KindGameOver:
-		g.setStatus(id, "over", f["winner"])
+		g.setStatus(id, event.StatusOver, f["winner"])
 	case event.KindRoundWon:
 		g.setRound(id, atoi(f["round"]))
 		if name := f["player"]; name != "" {
@@ -133,7 +134,7 @@ func (fx *effects) add(e *Event, storedAt int64) {
 	}
 }
 
-func (g *gameFx) setStatus(id, status, winner string) {
+func (g *gameFx) setStatus(id string, status event.Status, winner string) {
 	if id > g.statusEvt {
 		g.statusEvt, g.status, g.winner = id, status, winner
 	}
@@ -164,7 +165,7 @@ func (fx *effects) apply(ctx context.Context, s *boundStmts) error {
 			g := fx.games[name]
 			status := g.status
 			if g.statusEvt == "" {
-				status = "waiting" // only used when the row is new
+				status = event.StatusWaiting // only used when the row is new
 			}
 			args = append(args, name,
 				g.title, g.rounds, g.codeLen, g.palette, g.infoEvt,

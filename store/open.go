@@ -34,6 +34,22 @@ type Options struct {
 	EntryByEntry bool
 }
 
+// withDefaults returns o with every zero field set to the default its doc
+// comment names. Each Config and Options of the feed fills defaults this way,
+// once, where it is opened.
+func (o Options) withDefaults() Options {
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = 4
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
 // DB is one process's handle on the store file: a single writer connection
 // (SQLite serialises writers anyway; one connection per process keeps
 // prepared statements hot and lock hand-offs between processes fair) and a
@@ -68,15 +84,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 
 // OpenWith is Open with options.
 func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 5 * time.Second
-	}
-	if opts.ReadConns <= 0 {
-		opts.ReadConns = 4
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts = opts.withDefaults()
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)

@@ -20,7 +20,7 @@ func model(evs []store.Event) map[string]store.Scoreboard {
 	for _, e := range evs {
 		b := boards[e.Game]
 		if b == nil {
-			b = &store.Scoreboard{Game: store.Game{Name: e.Game, Status: "waiting"}}
+			b = &store.Scoreboard{Game: store.Game{Name: e.Game, Status: event.StatusWaiting}}
 			boards[e.Game] = b
 			players[e.Game] = map[string]*store.Player{}
 		}
@@ -39,11 +39,11 @@ func model(evs []store.Event) map[string]store.Scoreboard {
 		switch e.Kind {
 		case event.KindGameStarted:
 			b.Game.Title, b.Game.Rounds, b.Game.CodeLen, b.Game.Palette = f["title"], n("rounds"), n("code_length"), f["palette"]
-			b.Game.Status, b.Game.Winner = "playing", ""
+			b.Game.Status, b.Game.Winner = event.StatusPlaying, ""
 		case event.KindRoundStarted:
-			b.Game.Round, b.Game.Status, b.Game.Winner = n("round"), "playing", ""
+			b.Game.Round, b.Game.Status, b.Game.Winner = n("round"), event.StatusPlaying, ""
 		case event.KindGameOver:
-			b.Game.Status, b.Game.Winner = "over", f["winner"]
+			b.Game.Status, b.Game.Winner = event.StatusOver, f["winner"]
 		case event.KindPlayerJoined:
 			p := pl()
 			p.Avatar, p.Present = f["avatar"], true

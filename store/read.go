@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/codemojex/feed/internal/event"
 )
 
 // querier is what both *sql.DB and *sql.Tx offer, so one read helper can
@@ -44,7 +46,7 @@ func (db *DB) Page(ctx context.Context, game string, n int) (Page, error) {
 			return err
 		}
 		if errors.Is(err, ErrNotFound) {
-			p.Board = Scoreboard{Game: Game{Name: game, Status: "waiting"}}
+			p.Board = Scoreboard{Game: Game{Name: game, Status: event.StatusWaiting}}
 		}
 		return tx.Commit()
 	})

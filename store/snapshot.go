@@ -101,7 +101,9 @@ func (db *DB) Snapshot(ctx context.Context, games ...string) (Snapshot, error) {
 }
 
 // Diff lists the differences between two snapshots, at most max of them
-// (max ≤ 0: 20). An empty result means the stores are equivalent.
+// (max ≤ 0: 20). An empty result means the stores are equivalent. It is
+// exported beside Snapshot, whose comparison it is, for the tests of other
+// packages (e2e's rebuild-equals-live).
 func Diff(a, b Snapshot, max int) []string {
 	if max <= 0 {
 		max = 20

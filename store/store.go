@@ -6,6 +6,8 @@ package store
 import (
 	"errors"
 	"time"
+
+	"github.com/codemojex/feed/internal/event"
 )
 
 // Errors of the store.
@@ -57,7 +59,7 @@ type Line struct {
 type Game struct {
 	Name      string
 	Title     string
-	Status    string // "waiting", "playing" or "over"
+	Status    event.Status
 	Round     int
 	Rounds    int
 	CodeLen   int

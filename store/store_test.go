@@ -179,7 +179,7 @@ func TestReads(t *testing.T) {
 		t.Errorf("Count = %d, %v", n, err)
 	}
 	gs, err := db.Games(ctx)
-	if err != nil || len(gs) != 2 || gs[0].Name != "b" || gs[1].Status != "waiting" || gs[0].Status != "playing" {
+	if err != nil || len(gs) != 2 || gs[0].Name != "b" || gs[1].Status != event.StatusWaiting || gs[0].Status != event.StatusPlaying {
 		t.Errorf("Games: %+v, %v", gs, err)
 	}
 	if _, err := db.Game(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {

@@ -4,32 +4,33 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/store"
 )
 
 // pgStatusClass maps a game status to a CSS class suffix; unknown statuses
 // (stored from newer writers) fall back to a neutral one.
-func pgStatusClass(s string) string {
+func pgStatusClass(s event.Status) string {
 	switch s {
-	case "waiting", "playing", "over":
-		return s
+	case event.StatusWaiting, event.StatusPlaying, event.StatusOver:
+		return string(s)
 	}
 	return "unknown"
 }
 
 // pgStatusText is the label of a game status.
-func pgStatusText(s string) string {
+func pgStatusText(s event.Status) string {
 	switch s {
-	case "waiting":
+	case event.StatusWaiting:
 		return "waiting"
-	case "playing":
+	case event.StatusPlaying:
 		return "playing"
-	case "over":
+	case event.StatusOver:
 		return "game over"
 	case "":
 		return "unknown"
 	}
-	return s
+	return string(s)
 }
 
 func pgRoundText(g store.Game) string {

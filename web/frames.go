@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
 )
@@ -54,7 +55,7 @@ func stateFrame(ctx context.Context, st Store, game string) (frame, error) {
 	b, err := st.Scoreboard(ctx, game)
 	if errors.Is(err, store.ErrNotFound) {
 		// Nothing stored yet: the panel of a game that has not started.
-		b, err = store.Scoreboard{Game: store.Game{Name: game, Status: "waiting"}}, nil
+		b, err = store.Scoreboard{Game: store.Game{Name: game, Status: event.StatusWaiting}}, nil
 	}
 	if err != nil {
 		return frame{}, err

@@ -92,7 +92,10 @@ type Config struct {
 	MaxClients   int     // websocket clients per server; beyond it upgrades get 503 (10000)
 }
 
-func (c *Config) defaults() {
+// withDefaults returns c with every zero field set to the default its doc
+// comment names. Each Config and Options of the feed fills defaults this way,
+// once, where it is opened.
+func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -109,6 +112,7 @@ func (c *Config) defaults() {
 	if c.UpgradeRate <= 0 {
 		c.UpgradeRate = 2
 	}
+	return c
 }
 
 func setDur(d *time.Duration, def time.Duration) {
@@ -171,7 +175,7 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, ErrNoStore
 	}
-	cfg.defaults()
+	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
 	s.hubs = newHubs()

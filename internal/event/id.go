@@ -45,6 +45,8 @@ func crockford(c byte) bool {
 }
 
 // IDTime returns the millisecond timestamp encoded in a valid EVT id.
+// It is part of the id contract (docs/contracts.md), beside ValidID and
+// Minter, though today only tests (gamesim's) read an id's time back.
 func IDTime(id string) (time.Time, bool) {
 	if !ValidID(id) {
 		return time.Time{}, false

@@ -116,6 +116,16 @@ func GameSeed(seed int64, i int) int64 {
 	return int64(z ^ (z >> 31))
 }
 
+// withDefaults returns c with every zero field set to the default its doc
+// comment names (Prefix: DefaultPrefix), the way every Config of the feed
+// fills its defaults.
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	return c
+}
+
 func (c Config) check() error {
 	switch {
 	case c.Games < 1:
@@ -146,6 +156,7 @@ func (c Config) check() error {
 // (a dropped connection, a restart) is retried without writing anything
 // twice: Redis refuses a position it already has. One writer per game.
 func Run(ctx context.Context, rdb redis.UniversalClient, cfg Config, progress io.Writer) (Summary, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.check(); err != nil {
 		return Summary{}, err
 	}

@@ -77,7 +77,7 @@ func startTarget(ctx context.Context, bin, redisURL, dbPath, consumer, logDir st
 // games seeded under a prefix, and one renderer that has consumed the seed.
 type stage struct {
 	redis *Redis
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	mint  *event.Minter
 	games []string
 	rend  target
@@ -101,7 +101,9 @@ func (st *stage) open(ctx context.Context, bin, dir, name, prefix string, games 
 	if st.redis, err = StartRedis(mkdir(dir, "redis-"+name)); err != nil {
 		return err
 	}
-	st.rdb = st.redis.Client(0)
+	if st.rdb, err = st.redis.Client(); err != nil {
+		return err
+	}
 	st.mint = event.NewMinter(time.Now().UnixNano())
 	if st.games, err = SeedGames(ctx, st.rdb, st.mint, prefix, games); err != nil {
 		return err

@@ -77,7 +77,10 @@ func recoverRestart(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult
 		return err
 	}
 	defer r.Close()
-	rdb := r.Client(0)
+	rdb, err := r.Client()
+	if err != nil {
+		return err
+	}
 	defer rdb.Close()
 	keys, err := prefill(ctx, rdb, "rr", cfg.Games, cfg.Pending)
 	if err != nil {
@@ -166,7 +169,10 @@ func recoverCrash(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) 
 		return err
 	}
 	defer r.Close()
-	rdb := r.Client(0)
+	rdb, err := r.Client()
+	if err != nil {
+		return err
+	}
 	defer rdb.Close()
 	args := RendererArgs{RedisURL: r.URL(), DB: filepath.Join(cfg.Dir, "recovery-crash.db"), Consumer: "rc-1",
 		LogDir: cfg.Dir, GamesRefresh: 100 * time.Millisecond}
@@ -226,7 +232,10 @@ func recoverPeer(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) e
 		return err
 	}
 	defer r.Close()
-	rdb := r.Client(0)
+	rdb, err := r.Client()
+	if err != nil {
+		return err
+	}
 	defer rdb.Close()
 	db := filepath.Join(cfg.Dir, "recovery-peer.db")
 	var rends []*Renderer

@@ -4,6 +4,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/proc"
+	"github.com/codemojex/feed/internal/redisconn"
 )
 
 // Redis is a redis-server process the benchmark started on a free port of
@@ -24,10 +25,10 @@ func StartRedis(dir string) (*Redis, error) {
 	return &Redis{s}, nil
 }
 
-// Client returns a new client of the server; pool sizes the connection pool
-// (0: go-redis's default).
-func (r *Redis) Client(pool int) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: r.Addr, PoolSize: pool})
+// Client returns a new client of the server, opened by redisconn as the
+// binaries open theirs.
+func (r *Redis) Client() (redis.UniversalClient, error) {
+	return redisconn.Open(r.URL())
 }
 
 // Close kills the server and waits for it.

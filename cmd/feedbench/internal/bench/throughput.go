@@ -56,7 +56,10 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (ThroughputResult, er
 		return res, err
 	}
 	defer r.Close()
-	rdb := r.Client(0)
+	rdb, err := r.Client()
+	if err != nil {
+		return res, err
+	}
 	defer rdb.Close()
 
 	keys, err := prefillThroughput(ctx, cfg, rdb, &res)
@@ -99,7 +102,7 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (ThroughputResult, er
 
 // prefillThroughput writes the benchmark's events with gamesim (unpaced) and returns
 // the stream keys.
-func prefillThroughput(ctx context.Context, cfg ThroughputConfig, rdb *redis.Client, res *ThroughputResult) ([]string, error) {
+func prefillThroughput(ctx context.Context, cfg ThroughputConfig, rdb redis.UniversalClient, res *ThroughputResult) ([]string, error) {
 	start := time.Now()
 	sum, err := gamesim.Run(ctx, rdb, gamesim.Config{
 		Games: cfg.Games, Events: cfg.Events / cfg.Games, Seed: 1, Prefix: "tp",
@@ -122,7 +125,7 @@ func prefillThroughput(ctx context.Context, cfg ThroughputConfig, rdb *redis.Cli
 type throughputRun struct {
 	cfg      ThroughputConfig
 	res      *ThroughputResult
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	redisPid int
 	keys     []string
 }
@@ -177,7 +180,7 @@ func (tr *throughputRun) pipeline(ctx context.Context, round int, prof *os.File)
 
 // rawLoop is the baseline: one XREADGROUP over every stream with COUNT,
 // then the XACKs of what it read in one pipeline, until total are acked.
-func rawLoop(ctx context.Context, rdb *redis.Client, keys []string, group string, count int64, total int) (time.Duration, error) {
+func rawLoop(ctx context.Context, rdb redis.UniversalClient, keys []string, group string, count int64, total int) (time.Duration, error) {
 	for _, k := range keys {
 		if err := rdb.XGroupCreateMkStream(ctx, k, group, "0").Err(); err != nil {
 			return 0, fmt.Errorf("bench: raw: xgroup create %s: %w", k, err)
@@ -216,7 +219,7 @@ func rawLoop(ctx context.Context, rdb *redis.Client, keys []string, group string
 // pipelineLoop runs the renderer's consumer over the streams in a fresh
 // group, with the renderer's handler (pipeline.Pipeline into a fresh store,
 // doorbell PUBLISH after each committed batch), until it acked total.
-func pipelineLoop(ctx context.Context, rdb *redis.Client, keys []string, group, dbPath string, count int64, total int) (time.Duration, error) {
+func pipelineLoop(ctx context.Context, rdb redis.UniversalClient, keys []string, group, dbPath string, count int64, total int) (time.Duration, error) {
 	db, err := store.Open(ctx, dbPath)
 	if err != nil {
 		return 0, err
