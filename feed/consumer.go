@@ -36,7 +36,8 @@ type Consumer struct {
 	running   bool
 	lastOK    time.Time
 	lastErr   error
-	inHandler bool // a slow handler is not a silent Redis
+	inHandler bool     // a slow handler is not a silent Redis
+	working   []string // the read set's keys after the last turn
 
 	// Owned by the loop goroutine.
 	streams     map[string]*streamState // every known stream

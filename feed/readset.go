@@ -70,6 +70,15 @@ func newStream(key string) *streamState {
 		doorBackoff: backoff.Backoff{Min: time.Second, Max: time.Minute}}
 }
 
+// Working returns the stream keys of the read set as of the last turn: the
+// games being read, claimed or counted now. Status pages show these (and
+// the most recent games) instead of the whole registry.
+func (c *Consumer) Working() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.working)
+}
+
 // track adds st to the work set.
 func (c *Consumer) track(st *streamState) { c.work[st.key] = st }
 
@@ -133,6 +142,14 @@ func (c *Consumer) prune(now time.Time) {
 			st.gauged = false
 		}
 	}
+	keys := make([]string, 0, len(c.work))
+	for k := range c.work {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	c.mu.Lock()
+	c.working = keys
+	c.mu.Unlock()
 	c.stats.known.Store(int64(len(c.streams)))
 	c.stats.working.Store(int64(len(c.work)))
 	c.stats.hot.Store(int64(hot))

@@ -177,12 +177,23 @@ func (m *Main) Close() error {
 	return errors.Join(errs...)
 }
 
+// statusRecent is how many of the most recent games the status page shows
+// besides the consumer's read set: the page's cost follows activity, not
+// the registry (docs/reader-law.md, "The read set").
+const statusRecent = 200
+
 func (m *Main) status(ctx context.Context) (feed.Status, error) {
-	streams, err := feed.RegistryStreams(m.rdb)(ctx)
+	var working []string
+	if m.consumer != nil {
+		working = m.consumer.Working()
+	}
+	streams, games, err := feed.StatusStreams(ctx, m.rdb, statusRecent, working)
 	if err != nil {
 		return feed.Status{}, err
 	}
-	return feed.Inspect(ctx, m.rdb, m.Config.Group, streams, event.DeadKeyOf)
+	st, err := feed.Inspect(ctx, m.rdb, m.Config.Group, streams, event.DeadKeyOf)
+	st.Games = games
+	return st, err
 }
 
 func (m *Main) ready(ctx context.Context) error {
