@@ -11,7 +11,7 @@ BENCH_ARGS   ?=
 GOIMPORTS  = $(GO) tool goimports -local github.com/codemojex/feed
 GO_SOURCES = $(shell git ls-files --cached --others --exclude-standard -- '*.go' ':!:*_templ.go')
 
-.PHONY: all run test bench chaos generate check-generate imports check-imports check-tidy build fmt vet clean distclean
+.PHONY: all run test test-valkey bench chaos generate check-generate imports check-imports check-tidy build fmt vet clean distclean
 
 all: build
 
@@ -23,15 +23,20 @@ run:
 test:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
+## test-valkey: the packages that talk to Redis (integration and end to end) on valkey-server.
+VALKEY_PKGS ?= ./feed/... ./e2e/... ./internal/redisconn/... ./internal/renderer/... ./internal/testkit/redistest/... ./internal/gamesim/... ./scripts/...
+test-valkey:
+	CODEMOJEX_REDIS_SERVER=valkey-server $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(VALKEY_PKGS)
+
 ## bench: the benchmark suite (cmd/feedbench); writes docs/benchmarks.md. BENCH_ARGS=-quick for a short run.
 bench:
 	@mkdir -p bin
 	$(GO) build -o bin/ ./cmd/renderer ./cmd/feedbench
 	bin/feedbench -renderer bin/renderer -write docs/benchmarks.md $(BENCH_ARGS)
 
-## chaos: the long chaos run (the short one is part of `make test`).
+## chaos: the long chaos runs, single node and Redis Cluster (the short ones are part of `make test`).
 chaos:
-	$(GO) test -race -run '^TestChaos$$' -count=1 -v -timeout $(CHAOS_TIMEOUT) ./e2e -chaos.long
+	$(GO) test -race -run '^(TestChaos|TestRedisCluster)$$' -count=1 -v -timeout $(CHAOS_TIMEOUT) ./e2e -chaos.long
 
 ## generate: regenerate the templ components (*_templ.go are committed).
 generate:

@@ -31,7 +31,7 @@ func run(tb testing.TB, bin string, args ...string) string {
 
 // classify splits a game's stream into well-formed and malformed entries
 // by the renderer's own rules.
-func classify(tb testing.TB, rdb *redis.Client, game string) (good []string, bad []string) {
+func classify(tb testing.TB, rdb redis.UniversalClient, game string) (good []string, bad []string) {
 	tb.Helper()
 	key := event.StreamKey(game)
 	xs, err := rdb.XRange(context.Background(), key, "-", "+").Result()

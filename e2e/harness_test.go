@@ -36,6 +36,7 @@ type cluster struct {
 	rdb    *redis.Client
 	dbPath string
 	group  string
+	url    string // -redis of the renderers; redis.URL() when empty
 
 	mu        sync.Mutex
 	renderers map[string]*renderer
@@ -69,7 +70,7 @@ func (c *cluster) start(name string, extra ...string) *renderer {
 	c.tb.Helper()
 	addr := proctest.FreeAddr(c.tb)
 	args := []string{
-		"-redis", c.redis.URL(),
+		"-redis", c.redisURL(),
 		"-db", c.dbPath,
 		"-http", addr,
 		"-group", c.group,
@@ -87,6 +88,27 @@ func (c *cluster) start(name string, extra ...string) *renderer {
 	c.renderers[name] = r
 	c.mu.Unlock()
 	return r
+}
+
+func (c *cluster) redisURL() string {
+	if c.url != "" {
+		return c.url
+	}
+	return c.redis.URL()
+}
+
+// host returns another host on the same Redis: its own consumer group and
+// its own store, as docs/operations.md deploys them.
+func (c *cluster) host(group string) *cluster {
+	return &cluster{
+		tb:        c.tb,
+		redis:     c.redis,
+		rdb:       c.rdb,
+		url:       c.url,
+		dbPath:    filepath.Join(c.tb.TempDir(), group+".db"),
+		group:     group,
+		renderers: map[string]*renderer{},
+	}
 }
 
 // restart starts r again with the same name, address and flags.
@@ -139,9 +161,15 @@ func (w *writer) chat(player, text string) string {
 // from the SQLite file.
 func (c *cluster) storeIDs(game string) []string {
 	c.tb.Helper()
-	db, err := sql.Open("sqlite", "file:"+c.dbPath+"?mode=ro&_pragma=busy_timeout(5000)")
+	return storeIDsOf(c.tb, c.dbPath, game)
+}
+
+// storeIDsOf is storeIDs of the store at path.
+func storeIDsOf(tb testing.TB, path, game string) []string {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
-		c.tb.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer db.Close()
 	rows, err := db.Query(`SELECT evt_id FROM events WHERE game = ? ORDER BY evt_id`, game)
@@ -153,7 +181,7 @@ func (c *cluster) storeIDs(game string) []string {
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			c.tb.Fatal(err)
+			tb.Fatal(err)
 		}
 		ids = append(ids, id)
 	}

@@ -15,18 +15,12 @@ func (c *Consumer) catchUpAll() error {
 	if c.cfg.Position == nil {
 		return nil
 	}
-	if c.caught == nil {
-		c.caught = map[string]bool{}
-	}
-	for k := range c.caught {
-		if c.streams[k] == nil {
-			delete(c.caught, k) // re-discovered later: caught up again
-		}
-	}
 	streams, entries := 0, 0
-	for _, k := range c.order {
-		st := c.streams[k]
-		if st == nil || !st.open || c.caught[k] {
+	// Only the work set: a stream enters it through the group door, so a
+	// new or re-discovered stream is caught up before it is read, and a
+	// quiet one costs nothing here.
+	for _, st := range c.work {
+		if !st.open || st.caught {
 			continue
 		}
 		n, done, err := c.catchUp(st)
@@ -34,7 +28,7 @@ func (c *Consumer) catchUpAll() error {
 			return err
 		}
 		if done {
-			c.caught[k] = true
+			st.caught = true
 		}
 		if n > 0 {
 			streams++

@@ -2,6 +2,8 @@ package feed
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,25 +27,59 @@ end
 return n
 `)
 
-// census sets the pending and lag gauges of every open stream and removes
-// idle consumers, in one pipeline.
+// census takes the census of the work set (every CensusEvery): its cost
+// follows the streams with a reason to be read, not the registry.
 func (c *Consumer) census() error {
-	act := c.active()
-	if len(act) == 0 {
+	sts := c.pick(func(st *streamState) bool { return st.open && !st.needDoor })
+	if len(sts) == 0 {
 		return nil
 	}
+	return c.censusOf(sts, false)
+}
+
+// inspectNew takes the census of the streams that just came through the
+// door: a stream with nothing pending skips the own-pending recovery, and
+// one with lag is due for a read.
+func (c *Consumer) inspectNew() error {
+	sts := c.pick(func(st *streamState) bool { return st.open && st.inspect })
+	if len(sts) == 0 {
+		return nil
+	}
+	return c.censusOf(sts, false)
+}
+
+// censusOf runs XINFO GROUPS on each stream (pipelined, 500 a pipeline)
+// and sets from it: the pending flag (claims and the census follow it),
+// due when the group lags behind the stream, the pending and lag gauges of
+// the streams that have either. With cleanup, or for a static stream, it
+// also runs the idle-consumer cleanup.
+func (c *Consumer) censusOf(sts []*streamState, cleanup bool) error {
+	for chunk := range slices.Chunk(sts, maxKeys) {
+		if err := c.censusChunk(chunk, cleanup); err != nil || c.stopping() {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) error {
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	pipe := c.rdb.Pipeline()
-	groups := make([]*redis.XInfoGroupsCmd, len(act))
-	cleans := make([]*redis.Cmd, len(act))
-	for i, st := range act {
+	groups := make([]*redis.XInfoGroupsCmd, len(sts))
+	cleans := make([]*redis.Cmd, len(sts))
+	for i, st := range sts {
 		groups[i] = pipe.XInfoGroups(ctx, st.key)
-		cleans[i] = cleanupScript.Eval(ctx, pipe, []string{st.key},
-			c.cfg.Group, c.cfg.ConsumerMaxIdle.Milliseconds(), c.cfg.Consumer)
+		if cleanup || st.pinned {
+			// EVALSHA: a pipeline cannot fall back on NOSCRIPT by itself,
+			// and sending the body 500 times a page is what it would cost.
+			cleans[i] = cleanupScript.EvalSha(ctx, pipe, []string{st.key},
+				c.cfg.Group, c.cfg.ConsumerMaxIdle.Milliseconds(), c.cfg.Consumer)
+		}
 	}
 	_, _ = pipe.Exec(ctx)
-	for i, st := range act {
+	noScript := false
+	for i, st := range sts {
 		if err := groups[i].Err(); err != nil {
 			c.fail("census", err)
 			if !serverError(err) {
@@ -52,17 +88,42 @@ func (c *Consumer) census() error {
 			c.reopen(st, err)
 			continue
 		}
-		game := gameOf(st.key)
-		if game == "" {
-			game = st.key
-		}
+		found := false
 		for _, g := range groups[i].Val() {
-			if g.Name == c.cfg.Group {
-				mPending.WithLabelValues(game).Set(float64(g.Pending))
-				mLag.WithLabelValues(game).Set(float64(g.Lag))
+			if g.Name != c.cfg.Group {
+				continue
+			}
+			found = true
+			st.pending = g.Pending > 0
+			if st.inspect && !st.pending {
+				st.recover = false // nothing pending, nothing of ours to recover
+			}
+			st.inspect = false
+			if g.Lag != 0 {
+				st.due = true // read once readable (after recovery)
+			}
+			if g.Pending > 0 || g.Lag != 0 || st.gauged {
+				mPending.WithLabelValues(labelOf(st)).Set(float64(g.Pending))
+				mLag.WithLabelValues(labelOf(st)).Set(float64(g.Lag))
+				st.gauged = true
+			}
+			if st.busy(time.Now()) {
+				c.track(st)
 			}
 		}
+		if !found {
+			// The group vanished without an error (a failover lost it):
+			// the door re-creates it.
+			c.reopen(st, nil)
+		}
+		if cleans[i] == nil {
+			continue
+		}
 		n, err := cleans[i].Int64()
+		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			noScript = true // loaded below; the next census cleans up
+			continue
+		}
 		if err != nil {
 			c.fail("cleanup", err)
 			c.log.Warn("idle consumer cleanup failed", "stream", st.key, "err", err)
@@ -71,8 +132,13 @@ func (c *Consumer) census() error {
 		if n > 0 {
 			c.stats.consumersDeleted.Add(n)
 			mConsumersDeleted.Add(float64(n))
-			c.log.Info("idle consumers removed", "stream", st.key, "game", game, "count", n,
+			c.log.Info("idle consumers removed", "stream", st.key, "game", st.game, "count", n,
 				"idle_over", c.cfg.ConsumerMaxIdle)
+		}
+	}
+	if noScript {
+		if err := cleanupScript.Load(ctx, c.rdb).Err(); err != nil {
+			c.log.Warn("idle consumer cleanup script not loaded", "err", err)
 		}
 	}
 	c.ok()

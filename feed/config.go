@@ -18,9 +18,9 @@ type Config struct {
 	// Client is the Redis (or Valkey) client. Required. Set its
 	// ContextTimeoutEnabled option: the consumer bounds its calls with
 	// context deadlines, which go-redis otherwise ignores, so a Redis that
-	// stops answering would hold each call for go-redis's own timeouts. The consumer reads
-	// new entries of all its streams in one XREADGROUP call, so with a
-	// cluster client every stream must live on one node's slots.
+	// stops answering would hold each call for go-redis's own timeouts. A
+	// *redis.ClusterClient is read per hash slot (docs/reader-law.md,
+	// "Redis Cluster").
 	Client redis.UniversalClient
 	// Group is the consumer group. Required.
 	Group string
@@ -28,11 +28,41 @@ type Config struct {
 	// (that is how it recovers its own pending list) and held by one live
 	// process at a time through a lease. Required.
 	Consumer string
-	// Streams discovers the stream keys to consume; it is called as the loop
-	// starts and then every StreamsEvery. A failing call keeps the previous
-	// list. Required.
+	// Registry is the games registry, a sorted set of game names scored by
+	// the unix ms of their last event (event.RegistryKey), whose games'
+	// streams (event.StreamKey) are consumed. A game's stream is read while
+	// it has a reason to be (docs/reader-law.md, "The read set"); a quiet
+	// game costs nothing per turn. Set exactly one of Registry and Streams.
+	Registry string
+	// WakeEvery is the registry beat (default 100ms): how often the games
+	// whose score moved are looked for. It bounds the extra latency of the
+	// first entry of a quiet or new game.
+	WakeEvery time.Duration
+	// WakeSlack is how far below the highest score seen the beat looks
+	// (default 2s): room for writers' clocks and for a ZADD that lands a
+	// little after a later one. A score older than that is found by the
+	// sweep.
+	WakeSlack time.Duration
+	// ActiveWindow is how long a game stays in the blocking read after its
+	// last sign of activity (a registry score, a delivery) (default 10s).
+	ActiveWindow time.Duration
+	// PollEvery is how often every known stream is read once without
+	// blocking (default 5s), many streams per XREADGROUP: the net under the
+	// registry beat for an entry whose score it did not see (a writer whose
+	// clock runs behind, a writer resending old entries after an outage).
+	// An idle poll returns nothing and costs one command per 500 streams.
+	PollEvery time.Duration
+	// SweepEvery is the period of the slow full pass over the registry
+	// (default 5m), in pages of 500 games spread over the period: it finds
+	// pending entries on quiet streams, lag the beat missed, games that left
+	// the registry, and removes idle consumers. The first pass after Open
+	// runs at once.
+	SweepEvery time.Duration
+	// Streams lists static stream keys to consume instead of a registry; it
+	// is called as the loop starts and then every StreamsEvery. A failing
+	// call keeps the previous list. Static streams are always read.
 	Streams func(ctx context.Context) ([]string, error)
-	// StreamsEvery is the re-discovery period (default 2s).
+	// StreamsEvery is the re-listing period of Streams (default 2s).
 	StreamsEvery time.Duration
 	// DeadKey maps a stream key to its dead-letter stream key, which must
 	// share its hash slot (default event.DeadKeyOf).
@@ -105,6 +135,11 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	def(&c.StreamsEvery, 2*time.Second)
+	def(&c.WakeEvery, 100*time.Millisecond)
+	def(&c.WakeSlack, 2*time.Second)
+	def(&c.ActiveWindow, 10*time.Second)
+	def(&c.SweepEvery, 5*time.Minute)
+	def(&c.PollEvery, 5*time.Second)
 	def(&c.MinIdle, 30*time.Second)
 	def(&c.ClaimEvery, 5*time.Second)
 	def(&c.Block, time.Second)
@@ -141,8 +176,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: Group is empty", ErrConfig)
 	case c.Consumer == "":
 		return fmt.Errorf("%w: Consumer is empty", ErrConfig)
-	case c.Streams == nil:
-		return fmt.Errorf("%w: Streams is nil", ErrConfig)
+	case (c.Streams == nil) == (c.Registry == ""):
+		return fmt.Errorf("%w: set exactly one of Registry and Streams", ErrConfig)
 	case (c.Handler == nil) == (c.BatchHandler == nil):
 		return fmt.Errorf("%w: set exactly one of Handler and BatchHandler", ErrConfig)
 	case c.LeaseTTL < 30*time.Millisecond:
@@ -158,8 +193,9 @@ func StaticStreams(keys ...string) func(context.Context) ([]string, error) {
 	return func(context.Context) ([]string, error) { return keys, nil }
 }
 
-// RegistryStreams returns a Config.Streams that lists the stream of every
-// valid game in the registry (ZRANGE codemojex:games).
+// RegistryStreams returns a function that lists the stream of every valid
+// game in the registry (ZRANGE codemojex:games), for tools; a Consumer
+// follows the registry itself with Config.Registry.
 func RegistryStreams(rdb redis.UniversalClient) func(context.Context) ([]string, error) {
 	return func(ctx context.Context) ([]string, error) {
 		games, err := registry.Games(ctx, rdb)

@@ -36,20 +36,25 @@ type Consumer struct {
 	running   bool
 	lastOK    time.Time
 	lastErr   error
-	inHandler bool  // a slow handler is not a silent Redis
-	pausedErr error // the consumer holds entries the infrastructure failed
+	inHandler bool     // a slow handler is not a silent Redis
+	working   []string // the read set's keys after the last turn
+	pausedErr error    // the consumer holds entries the infrastructure failed
 	pausedAt  time.Time
 	notes     []Note
 	sample    *sampler
 
 	// Owned by the loop goroutine.
-	streams     map[string]*streamState
-	order       []string // stream keys in discovery order
+	streams     map[string]*streamState // every known stream
+	work        map[string]*streamState // the read set: streams with a reason to be read
+	found       int                     // games discovered since the last log line
+	sweep       sweepState
+	perSlot     bool // group multi-key reads per hash slot (a cluster)
+	nextWake    time.Time
+	nextPoll    time.Time
 	nextFind    time.Time
 	nextClaim   time.Time
 	nextCensus  time.Time
 	unacked     map[string][]string // acks that failed, retried each turn
-	caught      map[string]bool     // streams caught up since discovery
 	loopBackoff backoff.Backoff
 }
 
@@ -70,6 +75,9 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 		handle:      cfg.BatchHandler,
 		stop:        make(chan struct{}),
 		streams:     map[string]*streamState{},
+		work:        map[string]*streamState{},
+		sweep:       sweepState{pass: 1},
+		perSlot:     isCluster(cfg.Client),
 		unacked:     map[string][]string{},
 		loopBackoff: backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second},
 		sample:      newSampler(cfg.LogEvery),

@@ -4,31 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/codemojex/feed/internal/backoff"
-	"github.com/codemojex/feed/internal/event"
 )
-
-// streamState is the loop's view of one stream.
-type streamState struct {
-	key         string
-	open        bool // the group is known to exist: read and claim it
-	needDoor    bool // run XGROUP CREATE before using the stream
-	recover     bool // read the own pending list from 0 before ">"
-	seenOpen    bool // the group existed once: a creation is a re-creation
-	doorErr     error
-	doorBackoff backoff.Backoff
-	nextDoor    time.Time
-}
-
-func gameOf(stream string) string {
-	g, _ := event.GameOfKey(stream)
-	return g
-}
 
 // reopen sends a stream back through the group door after a server error
 // (NOGROUP after a flush or a restart without persistence, WRONGTYPE after
@@ -38,6 +19,7 @@ func (c *Consumer) reopen(st *streamState, err error) {
 		c.log.Debug("stream sent back to the group door", "stream", st.key, "err", err)
 	}
 	st.open, st.needDoor = false, true
+	c.track(st)
 }
 
 // openDoors runs XGROUP CREATE key group 0 MKSTREAM, pipelined, for every
@@ -46,15 +28,16 @@ func (c *Consumer) reopen(st *streamState, err error) {
 // shows it) and retried later with backoff; the other streams go on.
 func (c *Consumer) openDoors() error {
 	now := time.Now()
-	var todo []*streamState
-	for _, k := range c.order {
-		if st := c.streams[k]; st.needDoor && !now.Before(st.nextDoor) {
-			todo = append(todo, st)
+	todo := c.pick(func(st *streamState) bool { return st.needDoor && !now.Before(st.nextDoor) })
+	for chunk := range slices.Chunk(todo, 1000) {
+		if err := c.openDoorsOf(chunk, now); err != nil || c.stopping() {
+			return err
 		}
 	}
-	if len(todo) == 0 {
-		return nil
-	}
+	return nil
+}
+
+func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	pipe := c.rdb.Pipeline()
@@ -82,6 +65,8 @@ func (c *Consumer) openDoors() error {
 				// it is cheap and keeps one rule: recover after every door.
 				st.recover = true
 			}
+			// Pending and lag tell whether to recover and what to read.
+			st.inspect = true
 			if st.doorErr != nil {
 				c.log.Info("stream usable again", "stream", st.key, "game", gameOf(st.key))
 			}

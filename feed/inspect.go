@@ -102,6 +102,35 @@ func dedupe(errs []string) string {
 	return strings.Join(out, "; ")
 }
 
+// StatusStreams returns the streams a status page shows when the registry
+// is large: the n most recently active games of the registry, then the
+// extra keys (a consumer's Working set: games with pending entries or
+// being read), without repeats; and the number of games in the registry.
+// Its cost follows n and the read set, not the registry.
+func StatusStreams(ctx context.Context, rdb redis.UniversalClient, n int64, extra []string) ([]string, int64, error) {
+	pipe := rdb.Pipeline()
+	recent := pipe.ZRevRange(ctx, event.RegistryKey, 0, n-1)
+	total := pipe.ZCard(ctx, event.RegistryKey)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, 0, fmt.Errorf("feed: status streams: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range recent.Val() {
+		if k := event.StreamKey(g); event.ValidGame(g) && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, k := range extra {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out, total.Val(), nil
+}
+
 // liveLeases lists the consumer names of group holding a lease. The leases
 // share the {GROUP} hash tag, so on a cluster they sit on one node.
 func liveLeases(ctx context.Context, rdb redis.UniversalClient, group string) ([]string, error) {

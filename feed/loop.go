@@ -3,11 +3,9 @@ package feed
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/untrusted"
 )
 
@@ -16,11 +14,21 @@ type quiet struct{ error }
 
 func (q quiet) Unwrap() error { return q.error }
 
-// run is the loop goroutine. Each turn: re-discover streams when due, retry
-// failed acks, open group doors, recover own pending lists, claim idle
-// entries when due, take the census when due, then read new entries. Any
-// error of a turn backs off (capped, with jitter) before the next one: no
-// failure makes the loop spin, and none makes it exit.
+// sweepState is where the slow full pass over the registry stands.
+type sweepState struct {
+	pass  int       // 1 during the first pass after Open
+	pos   int64     // rank of the next page
+	pages int       // pages of the last full pass
+	next  time.Time // when the next page is due
+}
+
+// run is the loop goroutine. Each turn: find games (the registry beat and
+// a sweep page, or the static list), retry failed acks, open group doors,
+// take the census of new streams, recover own pending lists, claim idle
+// entries when due, take the census when due, read the due streams without
+// blocking, and when none is due, block on the hot ones until the next
+// beat. Any error of a turn backs off (capped, with jitter) before the next
+// one: no failure makes the loop spin, and none makes it exit.
 func (c *Consumer) run() {
 	defer func() {
 		c.mu.Lock()
@@ -49,11 +57,25 @@ func (c *Consumer) run() {
 
 func (c *Consumer) turn() error {
 	now := time.Now()
-	if now.After(c.nextFind) {
-		// A failing discovery keeps the previous list: the games already
-		// known go on, and it is tried again next period.
+	defer func() { c.prune(time.Now()) }()
+	if c.cfg.Registry != "" {
+		// A failing beat or sweep keeps what is known: the games already
+		// in the read set go on, and it is tried again next time.
+		if !now.Before(c.sweep.next) {
+			if err := c.sweepNext(now); err != nil {
+				c.log.Warn("registry sweep failed; keeping the known games", "err", err, "streams", len(c.streams))
+				c.sweep.next = now.Add(c.cfg.WakeEvery)
+			}
+		}
+		if !now.Before(c.nextWake) {
+			if err := c.wake(now); err != nil {
+				c.log.Warn("registry beat failed; keeping the known games", "err", err, "streams", len(c.streams))
+			}
+			c.nextWake = now.Add(c.cfg.WakeEvery)
+		}
+	} else if !now.Before(c.nextFind) {
 		if err := c.discover(); err != nil {
-			c.log.Warn("stream discovery failed; keeping the previous list", "err", err, "streams", len(c.order))
+			c.log.Warn("stream discovery failed; keeping the previous list", "err", err, "streams", len(c.streams))
 		}
 		c.nextFind = now.Add(c.cfg.StreamsEvery)
 	}
@@ -72,6 +94,9 @@ func (c *Consumer) turn() error {
 	if err := c.catchUpAll(); err != nil {
 		return err
 	}
+	if err := c.inspectNew(); err != nil {
+		return err
+	}
 	if err := c.recoverAll(); err != nil {
 		return err
 	}
@@ -87,11 +112,32 @@ func (c *Consumer) turn() error {
 		}
 		c.nextCensus = now.Add(c.cfg.CensusEvery)
 	}
-	return c.readNew()
+	now = time.Now()
+	if got, err := c.drain(now); err != nil || got {
+		return err
+	}
+	if c.cfg.Registry != "" && !now.Before(c.nextPoll) {
+		c.nextPoll = now.Add(c.cfg.PollEvery)
+		if got, err := c.poll(now); err != nil || got {
+			return err
+		}
+	}
+	return c.readHot(now, c.blockFor(now))
 }
 
-// discover refreshes the stream list. New streams go through the group door
-// and recover their own pending list; vanished ones are dropped.
+// blockFor is how long the blocking read may wait: Block, and with a
+// registry no later than the next beat or sweep page.
+func (c *Consumer) blockFor(now time.Time) time.Duration {
+	d := c.cfg.Block
+	if c.cfg.Registry != "" {
+		d = min(d, c.nextWake.Sub(now), c.sweep.next.Sub(now))
+	}
+	return max(d, time.Millisecond)
+}
+
+// discover refreshes the static stream list (Config.Streams). New streams
+// go through the group door and recover their own pending list; vanished
+// ones are dropped. Static streams are pinned: always in the read set.
 func (c *Consumer) discover() error {
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
@@ -101,49 +147,33 @@ func (c *Consumer) discover() error {
 		return err
 	}
 	seen := make(map[string]bool, len(keys))
-	order := make([]string, 0, len(keys))
 	var found, gone []string
 	for _, k := range keys {
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		order = append(order, k)
 		if _, ok := c.streams[k]; !ok {
-			c.streams[k] = &streamState{key: k, needDoor: true, recover: true,
-				doorBackoff: backoff.Backoff{Min: time.Second, Max: time.Minute}}
+			st := newStream(k)
+			st.pinned = true
+			c.streams[k] = st
+			c.track(st)
 			found = append(found, k)
 		}
 	}
 	for k := range c.streams {
 		if !seen[k] {
 			delete(c.streams, k)
+			delete(c.work, k)
 			gone = append(gone, k)
 		}
 	}
-	// One line each per pass, however many games: a Redis that comes back
-	// empty drops every stream at once.
+	// One line each per pass, however many streams.
 	if len(found) > 0 {
 		c.log.Info("streams discovered", "count", len(found), "streams", headOf(found, 5))
 	}
 	if len(gone) > 0 {
 		c.log.Info("streams no longer listed", "count", len(gone), "streams", headOf(gone, 5))
-		if len(c.order) > 0 && len(order) == 0 {
-			c.note(fmt.Sprintf("all %d streams vanished from the games registry (Redis flushed or restarted without its data?); the store keeps every line", len(gone)))
-		}
 	}
-	c.order = order
 	return nil
-}
-
-// active returns the streams whose group is open and whose own pending list
-// was recovered: the ones read with ">" and claimed.
-func (c *Consumer) active() []*streamState {
-	out := make([]*streamState, 0, len(c.order))
-	for _, k := range c.order {
-		if st := c.streams[k]; st != nil && st.open && !st.recover {
-			out = append(out, st)
-		}
-	}
-	return out
 }

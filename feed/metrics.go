@@ -83,8 +83,16 @@ var (
 	})
 	mPending = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "codemojex_feed_pending",
-		Help: "Entries delivered to the group and not yet acknowledged, by game.",
+		Help: "Entries delivered to the group and not yet acknowledged, by game (games of the read set only).",
 	}, []string{"game"})
+	mStreams = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "codemojex_feed_streams",
+		Help: "Streams of the read set, by set: known (all), working (with a reason to be read), hot (in the blocking read).",
+	}, []string{"set"})
+	mPolled = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "codemojex_feed_polls_found_total",
+		Help: "Polls of every stream that found entries the registry beat had missed.",
+	})
 	mLag = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "codemojex_feed_lag",
 		Help: "Entries not yet delivered to the group, by game (-1 when unknown).",

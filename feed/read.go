@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,140 +15,298 @@ const (
 	pathClaim   = "claim"
 )
 
+// Caps of one turn's reads (docs/reader-law.md, "The read set").
+const (
+	// drainKeys caps the due streams read (without blocking) in one turn,
+	// so that a catch-up over many games goes in batches the handler can
+	// take, and the registry beat keeps its pace meanwhile.
+	drainKeys = 1000
+	// blockKeys caps the streams of the blocking read: the most recently
+	// active ones. A hot stream beyond it is read when the beat sees its
+	// score move, like a quiet one.
+	blockKeys = 1000
+)
+
 // recoverAll recovers the own pending list of every open stream that needs
-// it (once per start and after every group door creation).
+// it (once per start and after every group door creation), many streams
+// per XREADGROUP.
 func (c *Consumer) recoverAll() error {
-	for _, k := range c.order {
-		st := c.streams[k]
-		if !st.open || !st.recover {
-			continue
-		}
-		if err := c.recoverSelf(st); err != nil || c.stopping() {
+	sts := c.pick(func(st *streamState) bool { return st.open && !st.inspect && st.recover })
+	for _, g := range c.groups(sts) {
+		if err := c.recoverGroup(g); err != nil || c.stopping() {
 			return err
 		}
 	}
 	return nil
 }
 
-// recoverSelf reads the own pending list from cursor 0, advancing the cursor
-// past each batch, to exhaustion. A read with an explicit id never blocks and
-// adds one to each entry's delivery count. Entries that fail again stay
-// pending behind the cursor, so they never spin; they come back by
-// XAUTOCLAIM no sooner than MinIdle later.
-func (c *Consumer) recoverSelf(st *streamState) error {
-	cursor := "0"
-	total := 0
-	for !c.stopping() {
+// recoverGroup reads the own pending lists of streams (one slot, or any on
+// one node) from cursor 0, advancing each stream's cursor past each batch,
+// until each is exhausted. A read with an explicit id never blocks and adds
+// one to each entry's delivery count. Entries that fail again stay pending
+// behind the cursor, so they never spin; they come back by XAUTOCLAIM no
+// sooner than MinIdle later.
+func (c *Consumer) recoverGroup(sts []*streamState) error {
+	cursor := make(map[string]string, len(sts))
+	total := make(map[string]int, len(sts))
+	for _, st := range sts {
+		cursor[st.key] = "0"
+	}
+	for len(sts) > 0 && !c.stopping() {
 		res, err := c.rdb.XReadGroup(c.ctx, &redis.XReadGroupArgs{
 			Group: c.cfg.Group, Consumer: c.cfg.Consumer,
-			Streams: []string{st.key, cursor}, Count: c.cfg.Count, Block: -1,
+			Streams: streamsArgs(sts, func(st *streamState) string { return cursor[st.key] }),
+			Count:   c.cfg.Count, Block: -1,
 		}).Result()
 		if err != nil && !isNil(err) {
-			c.fail("recover", err)
-			if serverError(err) {
-				c.reopen(st, err)
-				return nil
-			}
-			return err
+			return c.readFailed("recover", sts, err)
 		}
 		c.ok()
-		var msgs []redis.XMessage
-		if len(res) > 0 {
-			msgs = res[0].Messages
+		got := map[string][]redis.XMessage{}
+		for _, s := range res {
+			got[s.Stream] = s.Messages
 		}
-		if len(msgs) == 0 {
-			st.recover = false
-			if total > 0 {
-				c.log.Info("own pending list recovered", "stream", st.key, "game", gameOf(st.key), "entries", total)
+		var batch []delivery
+		rest := sts[:0:0]
+		for _, st := range sts {
+			msgs := got[st.key]
+			if len(msgs) == 0 {
+				st.recover = false
+				if total[st.key] > 0 {
+					c.log.Info("own pending list recovered", "stream", st.key, "game", st.game, "entries", total[st.key])
+				}
+				continue
 			}
-			return nil
+			total[st.key] += len(msgs)
+			cursor[st.key] = msgs[len(msgs)-1].ID
+			for _, x := range msgs {
+				batch = append(batch, delivery{stream: st.key, x: x})
+			}
+			rest = append(rest, st)
 		}
-		total += len(msgs)
-		cursor = msgs[len(msgs)-1].ID
-		batch := make([]delivery, len(msgs))
-		for i, x := range msgs {
-			batch[i] = delivery{stream: st.key, x: x}
-		}
-		if err := c.process(pathPending, batch); err != nil {
-			return err
+		sts = rest
+		if len(batch) > 0 {
+			if err := c.process(pathPending, batch); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// readNew reads entries never delivered to the group, over all active
-// streams in one XREADGROUP ... > call with BLOCK and COUNT.
-func (c *Consumer) readNew() error {
-	act := c.active()
-	if len(act) == 0 {
-		// Nothing to read: keep readiness honest and wait a beat.
-		ctx, cancel := context.WithTimeout(c.ctx, 2*time.Second)
-		err := c.rdb.Ping(ctx).Err()
-		cancel()
-		if err != nil {
-			if c.stopping() {
-				return nil
-			}
-			c.fail("ping", err)
-			return err
+// drain reads, without blocking, the due streams: woken by the registry
+// beat, lagging in the census, or whose last read was full. Hot streams go
+// first, so that a live game does not wait behind a catch-up. It reports
+// whether it read anything.
+func (c *Consumer) drain(now time.Time) (bool, error) {
+	sts := c.pick(func(st *streamState) bool { return st.due && st.readable() })
+	if len(sts) == 0 {
+		return false, nil
+	}
+	slices.SortStableFunc(sts, func(a, b *streamState) int {
+		switch ah, bh := a.hot(now), b.hot(now); {
+		case ah && !bh:
+			return -1
+		case bh && !ah:
+			return 1
 		}
+		return 0
+	})
+	if len(sts) > drainKeys {
+		sts = sts[:drainKeys]
+	}
+	return c.readMany(sts, now)
+}
+
+// poll reads every known stream once without blocking (every PollEvery):
+// the net under the registry beat. Streams out of the work set that
+// deliver here are ones whose score the beat missed; they are counted.
+func (c *Consumer) poll(now time.Time) (bool, error) {
+	sts := make([]*streamState, 0, len(c.streams))
+	for _, st := range c.streams {
+		if st.readable() && !st.due {
+			sts = append(sts, st)
+		}
+	}
+	if len(sts) == 0 {
+		return false, nil
+	}
+	slices.SortFunc(sts, func(a, b *streamState) int { return cmpKey(a.key, b.key) })
+	got, err := c.readMany(sts, now)
+	if got {
+		c.stats.polled.Add(1)
+		mPolled.Inc()
+	}
+	return got, err
+}
+
+func cmpKey(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// readMany reads ">" without blocking from streams, one XREADGROUP per
+// group of keys (per slot on a cluster), all in one pipeline, which a
+// cluster client splits per node. A stream whose read came back full stays
+// due; the others are read up to date.
+func (c *Consumer) readMany(sts []*streamState, now time.Time) (bool, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	gs := c.groups(sts)
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.XStreamSliceCmd, len(gs))
+	for i, g := range gs {
+		cmds[i] = pipe.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group: c.cfg.Group, Consumer: c.cfg.Consumer,
+			Streams: streamsArgs(g, func(*streamState) string { return ">" }),
+			Count:   c.cfg.Count, Block: -1,
+		})
+	}
+	_, _ = pipe.Exec(ctx)
+	var batch []delivery
+	var firstErr error
+	for i, g := range gs {
+		res, err := cmds[i].Result()
+		if err != nil && !isNil(err) {
+			if err := c.readFailed("read", g, err); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		batch = c.collect(batch, g, res, now)
+	}
+	if firstErr == nil {
 		c.ok()
-		c.sleep(min(c.cfg.Block, c.cfg.StreamsEvery))
+	}
+	if len(batch) > 0 {
+		if err := c.process(pathNew, batch); err != nil {
+			return true, err
+		}
+	}
+	return len(batch) > 0, firstErr
+}
+
+// collect appends a ">" read's entries to batch and updates the streams
+// read: a full read leaves the stream due, a read that delivered keeps a
+// hot stream hot.
+func (c *Consumer) collect(batch []delivery, sts []*streamState, res []redis.XStream, now time.Time) []delivery {
+	got := make(map[string][]redis.XMessage, len(res))
+	for _, s := range res {
+		got[s.Stream] = s.Messages
+	}
+	for _, st := range sts {
+		msgs := got[st.key]
+		st.due = int64(len(msgs)) >= c.cfg.Count
+		if len(msgs) > 0 && now.Before(st.hotUntil) {
+			st.hotUntil = now.Add(c.cfg.ActiveWindow)
+		}
+		for _, x := range msgs {
+			batch = append(batch, delivery{stream: st.key, x: x, attempts: 1})
+		}
+	}
+	return batch
+}
+
+// readHot waits for new entries on the hot streams: one blocking
+// XREADGROUP over them (the blockKeys most recently active), for up to
+// wait. On a cluster, where one read cannot span slots, it blocks only
+// when the hot streams share one slot; otherwise it reads them without
+// blocking and waits for the next beat. With nothing hot it just waits.
+func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
+	sts := c.pick(func(st *streamState) bool { return st.hot(now) && st.readable() && !st.due })
+	if len(sts) == 0 {
+		if c.cfg.Registry == "" && len(c.work) == 0 {
+			// Nothing to read and no beat: keep readiness honest.
+			ctx, cancel := context.WithTimeout(c.ctx, 2*time.Second)
+			err := c.rdb.Ping(ctx).Err()
+			cancel()
+			if err != nil {
+				if c.stopping() {
+					return nil
+				}
+				c.fail("ping", err)
+				return err
+			}
+			c.ok()
+		}
+		c.sleep(wait)
 		return nil
 	}
-	args := make([]string, 0, 2*len(act))
-	for _, st := range act {
-		args = append(args, st.key)
+	if len(sts) > blockKeys {
+		slices.SortStableFunc(sts, func(a, b *streamState) int { return b.hotUntil.Compare(a.hotUntil) })
+		sts = sts[:blockKeys]
 	}
-	for range act {
-		args = append(args, ">")
+	if len(c.groups(sts)) > 1 {
+		got, err := c.readMany(sts, now)
+		if err != nil || got {
+			return err
+		}
+		c.sleep(wait)
+		return nil
 	}
 	// go-redis waits BLOCK plus 10s for a blocking reply; a deadline just
 	// past BLOCK (honoured with ContextTimeoutEnabled) lets a silent Redis
 	// fail the turn, and a Close, in about a second instead.
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Block+time.Second)
+	ctx, cancel := context.WithTimeout(c.ctx, wait+time.Second)
 	defer cancel()
 	res, err := c.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: c.cfg.Group, Consumer: c.cfg.Consumer,
-		Streams: args, Count: c.cfg.Count, Block: c.cfg.Block,
+		Streams: streamsArgs(sts, func(*streamState) string { return ">" }),
+		Count:   c.cfg.Count, Block: max(wait, time.Millisecond),
 	}).Result()
 	if err != nil && !isNil(err) {
 		if c.stopping() {
 			return nil
 		}
-		c.fail("read", err)
-		if serverError(err) {
-			// One bad stream fails the whole call; the doors find which.
-			for _, st := range act {
-				c.reopen(st, err)
-			}
-			if isNoGroup(err) {
-				// The door re-creates the group and says so in one line;
-				// the short backoff still guards against a NOGROUP that
-				// the door cannot cure.
-				return quiet{err}
-			}
-		}
-		return err
+		return c.readFailed("read", sts, err)
 	}
 	c.ok()
-	var batch []delivery
-	for _, s := range res {
-		for _, x := range s.Messages {
-			batch = append(batch, delivery{stream: s.Stream, x: x, attempts: 1})
-		}
-	}
+	batch := c.collect(nil, sts, res, time.Now())
 	if len(batch) == 0 {
 		return nil
 	}
 	return c.process(pathNew, batch)
 }
 
-// claimAll runs XAUTOCLAIM over every active stream: the idle entries of
-// dead peers, and the own failed entries, no sooner than MinIdle (by the
-// server's clock) after their last delivery.
+// readFailed handles the error of a read over sts. A server error (NOGROUP,
+// WRONGTYPE) sends them back through the door, which singles out the bad
+// one; a cluster redirection, UNBLOCKED or CROSSSLOT reloads the slot map
+// and is retried after the turn's backoff like a connection error: the
+// group and its pending list survive a slot move or a failover.
+func (c *Consumer) readFailed(op string, sts []*streamState, err error) error {
+	c.fail(op, err)
+	if clusterRetry(err) {
+		c.clusterRefresh(err)
+		return quiet{err}
+	}
+	if serverError(err) {
+		for _, st := range sts {
+			c.reopen(st, err)
+		}
+		if isNoGroup(err) {
+			// The door re-creates the group and says so in one line;
+			// the short backoff still guards against a NOGROUP that
+			// the door cannot cure.
+			return quiet{err}
+		}
+		if op == "recover" {
+			return nil
+		}
+	}
+	return err
+}
+
+// claimAll runs XAUTOCLAIM over the streams whose group has pending
+// entries (and the static ones): the idle entries of dead peers, and the
+// own failed entries, no sooner than MinIdle (by the server's clock) after
+// their last delivery.
 func (c *Consumer) claimAll() error {
-	for _, st := range c.active() {
+	for _, st := range c.pick(func(st *streamState) bool { return (st.pinned || st.pending) && st.readable() }) {
 		if err := c.claim(st); err != nil || c.stopping() {
 			return err
 		}
@@ -167,19 +326,17 @@ func (c *Consumer) claim(st *streamState) error {
 			MinIdle: c.cfg.MinIdle, Start: start, Count: c.cfg.Count,
 		}).Result()
 		if err != nil {
-			c.fail("claim", err)
-			if serverError(err) {
-				c.reopen(st, err)
-				return nil
+			if err := c.readFailed("claim", []*streamState{st}, err); err != nil && !serverError(err) {
+				return err
 			}
-			return err
+			return nil
 		}
 		c.ok()
 		if n := int64(len(deleted)); n > 0 {
 			c.stats.claimDeleted.Add(n)
 			mTrimmed.WithLabelValues(pathClaim).Add(float64(n))
 			c.log.Info("claimed entries were deleted from the stream; dropped from the pending list",
-				"stream", st.key, "game", gameOf(st.key), "count", n)
+				"stream", st.key, "game", st.game, "count", n)
 		}
 		if len(msgs) > 0 {
 			c.stats.claimed.Add(int64(len(msgs)))

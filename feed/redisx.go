@@ -1,8 +1,10 @@
 package feed
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -16,10 +18,45 @@ func serverError(err error) bool {
 		return false
 	}
 	switch errCode(err) {
-	case "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY":
+	case "LOADING", "BUSY", "MASTERDOWN", "READONLY":
 		return false
 	}
-	return true
+	return !clusterRetry(err)
+}
+
+// clusterRetry reports a reply that means "the slot moved or its node is
+// changing": MOVED and ASK (go-redis follows them itself, up to its
+// MaxRedirects), TRYAGAIN and CLUSTERDOWN (during a resharding or a
+// failover), UNBLOCKED (a blocked read whose slot migrated or whose master
+// was failed over; go-redis does not retry it) and CROSSSLOT (a multi-key
+// read over two slots). None of them means the group is lost: the loop
+// reloads the slot map and retries after its backoff, like a connection
+// error.
+func clusterRetry(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	switch errCode(err) {
+	case "MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "UNBLOCKED", "CROSSSLOT":
+		return true
+	}
+	return false
+}
+
+// clusterRefresh reacts to a clusterRetry error: the slot map is reloaded
+// (on a cluster client), and a CROSSSLOT from a client that did not look
+// like a cluster turns on per-slot grouping of multi-key reads.
+func (c *Consumer) clusterRefresh(err error) {
+	if errCode(err) == "CROSSSLOT" && !c.perSlot {
+		c.perSlot = true
+		c.log.Warn("multi-key read refused with CROSSSLOT; grouping reads per hash slot from now on", "err", err)
+	}
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		defer cancel()
+		cc.ReloadState(ctx)
+	}
 }
 
 // errCode returns the first word of a server error ("WRONGTYPE").

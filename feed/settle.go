@@ -137,6 +137,7 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 		}
 		if err != nil {
 			c.fail("dead", err)
+			c.markPending(d.stream)
 			c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, untrusted.Attr("reason", d.reason), untrusted.Err(err))...)
 			if !serverError(err) {
 				connErr = err

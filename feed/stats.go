@@ -24,6 +24,12 @@ type Stats struct {
 	DeadDuplicates   int64 // dead letters not written: one exists for that stream position
 	CaughtUp         int64 // entries handed to the handler by catch-up
 	Gaps             int64 // streams found trimmed past what the store has
+	Polled           int64 // polls of every stream that found entries the registry beat missed
+
+	// The read set now (docs/reader-law.md, "The read set").
+	Known   int64 // streams known (the registry's games, or the static list)
+	Working int64 // of which with a reason to be read this turn
+	Hot     int64 // of which in the blocking read (recently active)
 }
 
 type counters struct {
@@ -31,6 +37,7 @@ type counters struct {
 	trimmed, claimDeleted, keptAlive, groupErrors, groupsCreated          atomic.Int64
 	groupsRecreated, consumersDeleted, loopErrors                         atomic.Int64
 	pauses, deadDuplicates, caughtUp, gaps                                atomic.Int64
+	known, working, hot, polled                                           atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -55,5 +62,9 @@ func (c *counters) snapshot() Stats {
 		DeadDuplicates:   c.deadDuplicates.Load(),
 		CaughtUp:         c.caughtUp.Load(),
 		Gaps:             c.gaps.Load(),
+		Polled:           c.polled.Load(),
+		Known:            c.known.Load(),
+		Working:          c.working.Load(),
+		Hot:              c.hot.Load(),
 	}
 }

@@ -8,6 +8,7 @@ type Status struct {
 	Group     string         `json:"group"`
 	At        time.Time      `json:"at"`
 	Renderers []string       `json:"renderers"` // consumer names holding a live lease
+	Games     int64          `json:"games"`     // games in the registry (Streams may show fewer)
 	Streams   []StreamStatus `json:"streams"`
 	// Notes are what the renderer serving the status wants an operator to
 	// know: a pause and its reason, a gap, groups re-created, a store

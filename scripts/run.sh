@@ -4,8 +4,14 @@
 # one SQLite file, and a game simulator playing three games at a human pace.
 # Ctrl-C stops every process this script started, in order, and nothing else.
 #
+# RUN_CLUSTER=1 starts a private Redis Cluster instead: 3 masters, each with
+# a replica (6 server processes, data and store under var/cluster/, wiped at
+# each start), made with redis-cli --cluster create.
+#
 # Environment:
 #   REDIS_URL       use this Redis/Valkey when it answers (else a private one)
+#   RUN_CLUSTER     1: a private 3-master cluster with replicas (ignores REDIS_URL)
+#   CODEMOJEX_REDIS_SERVER  redis-server or valkey-server (default: valkey-server when installed)
 #   RUN_HTTP_PORT   first renderer port (default 8080; the others follow)
 #   RUN_GAMES       games simulated (default 3)
 #   RUN_RATE        simulator entries per second over all games (default 3)
@@ -34,7 +40,7 @@ die() { say "$*"; exit 1; }
 # Each child runs in its own session (setsid), so a Ctrl-C reaches only this
 # script, which then stops them in order: writer, renderers, Redis.
 declare -a PIDS=() NAMES=()
-REDIS_PID=""
+REDIS_PIDS=()
 TAIL_PID=""
 SLEEP_PID=""
 STOPPING=0
@@ -92,7 +98,7 @@ cleanup() {
 	done
 	((${#writer[@]})) && stop_group gamesim "${writer[@]}"
 	((${#renderers[@]})) && stop_group renderer "${renderers[@]}"
-	[[ -n $REDIS_PID ]] && stop_group redis "$REDIS_PID"
+	((${#REDIS_PIDS[@]})) && stop_group redis "${REDIS_PIDS[@]}"
 	for pid in $TAIL_PID $SLEEP_PID; do
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
@@ -113,7 +119,7 @@ if [[ -f $PIDFILE ]]; then
 		cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
 		cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
 		case $name in
-		redis) [[ $cwd == "$VAR/redis" && $cmdline == *-server* ]] && left_redis+=("$pid") ;;
+		redis) [[ ($cwd == "$VAR/redis" || $cwd == "$VAR/cluster/"*) && $cmdline == *-server* ]] && left_redis+=("$pid") ;;
 		gamesim) [[ $cwd == "$ROOT" && $cmdline == "$BIN/gamesim "* ]] && left_sim+=("$pid") ;;
 		*) [[ $cwd == "$ROOT" && $cmdline == "$BIN/renderer "* ]] && left_ren+=("$pid") ;;
 		esac
@@ -162,6 +168,11 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 redis_binary() {
 	local b
+	if [[ -n ${CODEMOJEX_REDIS_SERVER:-} ]]; then
+		command -v "$CODEMOJEX_REDIS_SERVER" && return 0
+		say "\$CODEMOJEX_REDIS_SERVER=$CODEMOJEX_REDIS_SERVER is not on PATH"
+		return 1
+	fi
 	for b in valkey-server redis-server; do
 		if command -v "$b" >/dev/null; then
 			command -v "$b"
@@ -195,19 +206,83 @@ start_private_redis() {
 	say "starting $(basename "$bin") on 127.0.0.1:$port, data (AOF) in var/redis"
 	start redis "$LOG/redis.log" "$bin" --port "$port" --bind 127.0.0.1 --dir "$VAR/redis" \
 		--appendonly yes --appendfsync everysec --save "" --daemonize no --protected-mode yes
-	REDIS_PID=${PIDS[-1]}
+	REDIS_PIDS+=("${PIDS[-1]}")
 	REDIS_URL="redis://127.0.0.1:$port/0"
 	local i
 	for ((i = 0; i < 100; i++)); do
 		ping_tcp 127.0.0.1 "$port" && return 0
-		alive "$REDIS_PID" || break
+		alive "${PIDS[-1]}" || break
 		sleep 0.1
 	done
 	tail -n 20 "$LOG/redis.log" >&2 || true
 	die "the private Redis did not answer on port $port"
 }
 
-if [[ -n ${REDIS_URL:-} ]] && ping_url "$REDIS_URL"; then
+redis_cli() { # the client that goes with server binary $1
+	local b
+	case $1 in
+	*valkey*) b="valkey-cli redis-cli" ;;
+	*) b="redis-cli valkey-cli" ;;
+	esac
+	for c in $b; do
+		command -v "$c" && return 0
+	done
+	return 1
+}
+
+start_private_cluster() { # 3 masters + 3 replicas from one server binary
+	local bin=$1 cli port i n=0
+	check_version "$bin"
+	cli=$(redis_cli "$bin") || die "RUN_CLUSTER=1 needs redis-cli or valkey-cli (apt-get install -y redis-tools)"
+	# A demo cluster: a new one each run, so that no nodes.conf of an
+	# earlier run (with other ports) gets in the way.
+	rm -rf "$VAR/cluster"
+	mkdir -p "$VAR/cluster"
+	local first=${RUN_REDIS_PORT:-7000} # bus port = port + 10000: stay <= 55535
+	local -a ports=()
+	for ((port = first; port <= 55535 && ${#ports[@]} < 6; port++)); do
+		[[ $port == 6379 || $port == 16379 ]] && continue
+		port_free "$port" && port_free $((port + 10000)) && ports+=("$port")
+	done
+	((${#ports[@]} == 6)) || die "no 6 free port pairs (p, p+10000) from $first up to 55535"
+	say "starting a Redis Cluster ($(basename "$bin"), 3 masters + 3 replicas) on ports ${ports[*]}, data in $VAR/cluster"
+	for port in "${ports[@]}"; do
+		mkdir -p "$VAR/cluster/$port"
+		start redis "$LOG/redis-$port.log" "$bin" --port "$port" --bind 127.0.0.1 --dir "$VAR/cluster/$port" \
+			--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
+			--appendonly yes --appendfsync everysec --save "" --daemonize no --protected-mode yes
+		REDIS_PIDS+=("${PIDS[-1]}")
+	done
+	for port in "${ports[@]}"; do
+		for ((i = 0; i < 100; i++)); do
+			ping_tcp 127.0.0.1 "$port" && break
+			sleep 0.1
+		done
+		ping_tcp 127.0.0.1 "$port" || die "cluster node on port $port did not answer (log: $LOG/redis-$port.log)"
+	done
+	local -a addrs=()
+	for port in "${ports[@]}"; do addrs+=("127.0.0.1:$port"); done
+	"$cli" --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$LOG/cluster-create.log" 2>&1 ||
+		{ tail -n 20 "$LOG/cluster-create.log" >&2; die "$(basename "$cli") --cluster create failed (log: $LOG/cluster-create.log)"; }
+	for ((i = 0; i < 300; i++)); do # up to 30 s for every node to say ok
+		n=0
+		for port in "${ports[@]}"; do
+			[[ $("$cli" -p "$port" cluster info 2>/dev/null) == *cluster_state:ok* ]] && n=$((n + 1))
+		done
+		((n == 6)) && break
+		sleep 0.1
+	done
+	((n == 6)) || die "the cluster did not reach cluster_state:ok on every node within 30s"
+	# go-redis's cluster form: every master named, the client finds the rest.
+	REDIS_URL="redis://127.0.0.1:${ports[0]}?addr=127.0.0.1:${ports[1]}&addr=127.0.0.1:${ports[2]}"
+	DB_PATH=$VAR/cluster/feed.db
+}
+
+DB_PATH=$VAR/feed.db
+if [[ ${RUN_CLUSTER:-0} == 1 ]]; then
+	bin=$(redis_binary) || die "RUN_CLUSTER=1 needs valkey-server or redis-server on PATH"
+	start_private_cluster "$bin"
+elif [[ -n ${REDIS_URL:-} ]] && ping_url "$REDIS_URL"; then
 	say "using Redis at \$REDIS_URL ($REDIS_URL)"
 else
 	[[ -n ${REDIS_URL:-} ]] && say "nothing answers at \$REDIS_URL ($REDIS_URL): starting a private Redis"
@@ -242,7 +317,7 @@ for i in 1 2 3; do
 	port=$((HTTP_PORT + i - 1))
 	port_free "$port" || die "port $port is taken: stop what listens there or set RUN_HTTP_PORT"
 	PORTS+=("$port")
-	start "renderer r$i" "$LOG/r$i.log" "$BIN/renderer" -redis "$REDIS_URL" -db "$VAR/feed.db" \
+	start "renderer r$i" "$LOG/r$i.log" "$BIN/renderer" -redis "$REDIS_URL" -db "$DB_PATH" \
 		-http "127.0.0.1:$port" -group feed -consumer "r$i"
 done
 
@@ -291,7 +366,7 @@ $(for ((g = 1; g <= GAMES; g++)); do printf '    http://localhost:%s/games/game-
 
   Status page: http://localhost:${PORTS[0]}/status
   Redis:       $REDIS_URL
-  Logs:        $LOG/{r1,r2,r3,gamesim${REDIS_PID:+,redis}}.log
+  Logs:        $LOG/{r1,r2,r3,gamesim}.log$( ((${#REDIS_PIDS[@]})) && printf ' and %s/redis*.log' "$LOG")
   Press Ctrl-C to stop everything.
 
 EOF

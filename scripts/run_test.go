@@ -95,8 +95,18 @@ func alive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
 }
 
-func TestMakeRun(t *testing.T) {
-	if _, err := redistest.Binary(); err != nil {
+func TestMakeRun(t *testing.T) { runScript(t, nil, 1) }
+
+// TestMakeRunCluster: RUN_CLUSTER=1 make run starts a private cluster of 3
+// masters, each with a replica, and the same renderers and simulator on it.
+func TestMakeRunCluster(t *testing.T) { runScript(t, []string{"RUN_CLUSTER=1"}, 6) }
+
+// runScript runs run.sh with env added, checks that it started redises
+// server processes, three renderers and the simulator, that every replica
+// serves the games live, and that a Ctrl-C stops everything cleanly.
+func runScript(t *testing.T, env []string, redises int) {
+	bin, err := redistest.Binary()
+	if err != nil {
 		t.Fatal(err)
 	}
 	_, file, _, _ := runtime.Caller(0)
@@ -113,7 +123,11 @@ func TestMakeRun(t *testing.T) {
 	cmd.Env = append(cmd.Env,
 		"RUN_VAR="+filepath.Join(tmp, "var"), "RUN_BIN="+filepath.Join(tmp, "bin"),
 		"RUN_HTTP_PORT="+strconv.Itoa(base), "RUN_REDIS_PORT="+strconv.Itoa(base+10),
-		"RUN_RATE=40", "RUN_SEED=7", "RUN_TAIL=0")
+		"RUN_RATE=40", "RUN_SEED=7", "RUN_TAIL=0",
+		// The server the tests take (redistest.ServerEnv), not run.sh's
+		// own preference.
+		redistest.ServerEnv+"="+bin)
+	cmd.Env = append(cmd.Env, env...)
 	// Its own process group, as a shell gives a foreground job: a Ctrl-C
 	// is SIGINT to that group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -132,8 +146,10 @@ func TestMakeRun(t *testing.T) {
 		}
 		if t.Failed() {
 			t.Logf("run.sh output:\n%s", out.String())
-			for _, name := range []string{"r1", "r2", "r3", "gamesim", "redis"} {
-				b, _ := os.ReadFile(filepath.Join(tmp, "var", "log", name+".log"))
+			logs, _ := filepath.Glob(filepath.Join(tmp, "var", "log", "*.log"))
+			for _, log := range logs {
+				name := strings.TrimSuffix(filepath.Base(log), ".log")
+				b, _ := os.ReadFile(log)
 				if len(b) > 3000 {
 					b = b[len(b)-3000:]
 				}
@@ -151,8 +167,8 @@ func TestMakeRun(t *testing.T) {
 		return strings.Contains(out.String(), "Press Ctrl-C")
 	})
 	pids := startedPids(out.String())
-	if len(pids) != 5 {
-		t.Fatalf("run.sh started %v, want redis, three renderers and gamesim", pids)
+	if len(pids) != redises+4 {
+		t.Fatalf("run.sh started %v, want %d redis, three renderers and gamesim", pids, redises)
 	}
 	// Every replica serves every game from the shared store, growing live.
 	for i := range 3 {

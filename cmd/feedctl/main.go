@@ -1,5 +1,6 @@
 // Command feedctl is the operator's tool for codemojex feed: the group's
-// status, dead letters, replay of a game and rebuild of a store.
+// status, dead letters, replay of a game, rebuild of a store and
+// retention (prune).
 package main
 
 import (
@@ -25,6 +26,8 @@ commands:
   dead drop    -game G -id ID  delete a dead letter (-all: every one)
   replay       -game G         re-deliver a game's retained stream to the group
   rebuild      -db NEW         build a new store from every registered game's stream
+  prune        -older-than D   remove games ended more than D ago from the registry
+               [-db F] [-streams] [-dry-run] [-yes]   (and from store F, and their streams)
   ping                         exit 0 when Redis answers
 
 dead drop, dead requeue -all, replay and rebuild onto an existing file ask
@@ -66,6 +69,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return g.replay(ctx, rest, t, stdout)
 	case "rebuild":
 		return g.rebuild(ctx, rest, t, stdout, stderr)
+	case "prune":
+		return g.prune(ctx, rest, stdout, stderr)
 	case "ping":
 		return g.ping(ctx)
 	case "help", "-h", "--help":

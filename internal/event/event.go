@@ -17,9 +17,6 @@ const (
 	// RegistryKey is the sorted set of games: member GAME, score = unix ms
 	// of its last event.
 	RegistryKey = "codemojex:games"
-	// DoorbellChannel is the pub/sub channel a renderer publishes on after
-	// each committed batch: a hint that the store moved, never the truth.
-	DoorbellChannel = "codemojex:feed:doorbell"
 	// PresenceReplicasKey is the sorted set of web replicas that count
 	// viewers: member REPLICA, score = unix ms (Redis's clock) at which its
 	// count expires. Each replica drops expired members on every beat, and
@@ -31,6 +28,14 @@ const (
 // value = websockets open on that game. It expires unless the replica
 // refreshes it, so a crashed replica's viewers vanish on their own.
 func PresenceKey(replica string) string { return "codemojex:presence:replica:" + replica }
+
+// DoorbellChannel returns the sharded pub/sub channel (SPUBLISH) on which
+// the renderers of group ring after each committed batch: a hint that the
+// host's store moved, never the truth. One channel per group, because a
+// group is a host and only the renderers sharing its store care; the hash
+// tag puts it in one slot, so on a cluster it costs one shard, not every
+// node as PUBLISH would.
+func DoorbellChannel(group string) string { return "codemojex:feed:doorbell:{" + group + "}" }
 
 // MaxEntryBytes is the largest entry (sum of field names and values) that is
 // accepted; larger entries are malformed.

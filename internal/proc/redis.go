@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,10 +23,12 @@ type RedisOptions struct {
 	// MaxClients raises redis-server's client limit (its default is
 	// 10,000), for benchmarks with many connections.
 	MaxClients int
-	// Cluster starts the server in cluster mode (no slots assigned: the
-	// caller forms the cluster). Its port is below 55535, so that the
-	// cluster bus port (port + 10000) exists.
+	// Cluster starts the server as a Redis Cluster node; its cluster bus
+	// listens on Port+10000.
 	Cluster bool
+	// NodeTimeout is a cluster node's cluster-node-timeout: how long a node
+	// may not answer before its replica takes over (default 2s).
+	NodeTimeout time.Duration
 }
 
 // Redis is a redis-server (or valkey-server) process on a free loopback
@@ -43,15 +46,53 @@ type Redis struct {
 	proc *Process
 }
 
-// RedisBinary returns the path of redis-server or valkey-server, or an
-// error that names the package to install.
+// RedisServerEnv names the environment variable that chooses the server
+// that tests and benchmarks start: "redis-server" or "valkey-server" (a
+// name on PATH or a path). Unset, redis-server is taken, else
+// valkey-server. CI runs the suite once with each.
+const RedisServerEnv = "CODEMOJEX_REDIS_SERVER"
+
+// RedisBinary returns the path of the server binary to start (see
+// RedisServerEnv), or an error that names the package to install.
 func RedisBinary() (string, error) {
+	if want := os.Getenv(RedisServerEnv); want != "" {
+		p, err := exec.LookPath(want)
+		if err != nil {
+			return "", fmt.Errorf("proc: $%s=%s: %w (apt-get install -y redis-server, or valkey-server from bookworm-backports)", RedisServerEnv, want, err)
+		}
+		return p, nil
+	}
 	for _, name := range []string{"redis-server", "valkey-server"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("proc: neither redis-server nor valkey-server is on PATH: install Debian's package (apt-get install -y redis-server)")
+}
+
+// RedisCLI returns the path of the command-line client that goes with the
+// server binary bin: valkey-cli for valkey-server, redis-cli for
+// redis-server, else whichever of the two is installed.
+func RedisCLI(bin string) (string, error) {
+	names := []string{"redis-cli", "valkey-cli"}
+	if strings.Contains(filepath.Base(bin), "valkey") {
+		names = []string{"valkey-cli", "redis-cli"}
+	}
+	for _, name := range names {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("proc: neither redis-cli nor valkey-cli is on PATH (apt-get install -y redis-tools)")
+}
+
+// StartRedisOn starts the server bin on port with its data under dir.
+func StartRedisOn(bin, dir string, port int, opts RedisOptions) (*Redis, error) {
+	s := &Redis{bin: bin, Dir: dir, opts: opts, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port)}
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // StartRedis starts a server on a free port with its data under dir; Stop
@@ -90,6 +131,9 @@ func (s *Redis) Pid() int {
 	return s.proc.Pid()
 }
 
+// Host returns the server's host.
+func (s *Redis) Host() string { return "127.0.0.1" }
+
 // URL returns the server's redis:// URL.
 func (s *Redis) URL() string { return "redis://" + s.Addr + "/0" }
 
@@ -122,7 +166,18 @@ func (s *Redis) Start() error {
 		args = append(args, "--maxclients", strconv.Itoa(s.opts.MaxClients))
 	}
 	if s.opts.Cluster {
-		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(s.Dir, "nodes.conf"))
+		timeout := s.opts.NodeTimeout
+		if timeout <= 0 {
+			timeout = 2 * time.Second
+		}
+		args = append(args,
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf", // in --dir
+			"--cluster-node-timeout", strconv.FormatInt(timeout.Milliseconds(), 10),
+			// A replica takes over however long it was cut off: tests
+			// kill masters at any moment.
+			"--cluster-replica-validity-factor", "0",
+		)
 	}
 	if s.opts.AOF {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")

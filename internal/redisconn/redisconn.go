@@ -1,27 +1,189 @@
 // Package redisconn opens the Redis (or Valkey) client that every binary of
 // the feed uses, so that they all parse the same URLs and share the same
-// client options.
+// client options, on a single node or a Redis Cluster.
 package redisconn
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Open parses url (redis://, rediss:// or unix://, as go-redis's ParseURL
-// reads them) and returns a client for it. It does not dial: the first
-// command does.
+// ProbeTimeout bounds the look at a plain URL's server that decides
+// whether it is a cluster node.
+const ProbeTimeout = 2 * time.Second
+
+// minPoolSize is the least connections per node. Every blocking read holds
+// a pooled connection for its whole block (go-redis#1002): a renderer
+// holds one for its hot read while the lease, the reclaim, the census, the
+// status page and the doorbell's rings need their own, so go-redis's
+// default of 5 per GOMAXPROCS is too tight on one core.
+const minPoolSize = 16
+
+// Open parses url and returns a client for it, in either form:
+//
+//   - a single-node URL, redis://[user:pass@]host:port[/db] (rediss:// for
+//     TLS, unix:// for a socket), as go-redis's ParseURL reads it;
+//   - go-redis's cluster URL, redis://h1:p1?addr=h2:p2&addr=h3:p3, as
+//     ParseClusterURL reads it: a *redis.ClusterClient seeded with every
+//     node named.
+//
+// A plain redis:// or rediss:// URL that points at a node of a Redis
+// Cluster works too: Open asks that node (INFO cluster, within
+// ProbeTimeout) and returns a cluster client seeded with it. When the node
+// does not answer, Open returns a single-node client; name several nodes
+// in the cluster form to not depend on one.
 //
 // The client always has ContextTimeoutEnabled set. Without it go-redis
 // ignores context deadlines on reads and writes, and a Redis that stops
 // answering holds every call (and a shutdown) for go-redis's own timeouts
 // and retries; the feed bounds its calls with context deadlines instead.
-func Open(url string) (redis.UniversalClient, error) {
-	opt, err := redis.ParseURL(url)
+//
+// A cluster client reloads its slot map as soon as a command fails with a
+// connection error or a cluster error (CLUSTERDOWN, TRYAGAIN, UNBLOCKED,
+// MOVED, ASK), not only after go-redis's own 10-second refresh, so a
+// failover costs the time the cluster takes to elect, not ten seconds more.
+func Open(rawURL string) (redis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redisconn: %w", err)
+	}
+	if u.Query().Has("addr") {
+		return openCluster(rawURL)
+	}
+	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("redisconn: %w", err)
 	}
 	opt.ContextTimeoutEnabled = true
+	if !u.Query().Has("pool_size") {
+		opt.PoolSize = poolSize()
+	}
+	if opt.Network == "tcp" && isCluster(opt) {
+		if opt.DB != 0 {
+			return nil, fmt.Errorf("redisconn: %s is a cluster node, which has only database 0 (the URL names %d)", opt.Addr, opt.DB)
+		}
+		return openCluster(rawURL)
+	}
 	return redis.NewClient(opt), nil
+}
+
+func openCluster(rawURL string) (*redis.ClusterClient, error) {
+	opt, err := redis.ParseClusterURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redisconn: %w", err)
+	}
+	opt.ContextTimeoutEnabled = true
+	if u, _ := url.Parse(rawURL); !u.Query().Has("pool_size") {
+		opt.PoolSize = poolSize()
+	}
+	cc := redis.NewClusterClient(opt)
+	cc.AddHook(&reloader{cc: cc})
+	return cc, nil
+}
+
+func poolSize() int { return max(minPoolSize, 5*runtime.GOMAXPROCS(0)) }
+
+// isCluster asks the server at opt whether it runs in cluster mode.
+func isCluster(opt *redis.Options) bool {
+	probe := *opt
+	probe.DB = 0 // a cluster node refuses SELECT
+	probe.MaxRetries = -1
+	probe.PoolSize = 1
+	probe.DialTimeout = ProbeTimeout
+	c := redis.NewClient(&probe)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), ProbeTimeout)
+	defer cancel()
+	s, err := c.Info(ctx, "cluster").Result()
+	return err == nil && strings.Contains(s, "cluster_enabled:1")
+}
+
+// reloader is a hook that reloads a cluster client's slot map, in the
+// background and at most once per reloadEvery, after a command fails in a
+// way that says the map is stale.
+type reloader struct {
+	cc      *redis.ClusterClient
+	running atomic.Bool
+	last    atomic.Int64 // unix ns of the last reload
+}
+
+const reloadEvery = 100 * time.Millisecond
+
+func (r *reloader) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *reloader) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if stale(err) {
+			r.reload()
+		}
+		return err
+	}
+}
+
+func (r *reloader) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if stale(c.Err()) {
+				r.reload()
+				break
+			}
+		}
+		return err
+	}
+}
+
+func (r *reloader) reload() {
+	if time.Since(time.Unix(0, r.last.Load())) < reloadEvery || !r.running.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer r.running.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r.cc.ReloadState(ctx)
+		r.last.Store(time.Now().UnixNano())
+	}()
+}
+
+// stale reports whether err says the client's slot map may be stale: a
+// node that cannot be reached or closed the connection, or a cluster
+// error. A context's end or a plain server error is not.
+func stale(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && !ne.Timeout() {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return true
+	}
+	if errors.Is(err, redis.ErrClosed) {
+		return false
+	}
+	if s := err.Error(); strings.Contains(s, "EOF") || strings.Contains(s, "connection reset") {
+		return true
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		code, _, _ := strings.Cut(re.Error(), " ")
+		switch code {
+		case "MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "UNBLOCKED", "READONLY", "LOADING", "MASTERDOWN":
+			return true
+		}
+	}
+	return false
 }

@@ -24,7 +24,9 @@ type Config struct {
 	MinIdle        time.Duration
 	ClaimEvery     time.Duration
 	PoisonAfter    int64
-	GamesRefresh   time.Duration
+	GamesRefresh   time.Duration // the registry beat
+	ActiveWindow   time.Duration
+	SweepEvery     time.Duration
 	AllowedOrigins string // comma-separated host patterns
 	AdminToken     string
 	PublicHosts    string // comma-separated; empty: loopback names plus -http's host
@@ -69,7 +71,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Duration(&c.MinIdle, "min-idle", "FEED_MIN_IDLE", 30*time.Second, "idle time before a peer's pending entry is reclaimed")
 	fs.Duration(&c.ClaimEvery, "claim-every", "FEED_CLAIM_EVERY", 5*time.Second, "how often to reclaim idle entries")
 	fs.Int64(&c.PoisonAfter, "poison-after", "FEED_POISON_AFTER", 5, "delivery count at which an entry is dead-lettered")
-	fs.Duration(&c.GamesRefresh, "games-refresh", "FEED_GAMES_REFRESH", 2*time.Second, "how often to re-read the games registry")
+	fs.Duration(&c.GamesRefresh, "games-refresh", "FEED_GAMES_REFRESH", 100*time.Millisecond, "registry beat: how often to look for games whose score moved (bounds the extra latency of a quiet game's next event)")
+	fs.Duration(&c.ActiveWindow, "active-window", "FEED_ACTIVE_WINDOW", 10*time.Second, "how long a game stays in the blocking read after its last event")
+	fs.Duration(&c.SweepEvery, "sweep-every", "FEED_SWEEP_EVERY", 5*time.Minute, "period of the slow full pass over the registry (pending entries on quiet games, idle consumers)")
 	fs.String(&c.AllowedOrigins, "allowed-origins", "FEED_ALLOWED_ORIGINS", "", "extra websocket origins (comma-separated host patterns); same host is always allowed")
 	fs.String(&c.AdminToken, "admin-token", "FEED_ADMIN_TOKEN", "", "token required for /status, /api/status, /metrics and /readyz details (empty: open, allowed on a loopback -http only)")
 	fs.String(&c.PublicHosts, "public-hosts", "FEED_PUBLIC_HOSTS", "", "host names the websocket and admin endpoints answer to, comma-separated (host, host:port, *.domain); empty: localhost, 127.0.0.1, ::1 and -http's host")
@@ -97,8 +101,8 @@ func (m *Main) ParseFlags(args []string) error {
 	switch {
 	case c.Consumer == "":
 		return fmt.Errorf("-consumer must not be empty")
-	case c.MinIdle <= 0 || c.ClaimEvery <= 0 || c.GamesRefresh <= 0:
-		return fmt.Errorf("-min-idle, -claim-every and -games-refresh must be positive")
+	case c.MinIdle <= 0 || c.ClaimEvery <= 0 || c.GamesRefresh <= 0 || c.ActiveWindow <= 0 || c.SweepEvery <= 0:
+		return fmt.Errorf("-min-idle, -claim-every, -games-refresh, -active-window and -sweep-every must be positive")
 	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*c.PresenceEvery:
 		return fmt.Errorf("-presence-ttl must be at least twice -presence-every, both positive")
 	case c.PoisonAfter < 1:

@@ -45,6 +45,7 @@ type Main struct {
 	mu        sync.Mutex
 	storeLost error       // the store file was deleted or replaced
 	notes     []feed.Note // the renderer's own, for the status page
+	bell      *Doorbell
 }
 
 // NewMain returns a Main with default configuration.
@@ -54,6 +55,9 @@ func NewMain() *Main {
 
 // Addr returns the address the web server listens on (after Run).
 func (m *Main) Addr() string { return m.server.Addr() }
+
+// Consumer returns the renderer's consumer (after Run; nil with -consume=false).
+func (m *Main) Consumer() *feed.Consumer { return m.consumer }
 
 // DB returns the renderer's store (after Run).
 func (m *Main) DB() *store.DB { return m.db }
@@ -80,6 +84,7 @@ func (m *Main) Run(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 
+	m.bell = &Doorbell{Client: m.rdb, Channel: event.DoorbellChannel(m.Config.Group), Logger: log}
 	if m.Config.Consume {
 		if err := m.openConsumer(ctx, log); err != nil {
 			return err
@@ -89,7 +94,7 @@ func (m *Main) Run(ctx context.Context) error {
 	go func() { defer m.wg.Done(); m.watchFile(runCtx, log) }()
 	if m.Config.Doorbell {
 		m.wg.Add(1)
-		go func() { defer m.wg.Done(); m.listenDoorbell(runCtx, log) }()
+		go func() { defer m.wg.Done(); m.bell.Listen(runCtx, m.wake) }()
 	}
 
 	storeID, err := m.db.ID(ctx)
@@ -162,8 +167,10 @@ func (m *Main) tryOpenConsumer(ctx context.Context) error {
 		Client:       m.rdb,
 		Group:        m.Config.Group,
 		Consumer:     m.Config.Consumer,
-		Streams:      feed.RegistryStreams(m.rdb),
-		StreamsEvery: m.Config.GamesRefresh,
+		Registry:     event.RegistryKey,
+		WakeEvery:    m.Config.GamesRefresh,
+		ActiveWindow: m.Config.ActiveWindow,
+		SweepEvery:   m.Config.SweepEvery,
 		DeadKey:      event.DeadKeyOf,
 		MinIdle:      m.Config.MinIdle,
 		ClaimEvery:   m.Config.ClaimEvery,
@@ -203,13 +210,23 @@ func (m *Main) close() error {
 	return errors.Join(errs...)
 }
 
+// statusRecent is how many of the most recent games the status page shows
+// besides the consumer's read set: the page's cost follows activity, not
+// the registry (docs/reader-law.md, "The read set").
+const statusRecent = 200
+
 func (m *Main) status(ctx context.Context) (feed.Status, error) {
-	streams, err := feed.RegistryStreams(m.rdb)(ctx)
+	var working []string
+	if m.consumer != nil {
+		working = m.consumer.Working()
+	}
+	streams, games, err := feed.StatusStreams(ctx, m.rdb, statusRecent, working)
 	if err != nil {
 		return feed.Status{}, err
 	}
 	st, err := feed.Inspect(ctx, m.rdb, m.Config.Group, streams, event.DeadKeyOf)
 	st.Notes = m.allNotes()
+	st.Games = games
 	return st, err
 }
 
@@ -237,12 +254,12 @@ func (m *Main) ready(ctx context.Context) error {
 	return nil
 }
 
-// ring publishes the doorbell after a committed batch and wakes this
-// replica's own tailer at once. A lost doorbell costs at most a tail period.
+// ring rings the host's doorbell after a committed batch and wakes this
+// replica's own tailer at once. A lost ring costs at most a tail period.
 func (m *Main) ring(ctx context.Context, _ int) {
 	m.wake()
-	if err := m.rdb.Publish(ctx, event.DoorbellChannel, m.Config.Consumer).Err(); err != nil {
-		m.Logger.Debug("doorbell publish failed", "err", err)
+	if err := m.bell.Ring(ctx, m.Config.Consumer); err != nil {
+		m.Logger.Debug("doorbell ring failed", "err", err)
 	}
 }
 
@@ -250,25 +267,6 @@ func (m *Main) wake() {
 	select {
 	case m.doorbell <- struct{}{}:
 	default:
-	}
-}
-
-// listenDoorbell forwards doorbell messages from peers to the tailer.
-// go-redis re-subscribes by itself after a reconnect.
-func (m *Main) listenDoorbell(ctx context.Context, log *slog.Logger) {
-	ps := m.rdb.Subscribe(ctx, event.DoorbellChannel)
-	defer ps.Close()
-	ch := ps.Channel(redis.WithChannelHealthCheckInterval(10 * time.Second))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-ch:
-			if !ok {
-				return
-			}
-			m.wake()
-		}
 	}
 }
 

@@ -95,6 +95,16 @@ func Start(tb testing.TB, name, bin string, args []string, env ...string) *Proc 
 	return p
 }
 
+// Pid returns the process id of the running process (0 when none).
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil {
+		return 0
+	}
+	return p.proc.Pid()
+}
+
 func (p *Proc) start() error {
 	cmd := exec.Command(p.Path, p.Args...)
 	cmd.Env = append(os.Environ(), p.Env...)

@@ -1,7 +1,8 @@
 // Package redistest starts real redis-server (or valkey-server) processes
 // for tests, each on a free port with its data in a temporary directory
 // (internal/proc's Redis, with test helpers). It never touches a server it
-// did not start.
+// did not start. MustStartCluster starts a local Redis Cluster of masters
+// with replicas, with helpers for failovers, killed masters and slot moves.
 package redistest
 
 import (
@@ -21,8 +22,12 @@ type Server struct {
 	*proc.Redis
 }
 
-// Binary returns the path of valkey-server or redis-server, or an error that
-// names the package to install.
+// ServerEnv names the environment variable that chooses the server the
+// tests start: "redis-server" or "valkey-server" (see proc.RedisServerEnv).
+const ServerEnv = proc.RedisServerEnv
+
+// Binary returns the path of the server binary the tests start (see
+// ServerEnv), or an error that names the package to install.
 func Binary() (string, error) { return proc.RedisBinary() }
 
 // MustStart starts a server on a free port and stops it when the test ends.

@@ -226,7 +226,7 @@ func pipelineLoop(ctx context.Context, rdb redis.UniversalClient, keys []string,
 	}
 	defer db.Close()
 	p := &pipeline.Pipeline{DB: db, Renderer: "bench", Committed: func(ctx context.Context, _ int) {
-		rdb.Publish(ctx, event.DoorbellChannel, "bench")
+		rdb.SPublish(ctx, event.DoorbellChannel(group), "bench")
 	}}
 	var failed atomic.Int64
 	var firstErr atomic.Value

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/store"
+)
+
+// stdin is where prune reads its confirmation.
+var stdin io.Reader = os.Stdin
+
+// zremIfOld removes a game from the registry only while its score is at or
+// below the cut: a writer that appended to the game since the plan was made
+// keeps it. One key, so it runs on a cluster as it does on one node.
+var zremIfOld = redis.NewScript(`
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if s and tonumber(s) <= tonumber(ARGV[2]) then
+	return redis.call('ZREM', KEYS[1], ARGV[1])
+end
+return 0`)
+
+// pruneCandidate is a game the plan would remove.
+type pruneCandidate struct {
+	game       string
+	registered bool  // in the registry, with a score at or below the cut
+	lines      int64 // lines in the store (-db), else 0
+	skip       string
+}
+
+// prune removes the games that ended more than -older-than ago from the
+// registry and, with -db, from that store (run it on every host with its
+// own -db: the registry is shared, the stores are not). With -streams it
+// deletes their event and dead-letter streams too. A game is kept while
+// the group has not handled all of its stream (lag or pending entries).
+func (g *global) prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	defer g.rdb.Close()
+	var (
+		olderThan          time.Duration
+		dbPath             string
+		streams, dry, sure bool
+	)
+	fs := flagenv.New("prune")
+	fs.SetOutput(stderr)
+	fs.DurationVar(&olderThan, "older-than", 0, "remove games whose last event is older than this (e.g. 720h); required")
+	fs.StringVar(&dbPath, "db", "", "this host's store to prune too (optional)")
+	fs.BoolVar(&streams, "streams", false, "delete the games' event and dead-letter streams too (no replay or rebuild of them afterwards)")
+	fs.BoolVar(&dry, "dry-run", false, "print what would be removed and change nothing")
+	fs.BoolVar(&sure, "yes", false, "do not ask for confirmation")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if olderThan <= 0 {
+		return errors.New("prune: -older-than is required and must be positive")
+	}
+	cut := time.Now().Add(-olderThan)
+	var db *store.DB
+	if dbPath != "" {
+		if _, err := os.Stat(dbPath); err != nil {
+			return fmt.Errorf("prune: -db: %w", err)
+		}
+		var err error
+		if db, err = store.Open(ctx, dbPath); err != nil {
+			return err
+		}
+		defer db.Close()
+	}
+	plan, err := g.prunePlan(ctx, db, cut)
+	if err != nil {
+		return err
+	}
+	var todo []pruneCandidate
+	for _, c := range plan {
+		where := []string{}
+		if c.registered {
+			where = append(where, "registry")
+		}
+		if c.lines > 0 {
+			where = append(where, fmt.Sprintf("store (%d lines)", c.lines))
+		}
+		if streams {
+			where = append(where, "streams")
+		}
+		if c.skip != "" {
+			fmt.Fprintf(stdout, "keep   %s: %s\n", c.game, c.skip)
+			continue
+		}
+		fmt.Fprintf(stdout, "remove %s: %s\n", c.game, strings.Join(where, ", "))
+		todo = append(todo, c)
+	}
+	fmt.Fprintf(stdout, "%d games ended before %s; %d to remove\n", len(plan), cut.UTC().Format(time.RFC3339), len(todo))
+	if dry || len(todo) == 0 {
+		return nil
+	}
+	if !sure {
+		fmt.Fprintf(stderr, "remove %d games? [y/N] ", len(todo))
+		answer, _ := bufio.NewReader(stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return errors.New("prune: not confirmed; nothing removed (-yes skips the question)")
+		}
+	}
+	var removed int
+	for _, c := range todo {
+		ok, err := g.pruneGame(ctx, db, c, cut, streams)
+		if err != nil {
+			return fmt.Errorf("prune %s: %w", c.game, err)
+		}
+		if !ok {
+			fmt.Fprintf(stdout, "kept   %s: an event arrived since the plan\n", c.game)
+			continue
+		}
+		removed++
+	}
+	fmt.Fprintf(stdout, "pruned %d games\n", removed)
+	return nil
+}
+
+// prunePlan lists the candidates: registered games whose score is at or
+// below cut and whose stream (or store) says they ended, and the store's
+// ended games last written before cut (a host pruning after another has
+// already taken them out of the registry).
+func (g *global) prunePlan(ctx context.Context, db *store.DB, cut time.Time) ([]pruneCandidate, error) {
+	byGame := map[string]*pruneCandidate{}
+	var order []string
+	add := func(game string) *pruneCandidate {
+		c := byGame[game]
+		if c == nil {
+			c = &pruneCandidate{game: game}
+			byGame[game] = c
+			order = append(order, game)
+		}
+		return c
+	}
+	old, err := g.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: event.RegistryKey, ByScore: true,
+		Start: "-inf", Stop: strconv.FormatInt(cut.UnixMilli(), 10)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("prune: games registry: %w", err)
+	}
+	stored := map[string]store.Game{}
+	if db != nil {
+		ended, err := db.Ended(ctx, cut)
+		if err != nil {
+			return nil, err
+		}
+		for _, gm := range ended {
+			stored[gm.Name] = gm
+		}
+	}
+	for _, game := range old {
+		if !event.ValidGame(game) {
+			continue
+		}
+		_, inStore := stored[game]
+		over, err := g.endedOnStream(ctx, game)
+		if err != nil {
+			return nil, err
+		}
+		if !over && !inStore {
+			continue // quiet, not finished: retention is for ended games
+		}
+		add(game).registered = true
+	}
+	for name, gm := range stored {
+		add(name).lines = gm.Events
+	}
+	out := make([]pruneCandidate, 0, len(order))
+	for _, game := range order {
+		c := byGame[game]
+		if why, err := g.unhandled(ctx, game); err != nil {
+			return nil, err
+		} else if why != "" {
+			c.skip = why
+		}
+		out = append(out, *c)
+	}
+	return out, nil
+}
+
+// endedOnStream reports whether one of the last entries of a game's stream
+// is its game_over.
+func (g *global) endedOnStream(ctx context.Context, game string) (bool, error) {
+	xs, err := g.rdb.XRevRangeN(ctx, event.StreamKey(game), "+", "-", 20).Result()
+	if err != nil {
+		return false, fmt.Errorf("prune: %s: %w", game, err)
+	}
+	for _, x := range xs {
+		if k, _ := x.Values[event.FieldKind].(string); k == event.KindGameOver {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unhandled says why the group has not finished a game's stream ("" when
+// it has, or when the stream or the group is gone). It compares the
+// group's last-delivered id with the stream's last id rather than trusting
+// XINFO's lag, which a failover or a slot migration can leave wrong.
+func (g *global) unhandled(ctx context.Context, game string) (string, error) {
+	key := event.StreamKey(game)
+	groups, err := g.rdb.XInfoGroups(ctx, key).Result()
+	if err != nil {
+		if strings.Contains(err.Error(), "no such key") {
+			return "", nil
+		}
+		return "", fmt.Errorf("prune: %s: %w", game, err)
+	}
+	for _, gr := range groups {
+		if gr.Name != g.group {
+			continue
+		}
+		if gr.Pending > 0 {
+			return fmt.Sprintf("group %s has %d pending entries", g.group, gr.Pending), nil
+		}
+		info, err := g.rdb.XInfoStream(ctx, key).Result()
+		if err != nil {
+			return "", fmt.Errorf("prune: %s: %w", game, err)
+		}
+		if event.ComparePos(gr.LastDeliveredID, info.LastGeneratedID) < 0 {
+			return fmt.Sprintf("group %s has not read up to %s", g.group, info.LastGeneratedID), nil
+		}
+	}
+	return "", nil
+}
+
+// pruneGame removes one game; false when the registry says it came back to
+// life since the plan.
+func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, cut time.Time, streams bool) (bool, error) {
+	if c.registered {
+		n, err := zremIfOld.Run(ctx, g.rdb, []string{event.RegistryKey}, c.game, cut.UnixMilli()).Int()
+		if err != nil {
+			return false, fmt.Errorf("registry: %w", err)
+		}
+		if n == 0 {
+			if s, err := g.rdb.ZScore(ctx, event.RegistryKey, c.game).Result(); err == nil && s > float64(cut.UnixMilli()) {
+				return false, nil
+			}
+		}
+	}
+	if db != nil {
+		if _, err := db.DeleteGame(ctx, c.game); err != nil {
+			return false, err
+		}
+	}
+	if streams {
+		// The two keys share the game's hash tag, so one DEL serves a
+		// cluster too.
+		if err := g.rdb.Del(ctx, event.StreamKey(c.game), event.DeadKey(c.game)).Err(); err != nil {
+			return false, fmt.Errorf("delete streams: %w", err)
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,144 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// registryPage is how many registry members one sweep page or one beat
+// reply holds.
+const registryPage = 500
+
+// wake is the registry beat (every WakeEvery): the games whose score rose
+// above what the loop has seen are due for a read, and new games enter. It
+// asks only for the scores written since the last beat, by the local
+// clock, less WakeSlack (writers' clocks, a ZADD that lands late), so an
+// idle beat is one ZRANGEBYSCORE that returns nothing: its cost follows the
+// games that moved, not the size of the registry.
+//
+// Writers XADD the entry and ZADD GT the score; either may land first. If
+// the score comes first, the read finds nothing yet, but the game is hot
+// (blocking read) from then on, so the entry is read as soon as it lands.
+// If the entry comes first, the beat that sees the score reads it.
+func (c *Consumer) wake(now time.Time) error {
+	floor := float64(now.Add(-c.cfg.WakeEvery - c.cfg.WakeSlack).UnixMilli())
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	for offset := int64(0); ; offset += registryPage {
+		zs, err := c.rdb.ZRangeByScoreWithScores(ctx, c.cfg.Registry, &redis.ZRangeBy{
+			Min: strconv.FormatFloat(floor, 'f', -1, 64), Max: "+inf", Offset: offset, Count: registryPage,
+		}).Result()
+		if err != nil {
+			c.fail("wake", err)
+			return err
+		}
+		for _, z := range zs {
+			if g, ok := z.Member.(string); ok {
+				c.seeGame(g, z.Score, now)
+			}
+		}
+		if len(zs) < registryPage {
+			break
+		}
+	}
+	c.ok()
+	c.logFound()
+	return nil
+}
+
+// sweepNext runs the next sweep page; during the first pass after Open,
+// every page at once: every game is new to this process then, so a page
+// costs one ZRANGE, and the whole registry is known in one turn.
+func (c *Consumer) sweepNext(now time.Time) error {
+	for {
+		if err := c.sweepPage(now); err != nil {
+			return err
+		}
+		if c.sweep.pass > 1 || c.sweep.pos == 0 || c.stopping() {
+			return nil
+		}
+	}
+}
+
+// sweepPage lists one page of the registry by rank and takes the census of
+// its streams: the slow full pass that catches what the beat cannot see
+// (pending entries left on quiet streams by a crash before this process
+// started, a writer whose clock runs behind, games removed from the
+// registry) and removes idle consumers. Passes after the first spread
+// their pages over SweepEvery.
+func (c *Consumer) sweepPage(now time.Time) error {
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	zs, err := c.rdb.ZRangeWithScores(ctx, c.cfg.Registry, c.sweep.pos, c.sweep.pos+registryPage-1).Result()
+	if err != nil {
+		c.fail("sweep", err)
+		return err
+	}
+	c.ok()
+	var page []*streamState
+	for _, z := range zs {
+		g, _ := z.Member.(string)
+		st := c.seeGame(g, z.Score, now)
+		if st == nil {
+			continue
+		}
+		st.seenPass = c.sweep.pass
+		if st.open && !st.needDoor && !st.inspect {
+			page = append(page, st)
+		}
+	}
+	if len(page) > 0 {
+		if err := c.censusOf(page, c.sweep.pass > 1); err != nil {
+			return err
+		}
+	}
+	c.logFound()
+	if len(zs) == registryPage {
+		c.sweep.pos += registryPage
+		c.sweep.next = now.Add(c.sweepGap())
+		return nil
+	}
+	// The pass is over: forget the games that left the registry.
+	gone := 0
+	for k, st := range c.streams {
+		if st.seenPass != c.sweep.pass && !st.pinned && !st.pending {
+			delete(c.streams, k)
+			delete(c.work, k)
+			gone++
+		}
+	}
+	if gone > 0 {
+		c.log.Info("games no longer in the registry; forgotten", "count", gone)
+		if len(c.streams) == 0 {
+			c.note(fmt.Sprintf("all %d streams vanished from the games registry (Redis flushed or restarted without its data?); the store keeps every line", gone))
+		}
+	}
+	c.sweep.pages = max(1, int(c.sweep.pos/registryPage)+1)
+	c.sweep.pos = 0
+	c.sweep.pass++
+	c.sweep.next = now.Add(c.sweepGap())
+	return nil
+}
+
+// sweepGap is the wait before the next sweep page: none during the first
+// pass, then SweepEvery spread over the pages of the last pass.
+func (c *Consumer) sweepGap() time.Duration {
+	if c.sweep.pass <= 1 {
+		return 0
+	}
+	return c.cfg.SweepEvery / time.Duration(max(1, c.sweep.pages))
+}
+
+// logFound reports the games that entered since the last report, in one
+// line however many.
+func (c *Consumer) logFound() {
+	if c.found == 0 {
+		return
+	}
+	c.log.Info("games discovered", "count", c.found, "known", len(c.streams))
+	c.found = 0
+}

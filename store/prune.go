@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Ended returns the games that are over (a game_over was stored) and whose
+// latest line was written before t by the writer's clock (the store's
+// clock for lines without one), oldest first: the candidates of a
+// retention prune.
+func (db *DB) Ended(ctx context.Context, before time.Time) ([]Game, error) {
+	var gs []Game
+	err := db.read(ctx, "ended", func() error {
+		gs = gs[:0]
+		rows, err := db.r.QueryContext(ctx, `
+			SELECT `+gameCols+` FROM games
+			WHERE status = 'over'
+			  AND (SELECT max(coalesce(at, stored_at)) FROM events WHERE events.game = games.name) < ?
+			ORDER BY last_at, name`, before.UnixNano())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			g, err := scanGame(rows)
+			if err != nil {
+				return err
+			}
+			gs = append(gs, g)
+		}
+		return rows.Err()
+	})
+	return gs, err
+}
+
+// DeleteGame removes a game from the store: its lines, its players and its
+// row, in one transaction. It returns the number of lines removed (0 for a
+// game the store does not hold). A line of the game stored again later
+// (a re-delivery, a rebuild) brings the game back with that line only, so
+// prune a game only once its stream is fully handled.
+func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	if db.isClosed() {
+		return 0, ErrClosed
+	}
+	var n int64
+	err := db.retryBusy(ctx, "delete game", func() error {
+		tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		var res sql.Result
+		if res, err = tx.ExecContext(ctx, `DELETE FROM events WHERE game = ?`, game); err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		for _, q := range []string{`DELETE FROM players WHERE game = ?`, `DELETE FROM games WHERE name = ?`} {
+			if _, err := tx.ExecContext(ctx, q, game); err != nil {
+				return err
+			}
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: delete game %s: %w", game, err)
+	}
+	db.dirty.Store(true)
+	return n, nil
+}

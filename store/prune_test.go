@@ -1,0 +1,95 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/store"
+)
+
+func TestEndedAndDeleteGame(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t, "")
+	evs := genGames(t, 7, 3)
+	last := map[string]time.Time{}
+	for _, e := range evs {
+		last[e.Game] = e.At
+	}
+	// A game still being played is never a candidate, however old.
+	playing := mkEvent(t, event.NewMinter(99).Next(evs[0].At), "still-on", event.KindGameStarted, evs[0].At,
+		"title", "on", "rounds", "3", "code_length", "4", "palette", "🍎🍌")
+	mustUpsert(t, db, append(evs, playing))
+
+	names := func(gs []store.Game) map[string]bool {
+		m := map[string]bool{}
+		for _, g := range gs {
+			m[g.Name] = true
+		}
+		return m
+	}
+	all, err := db.Ended(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(all); len(got) != 3 || got["still-on"] {
+		t.Fatalf("Ended(now) = %v, want the 3 finished games", got)
+	}
+	// The cut is the last line's time: a game whose last line is at the
+	// cut or after is kept.
+	victim := all[0].Name
+	some, err := db.Ended(ctx, last[victim].Add(time.Nanosecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !names(some)[victim] {
+		t.Fatalf("Ended(just after %s's last line) misses it: %v", victim, names(some))
+	}
+	if none, _ := db.Ended(ctx, last[victim]); names(none)[victim] {
+		t.Fatalf("Ended(at %s's last line) includes it", victim)
+	}
+
+	before, _ := db.Count(ctx)
+	n, err := db.DeleteGame(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := db.Count(ctx)
+	if n == 0 || before-after != n {
+		t.Fatalf("DeleteGame removed %d lines; count went %d -> %d", n, before, after)
+	}
+	if _, err := db.Game(ctx, victim); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Game(%s) after delete: %v, want ErrNotFound", victim, err)
+	}
+	if tl, _ := db.Timeline(ctx, victim); len(tl) != 0 {
+		t.Fatalf("timeline after delete: %d lines", len(tl))
+	}
+	if sb, _ := db.Scoreboard(ctx, victim); len(sb.Players) != 0 {
+		t.Fatalf("scoreboard after delete: %d players", len(sb.Players))
+	}
+	for name := range names(all) {
+		if name == victim {
+			continue
+		}
+		if g, err := db.Game(ctx, name); err != nil || g.Events == 0 {
+			t.Fatalf("other game %s after delete: %+v, %v", name, g, err)
+		}
+	}
+	if n, err := db.DeleteGame(ctx, victim); err != nil || n != 0 {
+		t.Fatalf("second delete: %d, %v; want 0, nil", n, err)
+	}
+	// A rebuild after the delete stores the game again, all of it.
+	var again []store.Event
+	for _, e := range evs {
+		if e.Game == victim {
+			again = append(again, e)
+		}
+	}
+	for _, r := range mustUpsert(t, db, again) {
+		if !r.Inserted {
+			t.Fatal("a line of the deleted game was not inserted again")
+		}
+	}
+}
