@@ -114,7 +114,7 @@ func (c *Consumer) sweepPage(now time.Time) error {
 	if gone > 0 {
 		c.log.Info("games no longer in the registry; forgotten", "count", gone)
 		if len(c.streams) == 0 {
-			c.note(fmt.Sprintf("all %d streams vanished from the games registry (Redis flushed or restarted without its data?); the store keeps every line", gone))
+			c.note(fmt.Sprintf("all %d streams vanished from the games registry: Redis lost its data (flush, or restart without persistence)?; the store keeps every line", gone))
 		}
 	}
 	c.sweep.pages = max(1, int(c.sweep.pos/registryPage)+1)

@@ -315,7 +315,7 @@ func TestRedisComesBackEmpty(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if !strings.Contains(string(b), "Redis flushed or restarted without its data") {
+		if !strings.Contains(string(b), "Redis lost its data") {
 			return fmt.Errorf("status: %s", b)
 		}
 		return nil
