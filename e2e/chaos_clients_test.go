@@ -160,6 +160,8 @@ func (cl *chaosClient) frame(addr string, f frame) {
 			cl.errs.add("client %d (%s): line %s: html does not carry its id: %.200s", cl.idx, cl.game, f.ID, f.HTML)
 		}
 		cl.seen[f.ID] = f.Seq
+	case "watching":
+		// The viewer count (docs/live-page.md): not part of the timeline.
 	default:
 		cl.errs.add("client %d (%s): unknown frame type %q", cl.idx, cl.game, f.T)
 	}

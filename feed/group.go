@@ -64,6 +64,10 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 				// A new group has an empty pending list, but recovering
 				// it is cheap and keeps one rule: recover after every door.
 				st.recover = true
+				// A group made here has delivered nothing yet, so the
+				// store cannot be behind it: no catch-up (a new host
+				// meeting thousands of games pays no round trip per game).
+				st.caught = true
 			}
 			// Pending and lag tell whether to recover and what to read.
 			st.inspect = true

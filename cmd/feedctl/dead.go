@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -193,7 +194,10 @@ func wouldFail(stream string, d feed.DeadLetter, fix map[string]string) error {
 	for k, v := range fix {
 		vals[k] = v
 	}
-	m, err := feed.Decode(stream, redis.XMessage{ID: d.StreamID, Values: vals})
+	// A requeued entry goes back at a new position, stamped by Redis's
+	// clock now: that is the time the future-id bound is measured from.
+	pos := strconv.FormatInt(time.Now().UnixMilli(), 10) + "-0"
+	m, err := feed.Decode(stream, redis.XMessage{ID: pos, Values: vals})
 	if err != nil {
 		return err
 	}
