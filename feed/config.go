@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/registry"
 )
 
 // Config configures a Consumer. Zero durations and counts take the defaults
@@ -130,21 +131,14 @@ func StaticStreams(keys ...string) func(context.Context) ([]string, error) {
 // valid game in the registry (ZRANGE codemojex:games).
 func RegistryStreams(rdb redis.UniversalClient) func(context.Context) ([]string, error) {
 	return func(ctx context.Context) ([]string, error) {
-		games, err := rdb.ZRange(ctx, event.RegistryKey, 0, -1).Result()
+		games, err := registry.Games(ctx, rdb)
 		if err != nil {
-			return nil, fmt.Errorf("feed: games registry: %w", err)
+			return nil, fmt.Errorf("feed: %w", err)
 		}
-		out := make([]string, 0, len(games))
-		for _, g := range games {
-			if event.ValidGame(g) {
-				out = append(out, event.StreamKey(g))
-			}
+		out := make([]string, len(games))
+		for i, g := range games {
+			out[i] = event.StreamKey(g)
 		}
 		return out, nil
 	}
-}
-
-// LeaseKey returns the Redis key of the lease on a consumer name.
-func LeaseKey(group, consumer string) string {
-	return "codemojex:feed:lease:{" + group + "}:" + consumer
 }

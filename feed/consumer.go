@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/backoff"
+	"github.com/codemojex/feed/internal/event"
 )
 
 // Consumer reads a set of streams in one consumer group by the reader law
@@ -42,7 +45,7 @@ type Consumer struct {
 	nextClaim   time.Time
 	nextCensus  time.Time
 	unacked     map[string][]string // acks that failed, retried each turn
-	loopBackoff backoff
+	loopBackoff backoff.Backoff
 }
 
 // Open validates cfg, takes the consumer name's lease and starts the loop.
@@ -63,12 +66,12 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 		stop:        make(chan struct{}),
 		streams:     map[string]*streamState{},
 		unacked:     map[string][]string{},
-		loopBackoff: backoff{min: 50 * time.Millisecond, max: 5 * time.Second},
+		loopBackoff: backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second},
 	}
 	if c.handle == nil {
 		c.handle = perEntry(cfg.Handler)
 	}
-	c.lease = newLease(c.rdb, LeaseKey(cfg.Group, cfg.Consumer), cfg.LeaseTTL)
+	c.lease = newLease(c.rdb, event.LeaseKey(cfg.Group, cfg.Consumer), cfg.LeaseTTL)
 	c.lease.onErr = func(err error) { c.fail("lease", err) }
 	if err := c.lease.acquire(ctx); err != nil {
 		if errors.Is(err, ErrConsumerTaken) {

@@ -53,7 +53,7 @@ func TestConsumesAndAcks(t *testing.T) {
 	if err := c.Ready(); !errors.Is(err, feed.ErrNotReady) || !errors.Is(err, feed.ErrClosed) {
 		t.Errorf("Ready after Close = %v", err)
 	}
-	if n, _ := rdb.Exists(context.Background(), feed.LeaseKey(group, "r1")).Result(); n != 0 {
+	if n, _ := rdb.Exists(context.Background(), event.LeaseKey(group, "r1")).Result(); n != 0 {
 		t.Error("lease not released by Close")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
 )
 
 // Keys where consumer child processes record what they did.
@@ -320,7 +321,7 @@ func TestConsumerNameHeldByOneProcess(t *testing.T) {
 	if c.err != nil {
 		t.Errorf("graceful exit: %v", c.err)
 	}
-	if n, _ := rdb.Exists(context.Background(), feed.LeaseKey(group, "dup")).Result(); n != 0 {
+	if n, _ := rdb.Exists(context.Background(), event.LeaseKey(group, "dup")).Result(); n != 0 {
 		t.Error("lease left after graceful exit")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/event"
 )
 
@@ -19,7 +20,7 @@ type streamState struct {
 	recover     bool // read the own pending list from 0 before ">"
 	seenOpen    bool // the group existed once: a creation is a re-creation
 	doorErr     error
-	doorBackoff backoff
+	doorBackoff backoff.Backoff
 	nextDoor    time.Time
 }
 
@@ -84,10 +85,10 @@ func (c *Consumer) openDoors() error {
 				c.log.Info("stream usable again", "stream", st.key, "game", gameOf(st.key))
 			}
 			st.open, st.needDoor, st.seenOpen, st.doorErr = true, false, true, nil
-			st.doorBackoff.reset()
+			st.doorBackoff.Reset()
 		case serverError(err):
 			st.open, st.doorErr = false, err
-			d := st.doorBackoff.next()
+			d := st.doorBackoff.Next()
 			st.nextDoor = now.Add(d)
 			c.stats.groupErrors.Add(1)
 			mGroupErrors.WithLabelValues(errCode(err)).Inc()

@@ -105,7 +105,7 @@ func dedupe(errs []string) string {
 // liveLeases lists the consumer names of group holding a lease. The leases
 // share the {GROUP} hash tag, so on a cluster they sit on one node.
 func liveLeases(ctx context.Context, rdb redis.UniversalClient, group string) ([]string, error) {
-	prefix := LeaseKey(group, "")
+	prefix := event.LeaseKey(group, "")
 	var names []string
 	scan := func(ctx context.Context, c redis.Cmdable) error {
 		iter := c.Scan(ctx, 0, escapeGlob(prefix)+"*", 100).Iterator()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
 )
 
 // TestLeaseLostStopsReading: when another process holds the name (this one
@@ -23,7 +24,7 @@ func TestLeaseLostStopsReading(t *testing.T) {
 	first := add(t, rdb, s)
 	waitFor(t, 5*time.Second, "first entry", func() bool { return rec.count(first) == 1 })
 
-	key := feed.LeaseKey(group, "r1")
+	key := event.LeaseKey(group, "r1")
 	rdb.Set(ctx, key, "someone-else", time.Minute)
 	waitFor(t, 5*time.Second, "lease lost", func() bool { return errors.Is(c.Ready(), feed.ErrLeaseLost) })
 	// A turn already under way may still finish its read. Two lease

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/codemojex/feed/internal/backoff"
 )
 
 // quiet marks a turn's error that another log line already reports.
@@ -28,7 +30,7 @@ func (c *Consumer) run() {
 			if c.stopping() {
 				return // Close cancelled the call; not a failure
 			}
-			d := c.loopBackoff.next()
+			d := c.loopBackoff.Next()
 			level := slog.LevelWarn
 			if errors.As(err, new(quiet)) {
 				level = slog.LevelDebug
@@ -39,7 +41,7 @@ func (c *Consumer) run() {
 			}
 			continue
 		}
-		c.loopBackoff.reset()
+		c.loopBackoff.Reset()
 	}
 }
 
@@ -103,7 +105,7 @@ func (c *Consumer) discover() error {
 		order = append(order, k)
 		if _, ok := c.streams[k]; !ok {
 			c.streams[k] = &streamState{key: k, needDoor: true, recover: true,
-				doorBackoff: backoff{min: time.Second, max: time.Minute}}
+				doorBackoff: backoff.Backoff{Min: time.Second, Max: time.Minute}}
 			c.log.Info("stream discovered", "stream", k)
 		}
 	}

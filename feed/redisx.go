@@ -2,9 +2,7 @@ package feed
 
 import (
 	"errors"
-	"math/rand/v2"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -40,23 +38,3 @@ func errCode(err error) string {
 func isNoGroup(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
 }
-
-// backoff is a capped exponential backoff with full jitter; not safe for
-// concurrent use.
-type backoff struct {
-	min, max time.Duration
-	n        int
-}
-
-func (b *backoff) next() time.Duration {
-	d := b.min << min(b.n, 20)
-	if d > b.max || d <= 0 {
-		d = b.max
-	}
-	b.n++
-	// Half fixed, half random: spreads replicas apart while keeping the
-	// floor, so a wave of reconnects does not hit Redis at one instant.
-	return d/2 + rand.N(d/2+1)
-}
-
-func (b *backoff) reset() { b.n = 0 }

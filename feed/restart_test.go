@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
@@ -67,7 +68,7 @@ func TestRedisRestartWithoutPersistence(t *testing.T) {
 		t.Errorf("%d log lines mention NOGROUP, want one", n)
 	}
 	waitFor(t, 5*time.Second, "lease re-taken", func() bool {
-		n, _ := rdb.Exists(context.Background(), feed.LeaseKey(group, "r1")).Result()
+		n, _ := rdb.Exists(context.Background(), event.LeaseKey(group, "r1")).Result()
 		return n == 1
 	})
 	if err := c.Ready(); err != nil {

@@ -52,6 +52,14 @@ redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 return id
 `)
 
+// ackCmd is one queued XACK of a stream's positions.
+type ackCmd struct {
+	stream  string
+	ids     []string
+	cmd     *redis.IntCmd
+	handled bool // a handler's nil verdict, not a trimmed entry
+}
+
 // settle XACKs (batched per stream) and dead-letters, in one pipeline. Its
 // context is not the loop's: Close cancels that, and what is in hand must
 // still be settled. Failed acks are kept and retried next turn.
@@ -62,21 +70,64 @@ func (c *Consumer) settle(s *settlement) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	pipe := c.rdb.Pipeline()
-	type ackCmd struct {
-		stream  string
-		ids     []string
-		cmd     *redis.IntCmd
-		handled bool // a handler's nil verdict, not a trimmed entry
+	acks := c.queueAcks(ctx, pipe, s)
+	deads := c.queueDeads(ctx, pipe, s.dead)
+	_, _ = pipe.Exec(ctx)
+	ackErr := c.checkAcks(acks)
+	deadErr := c.checkDeads(s.dead, deads)
+	connErr := deadErr
+	if connErr == nil {
+		connErr = ackErr
 	}
+	if connErr == nil {
+		c.ok()
+	}
+	return connErr
+}
+
+// queueAcks queues on pipe one XACK per stream of the settlement's handled
+// and trimmed entries.
+func (c *Consumer) queueAcks(ctx context.Context, pipe redis.Pipeliner, s *settlement) []ackCmd {
 	var acks []ackCmd
 	for i, m := range []map[string][]string{s.acks, s.trimmed} {
 		for stream, ids := range m {
 			acks = append(acks, ackCmd{stream, ids, pipe.XAck(ctx, stream, c.cfg.Group, ids...), i == 0})
 		}
 	}
-	deads := make([]*redis.Cmd, len(s.dead))
+	return acks
+}
+
+// checkAcks counts the acks that went through and keeps the failed ones
+// for retryAcks. It returns the last connection error, if any.
+func (c *Consumer) checkAcks(acks []ackCmd) error {
+	var connErr error
+	nAcked := 0
+	for _, a := range acks {
+		err := a.cmd.Err()
+		if err == nil {
+			if a.handled {
+				nAcked += len(a.ids)
+			}
+			continue
+		}
+		c.fail("ack", err)
+		c.log.Warn("ack failed; will retry", "stream", a.stream, "count", len(a.ids), "err", err)
+		c.unacked[a.stream] = append(c.unacked[a.stream], a.ids...)
+		if !serverError(err) {
+			connErr = err
+		}
+	}
+	c.stats.acked.Add(int64(nAcked))
+	mAcked.Add(float64(nAcked))
+	return connErr
+}
+
+// queueDeads queues on pipe one deadScript call per entry to dead-letter:
+// its original fields (up to maxDeadFields) and the Dead* fields.
+func (c *Consumer) queueDeads(ctx context.Context, pipe redis.Pipeliner, dead []delivery) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(dead))
 	at := time.Now().UTC().Format(time.RFC3339Nano)
-	for i, d := range s.dead {
+	for i, d := range dead {
 		args := []any{c.cfg.Group, d.x.ID}
 		for n, k := range sortedFields(d.x.Values) {
 			if n == maxDeadFields {
@@ -90,35 +141,24 @@ func (c *Consumer) settle(s *settlement) error {
 			DeadConsumer, c.cfg.Consumer,
 			DeadStreamID, d.x.ID,
 			DeadAt, at)
-		deads[i] = deadScript.Eval(ctx, pipe, []string{d.stream, c.cfg.DeadKey(d.stream)}, args...)
+		cmds[i] = deadScript.Eval(ctx, pipe, []string{d.stream, c.cfg.DeadKey(d.stream)}, args...)
 	}
-	_, _ = pipe.Exec(ctx)
+	return cmds
+}
+
+// checkDeads counts and logs the dead letters written. A failed one is
+// left pending: it comes back by XAUTOCLAIM and is dead-lettered then (its
+// attempts are past the threshold). It returns the last connection error,
+// if any.
+func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 	var connErr error
-	nAcked := 0
-	for _, a := range acks {
-		if a.handled && a.cmd.Err() == nil {
-			nAcked += len(a.ids)
-		}
-		if err := a.cmd.Err(); err != nil {
-			c.fail("ack", err)
-			c.log.Warn("ack failed; will retry", "stream", a.stream, "count", len(a.ids), "err", err)
-			c.unacked[a.stream] = append(c.unacked[a.stream], a.ids...)
-			if !serverError(err) {
-				connErr = err
-			}
-		}
-	}
-	c.stats.acked.Add(int64(nAcked))
-	mAcked.Add(float64(nAcked))
-	for i, d := range s.dead {
-		err := deads[i].Err()
+	for i, d := range dead {
+		err := cmds[i].Err()
 		if isNil(err) {
 			c.log.Info("entry to dead-letter was already settled elsewhere", c.entryAttrs(d)...)
 			continue
 		}
 		if err != nil {
-			// Left pending: it comes back by XAUTOCLAIM and is
-			// dead-lettered then (its attempts are past the threshold).
 			c.fail("dead", err)
 			c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, "reason", d.reason, "err", err)...)
 			if !serverError(err) {
@@ -129,10 +169,7 @@ func (c *Consumer) settle(s *settlement) error {
 		c.stats.dead.Add(1)
 		mDead.WithLabelValues(d.label).Inc()
 		c.log.Warn("entry dead-lettered", c.entryAttrs(d, "reason", d.reason,
-			"dead_key", c.cfg.DeadKey(d.stream), "dead_id", deads[i].Val())...)
-	}
-	if connErr == nil {
-		c.ok()
+			"dead_key", c.cfg.DeadKey(d.stream), "dead_id", cmds[i].Val())...)
 	}
 	return connErr
 }

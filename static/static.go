@@ -76,8 +76,8 @@ func Lookup(hashed string) (*Asset, bool) {
 	return a, ok
 }
 
-// Names returns the source names of all assets, sorted.
-func Names() []string {
+// names returns the source names of all assets, sorted.
+func names() []string {
 	names := make([]string, 0, len(byName))
 	for n := range byName {
 		names = append(names, n)

@@ -3,12 +3,13 @@ package store
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strings"
 	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/codemojex/feed/internal/backoff"
 )
 
 // Backoff bounds for busy retries. SQLite's own busy handler waits first
@@ -35,10 +36,10 @@ func isBusy(err error) bool {
 }
 
 // retryBusy runs f until it returns something other than a busy error,
-// backing off exponentially with full jitter up to busyBackoffMax. Only
+// backing off (internal/backoff) from busyBackoffMin up to busyBackoffMax. Only
 // ctx ending or Close stops it, so a busy error never reaches the caller.
 func (db *DB) retryBusy(ctx context.Context, op string, f func() error) error {
-	backoff := busyBackoffMin
+	wait := backoff.Backoff{Min: busyBackoffMin, Max: busyBackoffMax}
 	for attempt := 1; ; attempt++ {
 		err := f()
 		if err == nil || !isBusy(err) {
@@ -48,8 +49,7 @@ func (db *DB) retryBusy(ctx context.Context, op string, f func() error) error {
 		if attempt == 1 || attempt%20 == 0 {
 			db.log.Debug("store busy, retrying", "op", op, "attempts", attempt, "err", err)
 		}
-		d := backoff/2 + rand.N(backoff/2+1)
-		t := time.NewTimer(d)
+		t := time.NewTimer(wait.Next())
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -58,9 +58,6 @@ func (db *DB) retryBusy(ctx context.Context, op string, f func() error) error {
 			t.Stop()
 			return ErrClosed
 		case <-t.C:
-		}
-		if backoff *= 2; backoff > busyBackoffMax {
-			backoff = busyBackoffMax
 		}
 	}
 }

@@ -7,9 +7,9 @@ import (
 )
 
 // Checkpointing is taken off the write path: SQLite's automatic checkpoint
-// runs inside the COMMIT that crosses the threshold, so one batch in a few
-// hundred paid for copying the WAL into the database plus two fsyncs (a
-// tenth of the renderer's CPU, and its latency spikes). The writer
+// runs inside the COMMIT that crosses the threshold, so that batch pays for
+// copying the WAL into the database plus two fsyncs, which shows as the
+// renderer's latency spikes (docs/benchmarks.md, notes from profiles). The writer
 // connection keeps a high automatic threshold only as a safety net; a
 // goroutine checkpoints (PASSIVE: it never blocks writers or readers) on
 // its own connection shortly after batches were committed.

@@ -52,8 +52,8 @@ func loadMigrations() ([]migration, error) {
 	return ms, nil
 }
 
-// LatestSchema returns the highest migration version this binary knows.
-func LatestSchema() int {
+// latestSchema returns the highest migration version this binary knows.
+func latestSchema() int {
 	ms, err := loadMigrations()
 	if err != nil || len(ms) == 0 {
 		return 0

@@ -30,8 +30,8 @@ type Snapshot struct {
 }
 
 // Snapshot reads the store (only the named games, when any are named) in
-// one read transaction. It is meant for tests and feedctl, not for the hot
-// path.
+// one read transaction. It is meant for tests and for comparing two stores,
+// not for the hot path.
 func (db *DB) Snapshot(ctx context.Context, games ...string) (Snapshot, error) {
 	only := func(string) bool { return true }
 	if len(games) > 0 {
@@ -156,9 +156,9 @@ func Diff(a, b Snapshot, max int) []string {
 	return out
 }
 
-// Compare snapshots two stores and lists their differences (see Diff): the
+// compare snapshots two stores and lists their differences (see Diff): the
 // check behind "rebuild equals live" and "replay changes nothing".
-func Compare(ctx context.Context, a, b *DB, max int, games ...string) ([]string, error) {
+func compare(ctx context.Context, a, b *DB, max int, games ...string) ([]string, error) {
 	sa, err := a.Snapshot(ctx, games...)
 	if err != nil {
 		return nil, err

@@ -7,7 +7,7 @@ import (
 	"github.com/codemojex/feed/store"
 )
 
-// statusClass maps a game status to a CSS class suffix; unknown statuses
+// pgStatusClass maps a game status to a CSS class suffix; unknown statuses
 // (stored from newer writers) fall back to a neutral one.
 func pgStatusClass(s string) string {
 	switch s {
@@ -17,6 +17,7 @@ func pgStatusClass(s string) string {
 	return "unknown"
 }
 
+// pgStatusText is the label of a game status.
 func pgStatusText(s string) string {
 	switch s {
 	case "waiting":
@@ -52,11 +53,11 @@ func pgGameTitle(g store.Game) string {
 	return g.Name
 }
 
-// rfc3339 is the machine-readable time of a <time> element; the page script
+// pgRfc3339 is the machine-readable time of a <time> element; the page script
 // derives the relative text from it.
 func pgRfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// absolute is the human-readable absolute time shown as a tooltip.
+// pgAbsolute is the human-readable absolute time shown as a tooltip.
 func pgAbsolute(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // relative is the server's first rendering of a relative time; the page

@@ -5,15 +5,12 @@ import (
 	"context"
 	"fmt"
 	"html"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-
-	"github.com/a-h/templ"
 
 	"github.com/codemojex/feed/internal/event"
 )
@@ -67,14 +64,6 @@ func LineItemHTML(seq int64, evtID, kind, body string) string {
 	b.WriteString(body)
 	b.WriteString(`</li>`)
 	return b.String()
-}
-
-// LineItem is LineItemHTML as a component, for templates that list lines.
-func LineItem(seq int64, evtID, kind, body string) templ.Component {
-	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
-		_, err := io.WriteString(w, LineItemHTML(seq, evtID, kind, body))
-		return err
-	})
 }
 
 // KindClass is the CSS class suffix of a kind: the kind itself when this
@@ -191,10 +180,10 @@ type lineTimes struct {
 	datetime, title, clock string
 }
 
-// lastTime caches the renderings of the latest second seen: at tens of
-// thousands of events a second, nearly every line shares its second with
-// the one before, and formatting the time three times was a fifth of
-// RenderLine.
+// lastTime caches the renderings of the latest second seen: at a high event
+// rate nearly every line shares its second with the one before, and
+// formatting the time three times showed in profiles of RenderLine
+// (docs/benchmarks.md, notes from profiles).
 var lastTime atomic.Pointer[lineTimes]
 
 func timeStrings(at time.Time) *lineTimes {

@@ -2,9 +2,9 @@ package web
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
+	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/store"
 )
@@ -26,6 +26,7 @@ func (t *tailer) run(ctx context.Context) {
 	defer tick.Stop()
 	bell := t.s.cfg.Doorbell
 	failures := 0
+	retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 	for {
 		select {
 		case <-ctx.Done():
@@ -43,7 +44,7 @@ func (t *tailer) run(ctx context.Context) {
 			failures++
 			t.s.stats.tailErrors.Add(1)
 			mTailErrors.Inc()
-			wait := backoff(failures, 100*time.Millisecond, 5*time.Second)
+			wait := retry.Next()
 			t.s.log.Warn("web: tail store", "seq", t.cursor, "attempts", failures, "retry_in", wait, "err", err)
 			select {
 			case <-ctx.Done():
@@ -53,6 +54,7 @@ func (t *tailer) run(ctx context.Context) {
 			continue
 		}
 		failures = 0
+		retry.Reset()
 	}
 }
 
@@ -138,20 +140,7 @@ func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 // panel. Chat and unknown kinds cannot (the store applies no state for
 // them), and skipping their state frame halves the frames of a chatty game
 // and spares the tailer a scoreboard read and render per touched game on
-// the live path: feedbench measured 10,000 clients' delivery p99 going from
-// ~2.6 s to ~0.7 s.
+// the live path (docs/benchmarks.md, notes from profiles).
 func changesScoreboard(kind string) bool {
 	return kind != event.KindChat && event.Known(kind)
-}
-
-// backoff is exponential with full jitter: uniform in [0, min(max, base·2^n)).
-func backoff(n int, base, max time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	return time.Duration(rand.Int64N(int64(d))) + time.Millisecond
 }

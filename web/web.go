@@ -60,8 +60,8 @@ type Config struct {
 	// Ready reports whether Redis and SQLite are reachable and the consumer
 	// loop runs; nil means ready. /readyz answers 503 with its error.
 	Ready func(ctx context.Context) error
-	// Doorbell signals that the store moved (the renderer's PUBLISH, relayed
-	// by cmd/renderer). Nil: the tailer only polls every TailEvery.
+	// Doorbell signals that the store moved (a renderer's PUBLISH, relayed
+	// by internal/renderer). Nil: the tailer only polls every TailEvery.
 	Doorbell <-chan struct{}
 
 	// AllowedOrigins widens the websocket Origin check beyond the request's

@@ -9,13 +9,15 @@ import (
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/redisconn"
+	"github.com/codemojex/feed/internal/registry"
 )
 
 // global holds the flags every command shares.
 type global struct {
 	redisURL string
 	group    string
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 }
 
 func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
@@ -28,12 +30,11 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
-	opt, err := redis.ParseURL(g.redisURL)
+	rdb, err := redisconn.Open(g.redisURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-redis: %w", err)
 	}
-	opt.ContextTimeoutEnabled = true // honour the command's deadline when Redis hangs
-	g.rdb = redis.NewClient(opt)
+	g.rdb = rdb
 	return g, fs.Args(), nil
 }
 
@@ -44,20 +45,11 @@ func (g *global) ping(ctx context.Context) error {
 
 // games lists the registered games, in registry order.
 func (g *global) games(ctx context.Context) ([]string, error) {
-	all, err := g.rdb.ZRange(ctx, event.RegistryKey, 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("games registry: %w", err)
-	}
-	out := all[:0]
-	for _, name := range all {
-		if event.ValidGame(name) {
-			out = append(out, name)
-		}
-	}
-	return out, nil
+	return registry.Games(ctx, g.rdb)
 }
 
-// gameFlag parses a command's -game flag (required) and returns the game.
+// gameArg parses a command's flags with fs and checks that the -game flag
+// (required), stored in *p, names a valid game.
 func gameArg(fs *flagenv.Set, args []string, p *string) error {
 	if err := fs.Parse(args); err != nil {
 		return err

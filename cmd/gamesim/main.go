@@ -9,14 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/redisconn"
 )
 
 func main() {
@@ -53,15 +53,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	opt, err := redis.ParseURL(url)
+	rdb, err := redisconn.Open(url)
 	if err != nil {
 		return fmt.Errorf("-redis: %w", err)
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis %s: %w", opt.Addr, err)
+		return fmt.Errorf("redis %s: %w", hostOf(url), err)
 	}
 	_, err = gamesim.Run(ctx, rdb, cfg, stdout)
 	return err
+}
+
+// hostOf returns the host:port of a Redis URL for error messages, or the
+// URL itself when it names no host (a unix socket).
+func hostOf(redisURL string) string {
+	if u, err := neturl.Parse(redisURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return redisURL
 }

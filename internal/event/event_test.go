@@ -159,3 +159,27 @@ func TestSplitEmoji(t *testing.T) {
 		t.Fatalf("SplitEmoji = %q", got)
 	}
 }
+
+func TestAt(t *testing.T) {
+	at := time.Date(2026, 11, 29, 10, 0, 0, 512_345_678, time.FixedZone("x", 3600))
+	if got, want := event.FormatAt(at), "2026-11-29T09:00:00.512Z"; got != want {
+		t.Errorf("FormatAt = %q, want %q", got, want)
+	}
+	tests := []struct {
+		in   string
+		want time.Time
+	}{
+		{"2026-11-29T10:00:00.5Z", time.Date(2026, 11, 29, 10, 0, 0, 5e8, time.UTC)},
+		{"2026-11-29T10:00:00Z", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)},
+		{"2026-11-29T11:00:00+01:00", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)},
+		{event.FormatAt(at), at.Truncate(time.Millisecond).UTC()},
+		{"", time.Time{}},
+		{"yesterday", time.Time{}},
+		{"2026-13-01T00:00:00Z", time.Time{}},
+	}
+	for _, tt := range tests {
+		if got := event.ParseAt(tt.in); !got.Equal(tt.want) || got.Location() != time.UTC && !got.IsZero() {
+			t.Errorf("ParseAt(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}

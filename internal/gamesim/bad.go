@@ -36,7 +36,7 @@ const UnknownKind = "emote"
 // among the entries that have a valid one).
 func malformed(r *rand.Rand, id string, at time.Time) (values []string, reason string) {
 	reason = BadReasons[r.Intn(len(BadReasons))]
-	ts := FormatAt(at)
+	ts := event.FormatAt(at)
 	guess := func(exact string) []string {
 		return []string{"player", "ada", "round", "1", "guess", "🍎🍌🍇🍉", "exact", exact, "near", "0"}
 	}
@@ -82,6 +82,6 @@ func malformed(r *rand.Rand, id string, at time.Time) (values []string, reason s
 // unknown returns a well-formed entry of an unknown kind.
 func unknown(r *rand.Rand, id string, at time.Time) []string {
 	emotes := []string{"👏", "😂", "<b>wave</b>", "🙃"}
-	return []string{event.FieldID, id, event.FieldKind, UnknownKind, event.FieldAt, FormatAt(at),
+	return []string{event.FieldID, id, event.FieldKind, UnknownKind, event.FieldAt, event.FormatAt(at),
 		"player", "ada", "emote", emotes[r.Intn(len(emotes))]}
 }

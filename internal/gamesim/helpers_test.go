@@ -139,7 +139,7 @@ func checkStreams(t *testing.T, rdb *redis.Client, cfg gamesim.Config, sum games
 		if err != nil || int64(score) != g.LastAt.UnixMilli() {
 			t.Fatalf("%s: registry score %v (%v), want %d", g.Game, score, err, g.LastAt.UnixMilli())
 		}
-		if last := msgs[len(msgs)-1]; last.ID != g.LastPos || fmt.Sprint(last.Values[event.FieldAt]) != gamesim.FormatAt(g.LastAt) {
+		if last := msgs[len(msgs)-1]; last.ID != g.LastPos || fmt.Sprint(last.Values[event.FieldAt]) != event.FormatAt(g.LastAt) {
 			t.Fatalf("%s: last entry %s at %v, summary says %s at %v", g.Game, last.ID, last.Values[event.FieldAt], g.LastPos, g.LastAt)
 		}
 		total += g.Written()

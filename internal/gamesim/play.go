@@ -41,7 +41,7 @@ func (e Event) Get(name string) string {
 // kind, at, then the kind's fields.
 func (e Event) Entry(id string, at time.Time) []string {
 	out := make([]string, 0, 6+2*len(e.Fields))
-	out = append(out, event.FieldID, id, event.FieldKind, e.Kind, event.FieldAt, FormatAt(at))
+	out = append(out, event.FieldID, id, event.FieldKind, e.Kind, event.FieldAt, event.FormatAt(at))
 	for _, f := range e.Fields {
 		out = append(out, f.Name, f.Value)
 	}
@@ -52,17 +52,11 @@ func (e Event) Entry(id string, at time.Time) []string {
 func (e Event) Payload(at time.Time) map[string]string {
 	m := make(map[string]string, 2+len(e.Fields))
 	m[event.FieldKind] = e.Kind
-	m[event.FieldAt] = FormatAt(at)
+	m[event.FieldAt] = event.FormatAt(at)
 	for _, f := range e.Fields {
 		m[f.Name] = f.Value
 	}
 	return m
-}
-
-// FormatAt formats a writer's time as entries carry it: RFC 3339, UTC,
-// millisecond precision.
-func FormatAt(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 // Score returns the exact and near counts of guess against secret, both
@@ -105,8 +99,6 @@ func NewGame(name string, seed int64) *Game {
 }
 
 // Name returns the game's name.
-func (g *Game) Name() string { return g.name }
-
 // Next returns the game's next event. After game_over a new match starts,
 // so an endless writer keeps producing plausible games.
 func (g *Game) Next() Event {

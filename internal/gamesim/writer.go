@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/event"
 )
 
@@ -225,7 +226,7 @@ func (w *writer) flush(ctx context.Context, batch []*entry) error {
 	}
 	todo := batch
 	var giveUp time.Time
-	backoff := backoffMin
+	retry := backoff.Backoff{Min: backoffMin, Max: backoffMax}
 	for {
 		var err error
 		if todo, err = w.send(context.WithoutCancel(ctx), todo, latest); err == nil {
@@ -237,9 +238,9 @@ func (w *writer) flush(ctx context.Context, batch []*entry) error {
 		if !giveUp.IsZero() && time.Now().After(giveUp) {
 			return fmt.Errorf("%w: %d entries: %w", ErrUnsettled, len(todo), err)
 		}
-		fmt.Fprintf(w.out, "gamesim: redis: %v (retrying %d entries in %v)\n", err, len(todo), backoff)
-		time.Sleep(backoff/2 + time.Duration(rand.Int63n(int64(backoff/2)+1)))
-		backoff = min(2*backoff, backoffMax)
+		wait := retry.Next()
+		fmt.Fprintf(w.out, "gamesim: redis: %v (retrying %d entries in %v)\n", err, len(todo), wait.Round(time.Millisecond))
+		time.Sleep(wait)
 	}
 }
 

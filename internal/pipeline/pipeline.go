@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
@@ -79,7 +78,7 @@ func (p *Pipeline) Event(m feed.Message) (store.Event, error) {
 	if err := event.Validate(m.Kind, m.Payload); err != nil {
 		return store.Event{}, feed.Poison(err)
 	}
-	at := ParseAt(m.Payload[event.FieldAt])
+	at := event.ParseAt(m.Payload[event.FieldAt])
 	html, err := templates.RenderLine(m.Kind, m.Payload, at)
 	if err != nil {
 		return store.Event{}, fmt.Errorf("pipeline: render %s: %w", m.ID, err)
@@ -95,17 +94,4 @@ func (p *Pipeline) Event(m feed.Message) (store.Event, error) {
 		Attempts: m.Attempts,
 		At:       at,
 	}, nil
-}
-
-// ParseAt parses the writer's clock; a missing or bad value is the zero
-// time (the field is for display only).
-func ParseAt(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t.UTC()
 }

@@ -81,14 +81,3 @@ func TestHandleVerdicts(t *testing.T) {
 		t.Errorf("doorbell rung for a batch that stored nothing")
 	}
 }
-
-func TestParseAt(t *testing.T) {
-	if got := pipeline.ParseAt("2026-11-29T10:00:00.5Z"); !got.Equal(time.Date(2026, 11, 29, 10, 0, 0, 5e8, time.UTC)) {
-		t.Errorf("ParseAt = %v", got)
-	}
-	for _, bad := range []string{"", "yesterday", "2026-13-01T00:00:00Z"} {
-		if got := pipeline.ParseAt(bad); !got.IsZero() {
-			t.Errorf("ParseAt(%q) = %v, want zero", bad, got)
-		}
-	}
-}

@@ -18,6 +18,7 @@ import (
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/pipeline"
+	"github.com/codemojex/feed/internal/redisconn"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/web"
 )
@@ -28,7 +29,7 @@ type Main struct {
 	Config Config
 	Logger *slog.Logger
 
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	db       *store.DB
 	consumer *feed.Consumer
 	server   *web.Server
@@ -57,15 +58,11 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	log := m.Logger.With("consumer", m.Config.Consumer, "group", m.Config.Group)
 
-	opt, err := redis.ParseURL(m.Config.RedisURL)
+	rdb, err := redisconn.Open(m.Config.RedisURL)
 	if err != nil {
 		return fmt.Errorf("-redis: %w", err)
 	}
-	// Without this go-redis ignores context deadlines on reads and writes,
-	// and a Redis that stops answering holds every call (and a shutdown)
-	// for its own timeouts and retries.
-	opt.ContextTimeoutEnabled = true
-	m.rdb = redis.NewClient(opt)
+	m.rdb = rdb
 
 	m.db, err = store.Open(ctx, m.Config.DB)
 	if err != nil {

@@ -1,0 +1,4 @@
+package static
+
+// Names exports names to the tests.
+var Names = names

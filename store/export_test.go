@@ -1,0 +1,7 @@
+package store
+
+// Exported to the tests.
+var (
+	Compare      = compare
+	LatestSchema = latestSchema
+)

@@ -1,0 +1,16 @@
+package templates
+
+import (
+	"context"
+	"io"
+
+	"github.com/a-h/templ"
+)
+
+// LineItem is LineItemHTML as a component, for the tests.
+func LineItem(seq int64, evtID, kind, body string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		_, err := io.WriteString(w, LineItemHTML(seq, evtID, kind, body))
+		return err
+	})
+}
