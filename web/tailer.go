@@ -18,7 +18,8 @@ type tailer struct {
 
 func newTailer(s *Server, start int64) *tailer { return &tailer{s: s, cursor: start} }
 
-// run polls on every doorbell and at least every TailEvery until ctx ends.
+// run polls on every doorbell and at least every TailEvery, and takes the
+// lines this process committed (Server.Committed), until ctx ends.
 // Errors back off with jitter up to 5 s; a missed doorbell costs at most one
 // TailEvery, never a line, because the cursor only moves past handed lines.
 func (t *tailer) run(ctx context.Context) {
@@ -26,6 +27,7 @@ func (t *tailer) run(ctx context.Context) {
 	defer tick.Stop()
 	bell := t.s.cfg.Doorbell
 	failures := 0
+	own := false // woken by Server.Committed rather than a doorbell or the ticker
 	retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 	for {
 		select {
@@ -36,8 +38,17 @@ func (t *tailer) run(ctx context.Context) {
 				bell = nil // a closed doorbell must not spin; the ticker goes on
 			}
 		case <-tick.C:
+		case <-t.s.handoff.ready:
+			own = true
 		}
-		if err := t.poll(ctx); err != nil {
+		var err error
+		if own {
+			err = t.takeOwn(ctx)
+			own = false
+		} else {
+			err = t.poll(ctx)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}

@@ -137,6 +137,7 @@ type Server struct {
 	wg     sync.WaitGroup // tailer, serve loop, websocket handlers
 
 	hubs    *hubs
+	handoff *handoff
 	limiter *limiter
 	stats   counters
 
@@ -159,10 +160,15 @@ type Stats struct {
 	Resets        int64 // reset frames sent
 	TailCursor    int64 // highest seq handed to the hubs
 	TailErrors    int64 // failed store reads of the tailer
+	// HandoffHits counts batches of Committed lines handed to the hubs
+	// without a store read; HandoffMisses those that needed one (their
+	// seqs did not follow the tailer's cursor).
+	HandoffHits, HandoffMisses int64
 }
 
 type counters struct {
 	clients, linesEncoded, statesEncoded, framesSent, slowCloses, resets, tailCursor, tailErrors atomic.Int64
+	handoffHits, handoffMisses                                                                   atomic.Int64
 }
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
@@ -175,6 +181,7 @@ func Open(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
 	s.hubs = newHubs()
+	s.handoff = newHandoff()
 	s.limiter = newLimiter(cfg.UpgradeRate, cfg.UpgradeBurst)
 
 	start, err := cfg.Store.MaxSeq(ctx)
@@ -236,6 +243,8 @@ func (s *Server) Stats() Stats {
 		Resets:        s.stats.resets.Load(),
 		TailCursor:    s.stats.tailCursor.Load(),
 		TailErrors:    s.stats.tailErrors.Load(),
+		HandoffHits:   s.stats.handoffHits.Load(),
+		HandoffMisses: s.stats.handoffMisses.Load(),
 	}
 }
 

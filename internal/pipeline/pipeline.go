@@ -4,9 +4,11 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
@@ -27,6 +29,10 @@ type Pipeline struct {
 	// Committed, when set, is called after a batch that stored at least one
 	// new line was committed (the renderer rings the doorbell there).
 	Committed func(ctx context.Context, inserted int)
+	// Lines, when set, gets the lines a committed batch inserted, with
+	// their seqs, in seq order, before Committed is called (the renderer
+	// hands them to its own web server, see web.Server.Committed).
+	Lines func(lines []store.Line)
 }
 
 // Handle is a feed.BatchHandler: it validates, renders and upserts a batch
@@ -56,11 +62,20 @@ func (p *Pipeline) Handle(ctx context.Context, ms []feed.Message) []error {
 		return verdicts
 	}
 	inserted := 0
+	var lines []store.Line
 	for j, r := range res {
 		verdicts[idx[j]] = r.Err
 		if r.Err == nil && r.Inserted {
 			inserted++
+			if p.Lines != nil {
+				e := &evs[j]
+				lines = append(lines, store.Line{Seq: r.Seq, EvtID: e.EvtID, Game: e.Game, Kind: e.Kind, HTML: e.HTML, At: e.At})
+			}
 		}
+	}
+	if len(lines) > 0 {
+		slices.SortFunc(lines, func(a, b store.Line) int { return cmp.Compare(a.Seq, b.Seq) })
+		p.Lines(lines)
 	}
 	if inserted > 0 && p.Committed != nil {
 		p.Committed(ctx, inserted)

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +34,9 @@ type Main struct {
 	db       *store.DB
 	consumer *feed.Consumer
 	server   *web.Server
+	// live is server once it serves: the consumer, opened first, hands it
+	// the lines it commits (nil until then: the doorbell covers it).
+	live atomic.Pointer[web.Server]
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -100,6 +104,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.live.Store(m.server)
 	log.Info("renderer started", "http", m.server.Addr(), "db", m.Config.DB, "consume", m.Config.Consume)
 	return nil
 }
@@ -129,7 +134,7 @@ func (m *Main) openConsumer(ctx context.Context, log *slog.Logger) error {
 }
 
 func (m *Main) tryOpenConsumer(ctx context.Context) error {
-	p := &pipeline.Pipeline{DB: m.db, Renderer: m.Config.Consumer, Committed: m.ring}
+	p := &pipeline.Pipeline{DB: m.db, Renderer: m.Config.Consumer, Committed: m.ring, Lines: m.handOff}
 	var err error
 	m.consumer, err = feed.Open(ctx, feed.Config{
 		Client:       m.rdb,
@@ -193,10 +198,20 @@ func (m *Main) ready(ctx context.Context) error {
 	return nil
 }
 
-// ring publishes the doorbell after a committed batch and wakes this
-// replica's own tailer at once. A lost doorbell costs at most a tail period.
+// handOff gives the lines this process has just committed to its own web
+// server, which sends them without reading them back from the store.
+func (m *Main) handOff(lines []store.Line) {
+	if srv := m.live.Load(); srv != nil {
+		srv.Committed(lines)
+		return
+	}
+	m.wake() // not serving yet: the tailer will read the store
+}
+
+// ring publishes the doorbell after a committed batch for the peers (this
+// replica's own tailer got the lines from handOff). A lost doorbell costs
+// at most a tail period.
 func (m *Main) ring(ctx context.Context, _ int) {
-	m.wake()
 	if err := m.rdb.Publish(ctx, event.DoorbellChannel, m.Config.Consumer).Err(); err != nil {
 		m.Logger.Debug("doorbell publish failed", "err", err)
 	}
@@ -209,7 +224,8 @@ func (m *Main) wake() {
 	}
 }
 
-// listenDoorbell forwards doorbell messages from peers to the tailer.
+// listenDoorbell forwards doorbell messages from peers to the tailer (the
+// payload is the publisher's consumer name).
 // go-redis re-subscribes by itself after a reconnect.
 func (m *Main) listenDoorbell(ctx context.Context, log *slog.Logger) {
 	ps := m.rdb.Subscribe(ctx, event.DoorbellChannel)
@@ -219,9 +235,12 @@ func (m *Main) listenDoorbell(ctx context.Context, log *slog.Logger) {
 		select {
 		case <-ctx.Done():
 			return
-		case _, ok := <-ch:
+		case msg, ok := <-ch:
 			if !ok {
 				return
+			}
+			if msg.Payload == m.Config.Consumer && m.live.Load() != nil {
+				continue // our own: its lines went to the tailer by handOff
 			}
 			m.wake()
 		}
