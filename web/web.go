@@ -79,6 +79,7 @@ type Config struct {
 	Logger  *slog.Logger // default slog.Default()
 
 	TailEvery    time.Duration // poll the store at least this often (1s)
+	StateEvery   time.Duration // at most one scoreboard state frame per game per this period (250ms; see board)
 	TailBatch    int           // lines per store query of the tailer and of a backfill (256)
 	SendQueue    int           // frames queued per websocket before it is closed as slow (1024; keep it above TailBatch)
 	WriteTimeout time.Duration // one websocket write or ping may take this long (10s)
@@ -97,6 +98,7 @@ func (c *Config) defaults() {
 		c.Logger = slog.Default()
 	}
 	setDur(&c.TailEvery, time.Second)
+	setDur(&c.StateEvery, 250*time.Millisecond)
 	setDur(&c.WriteTimeout, 10*time.Second)
 	setDur(&c.ReadTimeout, 30*time.Second)
 	setDur(&c.PingEvery, 20*time.Second)
@@ -164,11 +166,14 @@ type Stats struct {
 	// without a store read; HandoffMisses those that needed one (their
 	// seqs did not follow the tailer's cursor).
 	HandoffHits, HandoffMisses int64
+	// StatesSkipped counts state frames not sent because the hub's clients
+	// had those bytes already.
+	StatesSkipped int64
 }
 
 type counters struct {
 	clients, linesEncoded, statesEncoded, framesSent, slowCloses, resets, tailCursor, tailErrors atomic.Int64
-	handoffHits, handoffMisses                                                                   atomic.Int64
+	handoffHits, handoffMisses, statesSkipped                                                    atomic.Int64
 }
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
@@ -245,6 +250,7 @@ func (s *Server) Stats() Stats {
 		TailErrors:    s.stats.tailErrors.Load(),
 		HandoffHits:   s.stats.handoffHits.Load(),
 		HandoffMisses: s.stats.handoffMisses.Load(),
+		StatesSkipped: s.stats.statesSkipped.Load(),
 	}
 }
 
