@@ -49,3 +49,8 @@ func (m *Mailbox) Cap() int {
 	defer m.c.mu.Unlock()
 	return cap(m.c.queue)
 }
+
+// EncodeFrame is the websocket frame encoder.
+func EncodeFrame(t string, seq int64, id, html string) []byte {
+	return encode(wireFrame{T: t, Seq: seq, ID: id, HTML: html})
+}
