@@ -59,6 +59,10 @@ func ServeBroadcaster(ctx context.Context, redisURL, addr string, ready func(add
 	defer rdb.Close()
 	ps := rdb.Subscribe(ctx, BroadcastChannel)
 	defer ps.Close()
+	// go-redis does not end a blocked receive when its context ends;
+	// closing the subscription does.
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
 	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
 		return fmt.Errorf("bench: subscribe: %w", err)
 	}
