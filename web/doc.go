@@ -33,8 +33,11 @@
 // {"t":"state","html":"<aside id=\"scoreboard\" …>"} and {"t":"reset"}. On
 // connect the server subscribes the socket to its game's hub first, then
 // sends a state frame and every line with seq > after (in seq order, from the
-// store), then live lines and a state frame after each tail batch that
-// touched the game. Live lines at or below the last backfilled seq are
+// store), then live lines and state frames (coalesced: at most one per game
+// per Config.StateEvery, none when the panel did not change). Live lines
+// come from the tailer, which reads the store after a doorbell or its tick,
+// and takes the lines this process committed from Server.Committed without a
+// store read when their seqs follow its cursor. Live lines at or below the last backfilled seq are
 // dropped, so the window between the backfill query and the subscription
 // loses nothing and doubles nothing.
 //

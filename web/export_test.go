@@ -54,3 +54,8 @@ func (m *Mailbox) Cap() int {
 
 // ClientKey is the bucket s counts r's client in for its per-client limits.
 func ClientKey(s *Server, r *http.Request) string { return s.clientKey(r) }
+
+// EncodeFrame is the websocket frame encoder.
+func EncodeFrame(t string, seq int64, id, html string) []byte {
+	return encode(wireFrame{T: t, Seq: seq, ID: id, HTML: html})
+}

@@ -77,7 +77,11 @@ type hub struct {
 	game    string
 	mu      sync.Mutex
 	clients map[*client]struct{}
+	subs    atomic.Int64 // subscriptions so far: the tailer's board compares it
 }
+
+// subscriptions returns how many clients have subscribed to h so far.
+func (h *hub) subscriptions() int64 { return h.subs.Load() }
 
 // broadcast offers f to every client; slow ones are dropped from the hub
 // (their own goroutine closes them). It returns how many were dropped.
@@ -112,6 +116,7 @@ func (hs *hubs) subscribe(game string, c *client) *hub {
 	}
 	h.mu.Lock()
 	h.clients[c] = struct{}{}
+	h.subs.Add(1)
 	h.mu.Unlock()
 	return h
 }

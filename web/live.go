@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -294,10 +295,13 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 
 // flush writes every frame queued in c, in order, and returns the seq of the
 // last line written (or sent before). Lines at or below last were sent by the
-// backfill and are dropped. The batch shares one context whose deadline
-// restarts with each frame: every frame still gets WriteTimeout, and a stuck
-// write fails with context.DeadlineExceeded, but a batch costs one context
-// and one timer instead of one of each per frame.
+// backfill and are dropped. Every frame gets WriteTimeout: one timer for the
+// batch, restarted per frame, drops the connection when a write is stuck,
+// and the write fails with context.DeadlineExceeded. The writes themselves
+// take no context with a deadline: coder/websocket registers a
+// context.AfterFunc per write for one (allocation per frame per client, the
+// fan-out's hottest path), and closes the connection when it fires, which
+// is what the timer does.
 func (ws *wsConn) flush(c *client, last int64) (int64, error) {
 	batch := c.drain()
 	if len(batch) == 0 {
@@ -305,32 +309,28 @@ func (ws *wsConn) flush(c *client, last int64) (int64, error) {
 		return last, nil
 	}
 	timeout := ws.s.cfg.WriteTimeout
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	t := time.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
+	var stuck atomic.Bool
+	t := time.AfterFunc(timeout, func() { stuck.Store(true); ws.hardClose() })
 	defer t.Stop()
+	var lines, states int64
+	defer func() { ws.s.countSentN(lines, states) }()
 	for _, f := range batch {
 		c.took()
-		typ := frameState
-		if f.typ != "" {
-			typ = f.typ
-		}
-		if f.seq != 0 {
-			if f.seq <= last {
-				continue
-			}
-			typ = frameLine
+		if f.seq != 0 && f.seq <= last {
+			continue
 		}
 		t.Reset(timeout)
-		if err := ws.conn.Write(ctx, websocket.MessageText, f.data); err != nil {
-			if context.Cause(ctx) == context.DeadlineExceeded {
+		if err := ws.conn.Write(context.Background(), websocket.MessageText, f.data); err != nil {
+			if stuck.Load() {
 				return last, fmt.Errorf("web: write stuck for %v: %w", timeout, context.DeadlineExceeded)
 			}
 			return last, err
 		}
-		ws.s.countSent(typ)
 		if f.seq != 0 {
 			last = f.seq
+			lines++
+		} else {
+			states++
 		}
 	}
 	return last, nil

@@ -65,6 +65,26 @@ func (s *Server) countSent(typ string) {
 	mFramesSent.WithLabelValues(typ).Inc()
 }
 
+// The frame counters of the websocket writers' hot path, looked up once.
+var (
+	mSentLines  = mFramesSent.WithLabelValues(frameLine)
+	mSentStates = mFramesSent.WithLabelValues(frameState)
+)
+
+// countSentN counts the line and state frames of one written batch.
+func (s *Server) countSentN(lines, states int64) {
+	if lines+states == 0 {
+		return
+	}
+	s.stats.framesSent.Add(lines + states)
+	if lines > 0 {
+		mSentLines.Add(float64(lines))
+	}
+	if states > 0 {
+		mSentStates.Add(float64(states))
+	}
+}
+
 // countSlow counts clients a hub dropped for a full queue.
 func (s *Server) countSlow(n int) {
 	if n > 0 {

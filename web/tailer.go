@@ -15,18 +15,31 @@ import (
 type tailer struct {
 	s      *Server
 	cursor int64 // highest seq handed off (or skipped while no hub existed)
+
+	boards     map[string]*board // by game: see board
+	boardTimer *time.Timer       // fires when a coalesced state frame is due
+	boardDue   time.Time         // when boardTimer fires; zero when disarmed
 }
 
-func newTailer(s *Server, start int64) *tailer { return &tailer{s: s, cursor: start} }
+func newTailer(s *Server, start int64) *tailer {
+	return &tailer{s: s, cursor: start, boards: map[string]*board{}}
+}
 
-// run polls on every doorbell and at least every TailEvery until ctx ends.
+// run polls on every doorbell and at least every TailEvery, and takes the
+// lines this process committed (Server.Committed), until ctx ends.
 // Errors back off with jitter up to 5 s; a missed doorbell costs at most one
 // TailEvery, never a line, because the cursor only moves past handed lines.
 func (t *tailer) run(ctx context.Context) {
 	tick := time.NewTicker(t.s.cfg.TailEvery)
 	defer tick.Stop()
+	defer func() {
+		if t.boardTimer != nil {
+			t.boardTimer.Stop()
+		}
+	}()
 	bell := t.s.cfg.Doorbell
 	failures := 0
+	own := false // woken by Server.Committed rather than a doorbell or the ticker
 	retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 	for {
 		select {
@@ -37,8 +50,21 @@ func (t *tailer) run(ctx context.Context) {
 				bell = nil // a closed doorbell must not spin; the ticker goes on
 			}
 		case <-tick.C:
+			t.pruneBoards()
+		case <-t.s.handoff.ready:
+			own = true
+		case <-t.boardC():
+			t.flushBoards(ctx)
+			continue
 		}
-		if err := t.poll(ctx); err != nil {
+		var err error
+		if own {
+			err = t.takeOwn(ctx)
+			own = false
+		} else {
+			err = t.poll(ctx)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -99,7 +125,8 @@ func (t *tailer) advance(seq int64) {
 }
 
 // handOff encodes each line once and offers the shared bytes to every client
-// of its game's hub, then one state frame per touched game.
+// of its game's hub, then notes the games whose scoreboard may have moved
+// (see board: their state frames are coalesced).
 func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 	now := time.Now()
 	var touched []string
@@ -121,19 +148,7 @@ func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 		}
 	}
 	for _, game := range touched {
-		h := t.s.hubs.get(game)
-		if h == nil {
-			continue
-		}
-		f, err := stateFrame(ctx, t.s.cfg.Store, game)
-		if err != nil {
-			// The lines went out; a missing scoreboard refresh heals with
-			// the game's next line.
-			t.s.log.Warn("web: scoreboard", "game", game, untrusted.Err(err))
-			continue
-		}
-		t.s.countEncoded(frameState)
-		t.s.countSlow(h.broadcast(f))
+		t.boardChanged(ctx, game, now)
 	}
 }
 

@@ -105,6 +105,7 @@ type Config struct {
 	DOMLines int
 
 	TailEvery    time.Duration // poll the store at least this often (1s)
+	StateEvery   time.Duration // at most one scoreboard state frame per game per this period (250ms; see board)
 	TailBatch    int           // lines per store query of the tailer and of a backfill (256)
 	SendQueue    int           // frames queued per websocket before it is closed as slow (1024; keep it above TailBatch)
 	WriteTimeout time.Duration // one websocket write or ping may take this long (10s)
@@ -140,6 +141,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	setDur(&c.TailEvery, time.Second)
+	setDur(&c.StateEvery, 250*time.Millisecond)
 	setDur(&c.WriteTimeout, 10*time.Second)
 	setDur(&c.ReadTimeout, 30*time.Second)
 	setDur(&c.ResponseTimeout, 30*time.Second)
@@ -191,6 +193,7 @@ type Server struct {
 	wg     sync.WaitGroup // tailer, serve loop, websocket handlers
 
 	hubs     *hubs
+	handoff  *handoff
 	watch    *watchers
 	limiter  *limiter
 	sockets  *slots        // websockets per client key, taken before the handshake
@@ -221,10 +224,18 @@ type Stats struct {
 	Resets        int64 // reset frames sent
 	TailCursor    int64 // highest seq handed to the hubs
 	TailErrors    int64 // failed store reads of the tailer
+	// HandoffHits counts batches of Committed lines handed to the hubs
+	// without a store read; HandoffMisses those that needed one (their
+	// seqs did not follow the tailer's cursor).
+	HandoffHits, HandoffMisses int64
+	// StatesSkipped counts state frames not sent because the hub's clients
+	// had those bytes already.
+	StatesSkipped int64
 }
 
 type counters struct {
 	conns, clients, linesEncoded, statesEncoded, framesSent, slowCloses, resets, tailCursor, tailErrors atomic.Int64
+	handoffHits, handoffMisses, statesSkipped                                                           atomic.Int64
 }
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
@@ -237,6 +248,7 @@ func Open(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
 	s.hubs = newHubs()
+	s.handoff = newHandoff()
 	s.watch = newWatchers()
 	s.limiter = newLimiter(cfg.UpgradeRate, cfg.UpgradeBurst)
 	s.sockets = newSlots(cfg.MaxSocketsPerClient)
@@ -315,6 +327,9 @@ func (s *Server) Stats() Stats {
 		Resets:        s.stats.resets.Load(),
 		TailCursor:    s.stats.tailCursor.Load(),
 		TailErrors:    s.stats.tailErrors.Load(),
+		HandoffHits:   s.stats.handoffHits.Load(),
+		HandoffMisses: s.stats.handoffMisses.Load(),
+		StatesSkipped: s.stats.statesSkipped.Load(),
 	}
 }
 

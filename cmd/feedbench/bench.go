@@ -228,7 +228,11 @@ func runOne(ctx context.Context, o *options, name string) ([]bench.Row, error) {
 		}
 		return res.Rows(), nil
 	case "latency":
-		res, err := bench.Latency(ctx, bench.LatencyConfig{
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		res, err := bench.Latency(ctx, bench.LatencyConfig{Self: self,
 			Dir: o.dir, Renderer: renderer, Games: o.latGames, Clients: o.latClients,
 			Rate: float64(o.latRate), Warmup: 2 * time.Second, Duration: o.latDuration, Log: logw,
 			CPUProfile: profile("latency.cpu.prof"), Dump: profile("latency-deliveries.csv"),
@@ -244,7 +248,7 @@ func runOne(ctx context.Context, o *options, name string) ([]bench.Row, error) {
 		}
 		res, err := bench.Fanout(ctx, bench.FanoutConfig{
 			Dir: o.dir, Renderer: renderer, Self: self, Games: o.fanGames, Clients: o.fanClients,
-			Rounds: o.fanRounds, Every: 500 * time.Millisecond, Log: logw,
+			Rounds: o.fanRounds, Every: 500 * time.Millisecond, Log: logw, Baseline: true,
 			HeapProfile: profile("fanout.heap.prof"), CPUProfile: profile("fanout.cpu.prof"),
 		})
 		if err != nil {

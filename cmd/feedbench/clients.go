@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ func runClients(ctx context.Context, args []string) error {
 	prefix := fs.String("prefix", "fan", "game name prefix")
 	games := fs.Int("games", 100, "games (GAME = PREFIX-i, i in 1..games); client i watches game i%games")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the expected deliveries")
+	backfilled := fs.Int("backfilled", 1, "line frames each client gets on connecting (the renderer backfills the seed line; the bare broadcaster none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,7 +56,7 @@ func runClients(ctx context.Context, args []string) error {
 		}
 		expected, _ := strconv.Atoi(arg)
 		_, _ = proc.Poll(ctx, *wait, "deliveries", func() (bool, error) {
-			return len(sw.Deliveries()) >= expected+*n, nil
+			return len(sw.Deliveries()) >= expected+*backfilled**n, nil
 		})
 		rep := bench.ClientReport{Connected: *n, Frames: sw.Frames(), Deliveries: sw.Deliveries()}
 		var derr error
@@ -72,4 +74,25 @@ func runClients(ctx context.Context, args []string) error {
 		return in.Err()
 	}
 	return in.Err()
+}
+
+// runBroadcaster is the bare broadcaster baseline's process: it says
+// "listening ADDR" on stdout and serves until its stdin closes.
+func runBroadcaster(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("feedbench broadcaster", flag.ContinueOnError)
+	redisURL := fs.String("redis", "", "Redis URL to subscribe to")
+	addr := fs.String("http", "127.0.0.1:0", "listen address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := raiseFileLimit(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	return bench.ServeBroadcaster(ctx, *redisURL, *addr, func(a string) { fmt.Printf("listening %s\n", a) })
 }

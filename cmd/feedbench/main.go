@@ -6,6 +6,7 @@
 //
 //	feedbench [-quick] [-only throughput,latency,fanout,recovery] [-write docs/benchmarks.md]
 //	feedbench clients -n 10000 -url http://127.0.0.1:PORT ...   (the fan-out's client process)
+//	feedbench broadcaster -redis redis://127.0.0.1:PORT/0          (the bare broadcaster baseline)
 package main
 
 import (
@@ -20,9 +21,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "clients" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "clients":
 		err = runClients(ctx, os.Args[2:])
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "broadcaster":
+		err = runBroadcaster(ctx, os.Args[2:])
+	default:
 		err = runBench(ctx, os.Args[1:])
 	}
 	if err != nil {

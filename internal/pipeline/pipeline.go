@@ -4,9 +4,11 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/codemojex/feed/feed"
@@ -41,6 +43,10 @@ type Pipeline struct {
 	// dead-lettered as "future id". Zero means DefaultMaxAhead; negative
 	// turns the check off.
 	MaxAhead time.Duration
+	// Lines, when set, gets the lines a committed batch inserted, with
+	// their seqs, in seq order, before Committed is called (the renderer
+	// hands them to its own web server, see web.Server.Committed).
+	Lines func(lines []store.Line)
 }
 
 // Handle is a feed.BatchHandler: it validates, renders and upserts a batch
@@ -76,11 +82,20 @@ func (p *Pipeline) Handle(ctx context.Context, ms []feed.Message) []error {
 		return verdicts
 	}
 	inserted := 0
+	var lines []store.Line
 	for j, r := range res {
 		verdicts[idx[j]] = verdict(r.Err)
 		if r.Err == nil && r.Inserted {
 			inserted++
+			if p.Lines != nil {
+				e := &evs[j]
+				lines = append(lines, store.Line{Seq: r.Seq, EvtID: e.EvtID, Game: e.Game, Kind: e.Kind, HTML: e.HTML, At: e.At})
+			}
 		}
+	}
+	if len(lines) > 0 {
+		slices.SortFunc(lines, func(a, b store.Line) int { return cmp.Compare(a.Seq, b.Seq) })
+		p.Lines(lines)
 	}
 	if inserted > 0 && p.Committed != nil {
 		p.Committed(ctx, inserted)

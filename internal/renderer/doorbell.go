@@ -32,12 +32,12 @@ func (d *Doorbell) Ring(ctx context.Context, from string) error {
 	return d.Client.SPublish(ctx, d.Channel, from).Err()
 }
 
-// Listen calls wake for every ring until ctx ends. It subscribes again
+// Listen calls wake with the ringer's name for every ring until ctx ends. It subscribes again
 // whenever the subscription is lost: a connection error, or the server's
 // sunsubscribe when the channel's slot migrates to another master or its
 // master becomes a replica (a subscription stays on the node it was made
 // on, so it must be made again on the new owner).
-func (d *Doorbell) Listen(ctx context.Context, wake func()) {
+func (d *Doorbell) Listen(ctx context.Context, wake func(from string)) {
 	health := d.Health
 	if health <= 0 {
 		health = 10 * time.Second
@@ -71,7 +71,7 @@ var errResubscribe = errors.New("doorbell: the server ended the subscription")
 
 // listen holds one subscription until it fails or ctx ends; ok is called
 // once the subscription is confirmed.
-func (d *Doorbell) listen(ctx context.Context, wake func(), health time.Duration, ok func()) error {
+func (d *Doorbell) listen(ctx context.Context, wake func(from string), health time.Duration, ok func()) error {
 	ps := d.Client.SSubscribe(ctx)
 	defer ps.Close()
 	// A blocked receive does not see ctx end; closing the subscription
@@ -106,7 +106,7 @@ func (d *Doorbell) listen(ctx context.Context, wake func(), health time.Duration
 				return errResubscribe
 			}
 		case *redis.Message:
-			wake()
+			wake(m.Payload)
 		case *redis.Pong:
 		}
 	}

@@ -20,7 +20,7 @@ func listen(t *testing.T, d *renderer.Doorbell) *atomic.Int64 {
 	var rings atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); d.Listen(ctx, func() { rings.Add(1) }) }()
+	go func() { defer close(done); d.Listen(ctx, func(string) { rings.Add(1) }) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return &rings
 }

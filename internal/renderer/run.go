@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,6 +35,9 @@ type Main struct {
 	db       *store.DB
 	consumer *feed.Consumer
 	server   *web.Server
+	// live is server once it serves: the consumer, opened first, hands it
+	// the lines it commits (nil until then: the doorbell covers it).
+	live atomic.Pointer[web.Server]
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -94,7 +98,7 @@ func (m *Main) Run(ctx context.Context) error {
 	go func() { defer m.wg.Done(); m.watchFile(runCtx, log) }()
 	if m.Config.Doorbell {
 		m.wg.Add(1)
-		go func() { defer m.wg.Done(); m.bell.Listen(runCtx, m.wake) }()
+		go func() { defer m.wg.Done(); m.bell.Listen(runCtx, m.rang) }()
 	}
 
 	storeID, err := m.db.ID(ctx)
@@ -130,6 +134,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.live.Store(m.server)
 	log.Info("renderer started", "http", m.server.Addr(), "db", m.Config.DB, "consume", m.Config.Consume)
 	return nil
 }
@@ -159,7 +164,7 @@ func (m *Main) openConsumer(ctx context.Context, log *slog.Logger) error {
 }
 
 func (m *Main) tryOpenConsumer(ctx context.Context) error {
-	p := &pipeline.Pipeline{DB: m.db, Renderer: m.Config.Consumer, Committed: m.ring, MaxAhead: m.Config.FutureBound}
+	p := &pipeline.Pipeline{DB: m.db, Renderer: m.Config.Consumer, Committed: m.ring, Lines: m.handOff, MaxAhead: m.Config.FutureBound}
 	var err error
 	m.consumer, err = feed.Open(ctx, feed.Config{
 		DeadMaxLen:   m.Config.DeadMax,
@@ -254,10 +259,20 @@ func (m *Main) ready(ctx context.Context) error {
 	return nil
 }
 
-// ring rings the host's doorbell after a committed batch and wakes this
-// replica's own tailer at once. A lost ring costs at most a tail period.
+// handOff gives the lines this process has just committed to its own web
+// server, which sends them without reading them back from the store.
+func (m *Main) handOff(lines []store.Line) {
+	if srv := m.live.Load(); srv != nil {
+		srv.Committed(lines)
+		return
+	}
+	m.wake() // not serving yet: the tailer will read the store
+}
+
+// ring rings the host's doorbell after a committed batch for the peers
+// (this replica's own tailer got the lines from handOff). A lost ring
+// costs at most a tail period.
 func (m *Main) ring(ctx context.Context, _ int) {
-	m.wake()
 	if err := m.bell.Ring(ctx, m.Config.Consumer); err != nil {
 		m.Logger.Debug("doorbell ring failed", "err", err)
 	}
@@ -268,6 +283,15 @@ func (m *Main) wake() {
 	case m.doorbell <- struct{}{}:
 	default:
 	}
+}
+
+// rang wakes the tailer on a peer's ring; this replica's own rings are
+// skipped once it serves, since handOff gave its tailer those lines.
+func (m *Main) rang(from string) {
+	if from == m.Config.Consumer && m.live.Load() != nil {
+		return
+	}
+	m.wake()
 }
 
 func newLogger(level string) *slog.Logger {

@@ -41,11 +41,21 @@ type FanoutConfig struct {
 	HeapProfile string
 	// CPUProfile, when set, is written over the delivery rounds.
 	CPUProfile string
+	// Baseline also measures the bare broadcaster (run as "Self
+	// broadcaster") in the same run.
+	Baseline bool
 }
 
-// FanoutResult holds the fan-out figures.
+// FanoutResult holds the fan-out figures: the renderer's and, when
+// Cfg.Baseline, the bare broadcaster's.
 type FanoutResult struct {
-	Cfg                     FanoutConfig
+	Cfg FanoutConfig
+	fanoutPhase
+	Base *fanoutPhase
+}
+
+// fanoutPhase is one server's fan-out figures.
+type fanoutPhase struct {
 	RSSBefore, RSSConnected int64
 	RSSAfter                int64
 	ConnectTime             time.Duration
@@ -58,7 +68,8 @@ type FanoutResult struct {
 // Fanout runs one real renderer process and a separate client process
 // holding Clients websockets (spread over Games), measures the renderer's
 // RSS before and after they connect, then sends Rounds lines to every game
-// at once and measures their delivery to every client.
+// at once and measures their delivery to every client. With Cfg.Baseline
+// it then does the same with the bare broadcaster.
 func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 	res := FanoutResult{Cfg: cfg}
 	st, err := openStage(ctx, cfg.Renderer, cfg.Dir, "fanout", "fan", cfg.Games)
@@ -66,32 +77,57 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 		return res, err
 	}
 	defer st.Close()
+	res.fanoutPhase, err = fanoutRun(ctx, cfg, st, st.rend, NewWriter(st.rdb, st.mint, st.games), 1, true)
+	if err != nil || !cfg.Baseline {
+		return res, err
+	}
+	b, err := StartBroadcaster(ctx, cfg.Self, st.redis.URL(), cfg.Log)
+	if err != nil {
+		return res, err
+	}
+	defer b.Stop()
+	base, err := fanoutRun(ctx, cfg, st, b, NewPublisher(st.rdb, st.mint, st.games), 0, false)
+	if err != nil {
+		return res, fmt.Errorf("baseline: %w", err)
+	}
+	res.Base = &base
+	return res, nil
+}
+
+// fanoutRun measures srv: its RSS idle, with the clients and after the
+// rounds written by w; backfilled is the line frames each client gets on
+// connecting; profile says whether the profiles asked for are taken.
+func fanoutRun(ctx context.Context, cfg FanoutConfig, st *stage, srv target, w *Writer, backfilled int, profile bool) (fanoutPhase, error) {
+	var res fanoutPhase
+	pcfg := cfg
+	if !profile {
+		pcfg.HeapProfile, pcfg.CPUProfile = "", ""
+	}
 	// A few idle tail periods, so that the baseline includes the
 	// renderer's steady state rather than its start-up.
 	time.Sleep(3 * time.Second)
-	if res.RSSBefore, err = RSS(st.rend.Pid()); err != nil {
+	var err error
+	if res.RSSBefore, err = RSS(srv.Pid()); err != nil {
 		return res, err
 	}
 	var ms0 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 
 	start := time.Now()
-	cl, err := startClients(ctx, cfg, st.rend.URL())
+	cl, err := startClients(ctx, cfg, srv.URL(), backfilled)
 	if err != nil {
 		return res, err
 	}
 	defer cl.close()
 	res.ConnectTime = time.Since(start)
-	time.Sleep(3 * time.Second) // let the renderer settle with its clients
-	if res.RSSConnected, err = RSS(st.rend.Pid()); err != nil {
+	time.Sleep(3 * time.Second) // let the server settle with its clients
+	if res.RSSConnected, err = RSS(srv.Pid()); err != nil {
 		return res, err
 	}
-	if err := heapNote(cfg, "", &ms0); err != nil {
+	if err := heapNote(pcfg, "", &ms0); err != nil {
 		return res, err
 	}
-
-	w, err := broadcastRounds(ctx, cfg, st)
-	if err != nil {
+	if err := broadcastRounds(ctx, pcfg, w); err != nil {
 		return res, err
 	}
 	res.Expected = cfg.Rounds * cfg.Clients
@@ -99,13 +135,13 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if res.RSSAfter, err = RSS(st.rend.Pid()); err != nil { // the clients are still connected
+	if res.RSSAfter, err = RSS(srv.Pid()); err != nil { // the clients are still connected
 		return res, err
 	}
-	if err := heapNote(cfg, ".after", &ms0); err != nil {
+	if err := heapNote(pcfg, ".after", &ms0); err != nil {
 		return res, err
 	}
-	res.summarize(w, rep)
+	res.summarize(cfg, w, rep)
 	return res, nil
 }
 
@@ -118,9 +154,9 @@ type clients struct {
 
 // startClients starts the client process and waits until it says its
 // clients are connected.
-func startClients(ctx context.Context, cfg FanoutConfig, url string) (*clients, error) {
+func startClients(ctx context.Context, cfg FanoutConfig, url string, backfilled int) (*clients, error) {
 	cmd := exec.CommandContext(ctx, cfg.Self, "clients", "-n", strconv.Itoa(cfg.Clients), "-url", url,
-		"-prefix", "fan", "-games", strconv.Itoa(cfg.Games))
+		"-prefix", "fan", "-games", strconv.Itoa(cfg.Games), "-backfilled", strconv.Itoa(backfilled))
 	cmd.Stderr = cfg.Log
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -161,24 +197,23 @@ func (cl *clients) close() { cl.p.Kill() }
 
 // broadcastRounds writes one line to every game, Rounds times, Every
 // apart, under the CPU profile if one was asked for.
-func broadcastRounds(ctx context.Context, cfg FanoutConfig, st *stage) (*Writer, error) {
+func broadcastRounds(ctx context.Context, cfg FanoutConfig, w *Writer) error {
 	stopProfile, err := startCPUProfile(cfg.CPUProfile)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer stopProfile()
-	w := NewWriter(st.rdb, st.mint, st.games)
 	tick := time.NewTicker(cfg.Every)
 	defer tick.Stop()
 	for i := range cfg.Rounds {
 		if err := w.Broadcast(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		if i < cfg.Rounds-1 {
 			<-tick.C
 		}
 	}
-	return w, nil
+	return nil
 }
 
 // heapNote writes a heap profile to cfg.HeapProfile+suffix and logs this
@@ -208,8 +243,7 @@ func heapNote(cfg FanoutConfig, suffix string, ms0 *runtime.MemStats) error {
 
 // summarize fills the delivery figures from the clients' report and logs
 // them.
-func (res *FanoutResult) summarize(w *Writer, rep ClientReport) {
-	cfg := res.Cfg
+func (res *fanoutPhase) summarize(cfg FanoutConfig, w *Writer, rep ClientReport) {
 	res.Dropped = rep.Dropped
 	lat, last := Latencies(w, rep.Deliveries)
 	res.Q = Summarize(lat)
@@ -230,10 +264,10 @@ func (r FanoutResult) Rows() []Row {
 	c := r.Cfg
 	per := float64(r.RSSConnected-r.RSSBefore) / float64(c.Clients) / 1024
 	perAfter := float64(r.RSSAfter-r.RSSBefore) / float64(c.Clients) / 1024
-	return []Row{
+	rows := []Row{
 		{Bench: "fan-out", Metric: fmt.Sprintf("renderer RSS per websocket client (%d clients over %d games, in a separate process; RSS %d → %d MiB)",
 			c.Clients, c.Games, r.RSSBefore>>20, r.RSSConnected>>20),
-			Value: fmt.Sprintf("%.1f KiB", per), Target: "≤ 40 KiB", Met: verdict(per <= 40)},
+			Value: fmt.Sprintf("%.1f KiB", per), Target: "≤ 24 KiB", Met: verdict(per <= 24)},
 		{Bench: "fan-out", Metric: fmt.Sprintf("… after the delivery rounds (RSS %d MiB)", r.RSSAfter>>20),
 			Value: fmt.Sprintf("%.1f KiB", perAfter)},
 		{Bench: "fan-out", Metric: fmt.Sprintf("connect %d clients (upgrade + state + backfill)", c.Clients),
@@ -245,6 +279,23 @@ func (r FanoutResult) Rows() []Row {
 		{Bench: "fan-out", Metric: "deliveries received / expected (clients dropped)",
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
 	}
+	b := r.Base
+	if b == nil {
+		return rows
+	}
+	basePer := float64(b.RSSConnected-b.RSSBefore) / float64(c.Clients) / 1024
+	rows = append(rows,
+		Row{Bench: "fan-out", Metric: fmt.Sprintf("baseline: bare broadcaster RSS per websocket client (RSS %d → %d MiB; %d MiB after the rounds)", b.RSSBefore>>20, b.RSSConnected>>20, b.RSSAfter>>20),
+			Value: fmt.Sprintf("%.1f KiB", basePer)},
+		Row{Bench: "fan-out", Metric: "baseline: PUBLISH → frame, every delivery",
+			Value: fmt.Sprintf("p50 %s · p99 %s · max %s", ms(b.Q.P50), ms(b.Q.P99), ms(b.Q.Max))},
+		Row{Bench: "fan-out", Metric: "baseline: per round, until the last of the clients has its line; deliveries (dropped)",
+			Value: fmt.Sprintf("p50 %s · max %s; %d / %d (%d dropped)", ms(b.ToAll.P50), ms(b.ToAll.Max), b.Q.N, b.Expected, b.Dropped)},
+		Row{Bench: "fan-out", Metric: "round to the last client, median round: renderer / baseline",
+			Value:  fmt.Sprintf("%s / %s = %.2f×", ms(r.ToAll.P50), ms(b.ToAll.P50), ratio(float64(r.ToAll.P50), float64(b.ToAll.P50))),
+			Target: "≤ 2×", Met: verdict(b.Q.N > 0 && r.ToAll.P50 <= 2*b.ToAll.P50)},
+	)
+	return rows
 }
 
 func writeHeapProfile(path string) error {

@@ -29,34 +29,28 @@ type LatencyConfig struct {
 	// Dump, when set, receives one CSV line per delivery: send time since
 	// the measured window began and latency, in µs.
 	Dump string
+	// Self is this program, run as "SELF broadcaster" for the baseline
+	// ("" skips the baseline).
+	Self string
 }
 
-// LatencyResult is XADD → websocket frame latency over every delivery.
+// LatencyResult is XADD → websocket frame latency over every delivery,
+// the renderer's and the bare broadcaster's.
 type LatencyResult struct {
-	Cfg        LatencyConfig
-	Q          Quantiles
-	Sent       int
-	Expected   int // deliveries expected: each line times the clients of its game
-	Dropped    int
-	AchievedHz float64
-	// FramesPerLine is websocket frames received per marked line delivered
-	// over the measured window (line frames plus state frames).
-	FramesPerLine float64
-	// WindowP99 is the p99 of each second of the measured window (by send
-	// time), sorted: a shared machine's busy spells show as a few bad
-	// seconds rather than a higher p99 everywhere.
-	WindowP99 []time.Duration
-	// CPU used over the measured window, in cores: the renderer (this
-	// process when in-process), this process (clients and writer), Redis.
-	RendererCores, BenchCores, RedisCores float64
-	InProcess                             bool
+	Cfg LatencyConfig
+	latencyPhase
+	// Base is the bare broadcaster's run (nil without Cfg.Self).
+	Base      *latencyPhase
+	InProcess bool
 }
 
 // Latency runs one real renderer process, connects Clients websocket
-// clients from this process (spread over Games), writes marked chat lines
-// at Rate for Warmup + Duration and measures, for every line every client
-// receives in the measured window, the time from just before its XADD to
-// the frame's arrival.
+// clients from this process (spread over Games), writes events at Rate for
+// Warmup + Duration and measures, for every line every client receives in
+// the measured window, the time from just before its XADD to the frame's
+// arrival. Then, in the same run, it does the same with the bare
+// broadcaster (Broadcaster, when Self is set): the same clients, the same
+// frames, pre-rendered and PUBLISHed.
 func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	res := LatencyResult{Cfg: cfg}
 	st, err := openStage(ctx, cfg.Renderer, cfg.Dir, "latency", "lat", cfg.Games)
@@ -64,44 +58,89 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 		return res, err
 	}
 	defer st.Close()
-	r, rdb, m, games, rend := st.redis, st.rdb, st.mint, st.games, st.rend
+	res.InProcess = cfg.Renderer == ""
+	res.latencyPhase, err = latencyRun(ctx, cfg, st, st.rend, NewWriter(st.rdb, st.mint, st.games), cfg.CPUProfile, cfg.Dump)
+	if err != nil {
+		return res, err
+	}
+	if cfg.Self == "" {
+		return res, nil
+	}
+	b, err := StartBroadcaster(ctx, cfg.Self, st.redis.URL(), cfg.Log)
+	if err != nil {
+		return res, err
+	}
+	defer b.Stop()
+	base, err := latencyRun(ctx, cfg, st, b, NewPublisher(st.rdb, st.mint, st.games), "", "")
+	if err != nil {
+		return res, fmt.Errorf("baseline: %w", err)
+	}
+	res.Base = &base
+	return res, nil
+}
+
+// latencyPhase is one server's figures in the latency benchmark.
+type latencyPhase struct {
+	Q          Quantiles
+	Sent       int
+	Expected   int // deliveries expected: each line times the clients of its game
+	Dropped    int
+	AchievedHz float64
+	// Frames is the websocket frames the clients received over the
+	// measured window; FramesPerLine divides it by the line deliveries.
+	Frames        int64
+	FramesPerLine float64
+	// WindowP99 is the p99 of each second of the measured window (by send
+	// time), sorted: a shared machine's busy spells show as a few bad
+	// seconds rather than a higher p99 everywhere.
+	WindowP99 []time.Duration
+	// ServerCPU is the CPU the server process used over the measured
+	// window (this whole process when the renderer is in-process).
+	ServerCPU time.Duration
+	// CPU used over the measured window, in cores: the server (this
+	// process when in-process), this process (clients and writer), Redis.
+	RendererCores, BenchCores, RedisCores float64
+}
+
+// latencyRun connects the clients to srv, writes with w and measures.
+func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w *Writer, cpuProfile, dump string) (latencyPhase, error) {
+	var res latencyPhase
 	start := time.Now()
-	sw, err := Connect(ctx, SwarmConfig{BaseURL: rend.URL(), Games: games, N: cfg.Clients})
+	sw, err := Connect(ctx, SwarmConfig{BaseURL: srv.URL(), Games: st.games, N: cfg.Clients})
 	if err != nil {
 		return res, err
 	}
 	defer sw.Close()
-	fmt.Fprintf(cfg.Log, "latency: %d clients connected over %d games in %v\n", cfg.Clients, cfg.Games, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(cfg.Log, "latency: %d clients of %s connected over %d games in %v\n", cfg.Clients, srv.URL(), cfg.Games, time.Since(start).Round(time.Millisecond))
 
-	w := NewWriter(rdb, m, games)
 	if _, err := w.Paced(ctx, cfg.Rate, cfg.Warmup); err != nil {
 		return res, err
 	}
 	w.Reset()
 	frames0 := sw.Frames()
-	stopProfile, err := startCPUProfile(cfg.CPUProfile)
+	stopProfile, err := startCPUProfile(cpuProfile)
 	if err != nil {
 		return res, err
 	}
-	res.InProcess = cfg.Renderer == ""
-	rend0, _ := ProcCPU(rend.Pid())
-	self0, redis0 := SelfCPU(), mustCPU(r.Pid())
+	rend0, _ := ProcCPU(srv.Pid())
+	self0, redis0 := SelfCPU(), mustCPU(st.redis.Pid())
 	from := time.Now()
 	sent, err := w.Paced(ctx, cfg.Rate, cfg.Duration)
 	wall := time.Since(from).Seconds()
-	rend1, _ := ProcCPU(rend.Pid())
-	res.RendererCores = (rend1 - rend0).Seconds() / wall
+	rend1, _ := ProcCPU(srv.Pid())
+	res.ServerCPU = rend1 - rend0
+	res.RendererCores = res.ServerCPU.Seconds() / wall
 	res.BenchCores = (SelfCPU() - self0).Seconds() / wall
-	res.RedisCores = (mustCPU(r.Pid()) - redis0).Seconds() / wall
+	res.RedisCores = (mustCPU(st.redis.Pid()) - redis0).Seconds() / wall
 	stopProfile()
 	if err != nil {
 		return res, err
 	}
 	res.Sent = sent
 	res.AchievedHz = float64(sent) / wall
-	perGame := make([]int, len(games))
+	perGame := make([]int, len(st.games))
 	for i := range cfg.Clients {
-		perGame[i%len(games)]++
+		perGame[i%len(st.games)]++
 	}
 	for g, n := range w.SentGames() {
 		res.Expected += n * perGame[g]
@@ -112,23 +151,41 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	})
 	lat, _ := Latencies(w, sw.Deliveries())
 	res.WindowP99 = windowP99(w, from, time.Second, sw.Deliveries())
-	if cfg.Dump != "" {
-		dumpDeliveries(cfg.Dump, w, from, sw.Deliveries())
+	if dump != "" {
+		dumpDeliveries(dump, w, from, sw.Deliveries())
 	}
+	res.Frames = sw.Frames() - frames0
 	if len(lat) > 0 {
-		res.FramesPerLine = float64(sw.Frames()-frames0) / float64(len(lat))
+		res.FramesPerLine = float64(res.Frames) / float64(len(lat))
 	}
 	res.Q = Summarize(lat)
 	res.Dropped, _ = sw.Dropped()
-	fmt.Fprintf(cfg.Log, "latency: %d lines at %.0f/s, %d of %d deliveries: %s\n", sent, res.AchievedHz, res.Q.N, res.Expected, res.Q)
+	fmt.Fprintf(cfg.Log, "latency: %s: %d lines at %.0f/s, %d of %d deliveries, %.2f frames/line, %.2f cores: %s\n",
+		srv.URL(), sent, res.AchievedHz, res.Q.N, res.Expected, res.FramesPerLine, res.RendererCores, res.Q)
 	return res, nil
+}
+
+// cpuPerFrame is the server's CPU per frame delivered, in µs.
+func (p latencyPhase) cpuPerFrame() float64 {
+	if p.Frames == 0 {
+		return 0
+	}
+	return float64(p.ServerCPU.Microseconds()) / float64(p.Frames)
+}
+
+// cpuPer1000 is the server's CPU-seconds per 1,000 line deliveries.
+func (p latencyPhase) cpuPer1000() float64 {
+	if p.Q.N == 0 {
+		return 0
+	}
+	return p.ServerCPU.Seconds() / float64(p.Q.N) * 1000
 }
 
 // Rows are the table's latency figures.
 func (r LatencyResult) Rows() []Row {
 	c := r.Cfg
 	ok := r.Q.P99 < 25*time.Millisecond && r.Q.N == r.Expected
-	return []Row{
+	rows := []Row{
 		{Bench: "latency", Metric: fmt.Sprintf("XADD → websocket frame, %.0f events/s (gamesim's mix of kinds) over %d games, %d clients, %s; %d lines in %v",
 			c.Rate, c.Games, c.Clients, r.where(), r.Sent, c.Duration),
 			Value:  fmt.Sprintf("p50 %s · p99 %s · max %s", ms(r.Q.P50), ms(r.Q.P99), ms(r.Q.Max)),
@@ -142,6 +199,41 @@ func (r LatencyResult) Rows() []Row {
 		{Bench: "latency", Metric: "CPU while writing, in cores: renderer / feedbench (clients + writer) / redis-server",
 			Value: r.cpuString()},
 	}
+	if r.Base == nil {
+		return rows
+	}
+	b := r.Base
+	rows = append(rows,
+		Row{Bench: "latency", Metric: fmt.Sprintf("baseline: bare broadcaster (coder/websocket, frames pre-rendered, Redis PUBLISH → frame), same clients, rate and mix; %d lines", b.Sent),
+			Value: fmt.Sprintf("p50 %s · p99 %s · max %s", ms(b.Q.P50), ms(b.Q.P99), ms(b.Q.Max))},
+		Row{Bench: "latency", Metric: "baseline: deliveries received / expected (clients dropped); frames per line",
+			Value: fmt.Sprintf("%d / %d (%d dropped); %.2f", b.Q.N, b.Expected, b.Dropped, b.FramesPerLine)},
+		Row{Bench: "latency", Metric: "baseline: CPU while writing, in cores: broadcaster / feedbench / redis-server",
+			Value: fmt.Sprintf("%.2f / %.2f / %.2f", b.RendererCores, b.BenchCores, b.RedisCores)},
+	)
+	if r.InProcess {
+		return rows // the renderer's CPU is not its own: no ratios
+	}
+	perFrame, basePerFrame := r.cpuPerFrame(), b.cpuPerFrame()
+	p99ratio := ratio(float64(r.Q.P99), float64(b.Q.P99))
+	rows = append(rows,
+		Row{Bench: "latency", Metric: "renderer CPU per delivered frame / baseline's (any frame: line or state)",
+			Value:  fmt.Sprintf("%.1f / %.1f µs = %.2f×", perFrame, basePerFrame, ratio(perFrame, basePerFrame)),
+			Target: "≤ 2×", Met: verdict(basePerFrame > 0 && perFrame <= 2*basePerFrame)},
+		Row{Bench: "latency", Metric: "CPU-seconds per 1,000 line deliveries: renderer / baseline",
+			Value: fmt.Sprintf("%.3f / %.3f s = %.2f×", r.cpuPer1000(), b.cpuPer1000(), ratio(r.cpuPer1000(), b.cpuPer1000()))},
+		Row{Bench: "latency", Metric: "XADD → frame p99 / baseline's PUBLISH → frame p99",
+			Value:  fmt.Sprintf("%s / %s = %.2f×", ms(r.Q.P99), ms(b.Q.P99), p99ratio),
+			Target: "≤ 2× (baseline p99 the floor)", Met: verdict(b.Q.N > 0 && r.Q.P99 <= 2*b.Q.P99)},
+	)
+	return rows
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }
 
 // startCPUProfile starts a CPU profile into path ("" for none) and returns

@@ -47,6 +47,7 @@ type Writer struct {
 	games []string
 	gens  []*gamesim.Game
 	turn  int
+	pub   *publisher // set by NewPublisher: PUBLISH rendered frames instead of XADD
 
 	mu   sync.Mutex
 	sent map[string]sentRec // by EVT id
@@ -76,6 +77,9 @@ func (w *Writer) send(ctx context.Context, idx []int) error {
 	items := make([]gamesim.Item, len(idx))
 	for j, i := range idx {
 		items[j] = gamesim.Item{Game: w.games[i], ID: w.m.Next(now), Event: w.gens[i].Next()}
+	}
+	if w.pub != nil {
+		return w.publish(ctx, idx, items, now)
 	}
 	w.mu.Lock()
 	for j, it := range items {

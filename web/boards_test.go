@@ -1,0 +1,91 @@
+package web_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/templates"
+	"github.com/codemojex/feed/web"
+)
+
+// boardHTML renders game's scoreboard as the store has it now.
+func (e *env) boardHTML(game string) string {
+	e.tb.Helper()
+	b, err := e.db.Scoreboard(context.Background(), game)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := templates.Scoreboard(b).Render(context.Background(), &sb); err != nil {
+		e.tb.Fatal(err)
+	}
+	return sb.String()
+}
+
+// Lines that move the scoreboard within one StateEvery get one state
+// frame at once and one at the end of the period, which shows them all.
+func TestStateFramesCoalesced(t *testing.T) {
+	const every = 5 * time.Second
+	e := MustOpenEnv(t, func(c *web.Config) { c.StateEvery = every })
+	g := e.gen("g1")
+	w := e.dial("g1", 0)
+	w.next() // state on connect
+	players := []string{"ada", "brian", "chloe", "dmitri", "emmy"}
+	start := time.Now()
+	for _, p := range players {
+		e.own(e.db, g.ev(t, event.KindPlayerJoined, "player", p, "avatar", "🦊"))
+	}
+	if d := time.Since(start); d > every/2 {
+		t.Fatalf("the writes took %v: too slow for this test's period of %v", d, every)
+	}
+	var states []wireFrame
+	lines := 0
+	for len(states) < 2 || lines < len(players) {
+		f := w.next()
+		switch f.T {
+		case "line":
+			lines++
+		case "state":
+			states = append(states, f)
+		}
+	}
+	if !strings.Contains(states[0].HTML, "ada") {
+		t.Fatalf("first state frame %q, want it to show the first player at once", states[0].HTML)
+	}
+	if got, want := states[1].HTML, e.boardHTML("g1"); got != want {
+		t.Fatalf("coalesced state frame\n%s\nwant the final scoreboard\n%s", got, want)
+	}
+	w.quiet(500 * time.Millisecond)
+	if s := e.srv.Stats(); s.StatesEncoded != 2 {
+		t.Fatalf("state frames encoded %d, want 2 for %d changes in one period", s.StatesEncoded, len(players))
+	}
+}
+
+// A state frame whose bytes every client already has is not sent, unless
+// a client subscribed since.
+func TestStateFrameUnchangedNotSent(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.StateEvery = time.Millisecond })
+	g := e.gen("g1")
+	w := e.dial("g1", 0)
+	w.next()
+	e.own(e.db, g.ev(t, event.KindPlayerJoined, "player", "ada", "avatar", "🦊"))
+	e.own(e.db, g.ev(t, event.KindPlayerLeft, "player", "ada"))
+	for {
+		if f := w.next(); f.T == "state" && strings.Contains(f.HTML, `class="player left"`) {
+			break
+		}
+	}
+	before := e.srv.Stats()
+	e.own(e.db, g.ev(t, event.KindPlayerLeft, "player", "ada")) // a second leave: nothing moves
+	waitFor(t, 5*time.Second, "the unchanged state skipped", func() bool { return e.srv.Stats().StatesSkipped > before.StatesSkipped })
+	if n := e.srv.Stats().StatesEncoded; n != before.StatesEncoded {
+		t.Fatalf("state frames encoded %d → %d, want none for an unchanged scoreboard", before.StatesEncoded, n)
+	}
+	w2 := e.dial("g1", 0) // a new subscriber: the next state goes out even if unchanged
+	w2.lines(3)
+	e.own(e.db, g.ev(t, event.KindPlayerLeft, "player", "ada"))
+	waitFor(t, 5*time.Second, "a state frame after a subscription", func() bool { return e.srv.Stats().StatesEncoded > before.StatesEncoded })
+}
