@@ -83,7 +83,6 @@ func (c *Consumer) catchUp(st *streamState) (n int, done bool, err error) {
 	c.ok()
 	if trimmedPast(info, pos) {
 		c.stats.gaps.Add(1)
-		mGaps.Inc()
 		have := pos
 		if have == "" {
 			have = "nothing"
@@ -117,7 +116,6 @@ func (c *Consumer) catchUp(st *streamState) (n int, done bool, err error) {
 		}
 		n += len(msgs)
 		c.stats.caughtUp.Add(int64(len(msgs)))
-		mCaughtUp.Add(float64(len(msgs)))
 		lastID := msgs[len(msgs)-1].ID
 		if cmpID(lastID, last) >= 0 {
 			break

@@ -131,7 +131,6 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) error {
 		}
 		if n > 0 {
 			c.stats.consumersDeleted.Add(n)
-			mConsumersDeleted.Add(float64(n))
 			c.log.Info("idle consumers removed", "stream", st.key, "game", st.game, "count", n,
 				"idle_over", c.cfg.ConsumerMaxIdle)
 		}

@@ -98,6 +98,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 	c.mu.Lock()
 	c.running = true
 	c.mu.Unlock()
+	metrics.add(&c.stats)
 	leaseStop := make(chan struct{})
 	c.wg.Add(2)
 	go func() {
@@ -134,7 +135,13 @@ func (c *Consumer) Close() error {
 		c.cancel()
 		grace := time.AfterFunc(c.cfg.ShutdownGrace, c.hcancel)
 		done := make(chan struct{})
-		go func() { c.wg.Wait(); close(done) }()
+		go func() {
+			c.wg.Wait()
+			// Only once nothing counts any more: a goroutine Close gave
+			// up on still counts until it returns.
+			metrics.retire(&c.stats)
+			close(done)
+		}()
 		select {
 		case <-done:
 		case <-time.After(c.cfg.ShutdownGrace + closeSlack):
@@ -214,8 +221,7 @@ func (c *Consumer) ok() {
 
 // fail records a failed loop operation.
 func (c *Consumer) fail(op string, err error) {
-	c.stats.loopErrors.Add(1)
-	mLoopErrors.WithLabelValues(op).Inc()
+	c.stats.loopErrors.add(op, 1)
 	if !serverError(err) {
 		c.mu.Lock()
 		c.lastErr = err

@@ -52,13 +52,11 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 		switch {
 		case err == nil || strings.HasPrefix(err.Error(), "BUSYGROUP"):
 			if err == nil {
-				c.stats.groupsCreated.Add(1)
 				if st.seenOpen {
-					c.stats.groupsRecreated.Add(1)
-					mGroupsCreated.WithLabelValues("recreated").Inc()
+					c.stats.groupsCreated.add(causeRecreated, 1)
 					recreated = append(recreated, st.key)
 				} else {
-					mGroupsCreated.WithLabelValues("new").Inc()
+					c.stats.groupsCreated.add(causeNew, 1)
 					created = append(created, st.key)
 				}
 				// A new group has an empty pending list, but recovering
@@ -80,8 +78,7 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 			st.open, st.doorErr = false, err
 			d := st.doorBackoff.Next()
 			st.nextDoor = now.Add(d)
-			c.stats.groupErrors.Add(1)
-			mGroupErrors.WithLabelValues(errCode(err)).Inc()
+			c.stats.groupErrors.add(errCode(err), 1)
 			c.log.Error("consumer group cannot be created; stream skipped", "stream", st.key,
 				"game", gameOf(st.key), "err", err, "retry_in", d.Round(time.Millisecond))
 		default:

@@ -3,10 +3,11 @@ package feed_test
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	_ "github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/feed"
 )
 
 // TestMetricsRegistered: the collectors are on the default registry (the
@@ -53,4 +54,97 @@ func gauge(tb testing.TB, name, game string) float64 {
 		}
 	}
 	return math.NaN()
+}
+
+// counter returns the sum of a counter's series on the default registry
+// (the renderer's /metrics) whose labels include want.
+func counter(tb testing.TB, name string, want map[string]string) float64 {
+	tb.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+// TestMetricsCountOnce: a counter on /metrics is the sum of the consumers'
+// Stats, counted once, and stays put when the consumers close.
+func TestMetricsCountOnce(t *testing.T) {
+	_, rdb := mustStart(t)
+	s1, s2 := stream("count-once-1"), stream("count-once-2")
+
+	type check struct {
+		name   string
+		labels map[string]string
+		stat   func(feed.Stats) int64
+	}
+	checks := []check{
+		{"codemojex_feed_delivered_total", nil, func(s feed.Stats) int64 { return s.Delivered }},
+		{"codemojex_feed_delivered_total", map[string]string{"path": "new"}, func(s feed.Stats) int64 { return s.Delivered - s.Recovered - s.Claimed }},
+		{"codemojex_feed_acked_total", nil, func(s feed.Stats) int64 { return s.Acked }},
+		{"codemojex_feed_dead_total", nil, func(s feed.Stats) int64 { return s.Dead }},
+		{"codemojex_feed_dead_total", map[string]string{"reason": "malformed"}, func(s feed.Stats) int64 { return s.Dead }},
+		{"codemojex_feed_groups_created_total", map[string]string{"cause": "new"}, func(s feed.Stats) int64 { return s.GroupsCreated - s.GroupsRecreated }},
+	}
+	// Earlier tests' consumers are closed: their counts are in the
+	// baseline and must not move.
+	base := make([]float64, len(checks))
+	for i, ch := range checks {
+		base[i] = counter(t, ch.name, ch.labels)
+	}
+
+	var rec1, rec2 recorder
+	cfg1 := baseConfig(t, rdb, "count-once-a", s1)
+	cfg1.Handler = rec1.handler
+	cfg2 := baseConfig(t, rdb, "count-once-b", s2)
+	cfg2.Handler = rec2.handler
+	c1, c2 := mustOpen(t, cfg1), mustOpen(t, cfg2)
+	for range 3 {
+		add(t, rdb, s1)
+	}
+	add(t, rdb, s2)
+	addRaw(t, rdb, s2, "kind", "chat") // no id: malformed, dead-lettered
+	waitFor(t, 10*time.Second, "entries settled", func() bool {
+		a, b := c1.Stats(), c2.Stats()
+		return a.Acked == 3 && b.Acked == 1 && b.Dead == 1
+	})
+	st1, st2 := c1.Stats(), c2.Stats()
+
+	want := func(step string) {
+		t.Helper()
+		for i, ch := range checks {
+			got := counter(t, ch.name, ch.labels) - base[i]
+			if w := float64(ch.stat(st1) + ch.stat(st2)); got != w {
+				t.Errorf("%s: %s%v = %v over the baseline, want the Stats sum %v", step, ch.name, ch.labels, got, w)
+			}
+		}
+	}
+	want("both open")
+	if err := c1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want("one closed")
+	if err := c2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want("both closed")
+	// The read-set gauges may move until Close; the counters may not.
+	if st := c1.Stats(); st.Delivered != st1.Delivered || st.Acked != st1.Acked {
+		t.Errorf("Stats of an idle consumer changed on Close: %+v, was %+v", st, st1)
+	}
 }

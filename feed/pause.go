@@ -125,7 +125,6 @@ func (c *Consumer) setPaused(err error) {
 	}
 	c.stats.pauses.Add(1)
 	mPaused.Set(1)
-	mPauses.Inc()
 	c.log.Error("infrastructure unavailable; consumer paused, entries in hand stay pending and are retried", "err", err)
 	c.note("consumer paused: " + err.Error())
 }

@@ -38,8 +38,7 @@ func (c *Consumer) process(path string, batch []delivery) error {
 		live = append(live, d)
 	}
 	if n := len(batch) - len(live); n > 0 {
-		c.stats.trimmed.Add(int64(n))
-		mTrimmed.WithLabelValues(path).Add(float64(n))
+		c.stats.trimmed.add(path, int64(n))
 		c.log.Info("pending entries were deleted from the stream; acknowledged", "path", path, "count", n)
 	}
 	if path != pathNew && len(live) > 0 {
@@ -48,11 +47,7 @@ func (c *Consumer) process(path string, batch []delivery) error {
 			return err
 		}
 	}
-	c.stats.delivered.Add(int64(len(live)))
-	mDelivered.WithLabelValues(path).Add(float64(len(live)))
-	if path == pathPending {
-		c.stats.recovered.Add(int64(len(live)))
-	}
+	c.stats.delivered.add(path, int64(len(live)))
 
 	var todo []delivery
 	for _, d := range live {
@@ -111,10 +106,8 @@ func (c *Consumer) judge(todo []delivery, verdicts []error, s *settlement) (held
 		default:
 			if errors.Is(err, ErrPanic) {
 				c.stats.panics.Add(1)
-				mPanics.Inc()
 			}
 			c.stats.failed.Add(1)
-			mFailed.Inc()
 			c.markPending(d.stream)
 			if ok, skipped := c.sample.allow("failed"); ok {
 				c.log.Warn("handler failed; entry left pending", c.entryAttrs(d, untrusted.Err(err),

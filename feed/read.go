@@ -135,7 +135,6 @@ func (c *Consumer) poll(now time.Time) (bool, error) {
 	got, err := c.readMany(sts, now)
 	if got {
 		c.stats.polled.Add(1)
-		mPolled.Inc()
 	}
 	return got, err
 }
@@ -334,13 +333,11 @@ func (c *Consumer) claim(st *streamState) error {
 		c.ok()
 		if n := int64(len(deleted)); n > 0 {
 			c.stats.claimDeleted.Add(n)
-			mTrimmed.WithLabelValues(pathClaim).Add(float64(n))
 			c.log.Info("claimed entries were deleted from the stream; dropped from the pending list",
 				"stream", st.key, "game", st.game, "count", n)
 		}
 		if len(msgs) > 0 {
 			c.stats.claimed.Add(int64(len(msgs)))
-			mClaimed.Add(float64(len(msgs)))
 			batch := make([]delivery, len(msgs))
 			for i, x := range msgs {
 				batch[i] = delivery{stream: st.key, x: x}

@@ -107,7 +107,6 @@ func (c *Consumer) checkAcks(acks []ackCmd) error {
 		}
 	}
 	c.stats.acked.Add(int64(nAcked))
-	mAcked.Add(float64(nAcked))
 	return connErr
 }
 
@@ -148,11 +147,9 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 			// Another group, a replay or an earlier settle wrote this
 			// position's dead letter: acked, nothing written.
 			c.stats.deadDuplicates.Add(1)
-			mDeadDuplicates.Inc()
 			continue
 		}
-		c.stats.dead.Add(1)
-		mDead.WithLabelValues(d.label).Inc()
+		c.stats.dead.add(d.label, 1)
 		if ok, skipped := c.sample.allow("dead " + d.label); ok {
 			c.log.Warn("entry dead-lettered", c.entryAttrs(d, untrusted.Attr("reason", d.reason),
 				"dead_key", c.cfg.DeadKey(d.stream), "dead_id", cmds[i].Val(), "similar_unlogged", skipped)...)
@@ -181,7 +178,6 @@ func (c *Consumer) retryAcks() error {
 			// A reply error (NOGROUP) means there is nothing left to ack.
 			if err == nil {
 				c.stats.acked.Add(int64(len(c.unacked[stream])))
-				mAcked.Add(float64(len(c.unacked[stream])))
 			}
 			delete(c.unacked, stream)
 			continue
@@ -245,7 +241,6 @@ func (c *Consumer) keepAlive(batch []delivery, stop <-chan struct{}) {
 			}
 			c.ok()
 			c.stats.keptAlive.Add(n)
-			mKeptAlive.Add(float64(n))
 		}
 		cancel()
 	}

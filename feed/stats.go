@@ -1,6 +1,9 @@
 package feed
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Stats is a snapshot of one Consumer's counters since Open.
 type Stats struct {
@@ -32,32 +35,43 @@ type Stats struct {
 	Hot     int64 // of which in the blocking read (recently active)
 }
 
+// counters are the one place a consumer's events are counted: Stats reads
+// them, and the process's Prometheus collector (metrics.go) sums them over
+// the consumers. Where a metric has a label, the count is kept per label
+// value and Stats adds them up.
 type counters struct {
-	delivered, recovered, claimed, acked, failed, panics, dead, malformed atomic.Int64
-	trimmed, claimDeleted, keptAlive, groupErrors, groupsCreated          atomic.Int64
-	groupsRecreated, consumersDeleted, loopErrors                         atomic.Int64
-	pauses, deadDuplicates, caughtUp, gaps                                atomic.Int64
-	known, working, hot, polled                                           atomic.Int64
+	delivered     labeled // by path (new, pending, claim)
+	dead          labeled // by reason
+	trimmed       labeled // by path, found by process
+	groupErrors   labeled // by Redis error code
+	groupsCreated labeled // by cause (new, recreated)
+	loopErrors    labeled // by operation
+
+	acked, failed, panics, claimed, keptAlive, malformed   atomic.Int64
+	claimDeleted, consumersDeleted, pauses, deadDuplicates atomic.Int64
+	caughtUp, gaps, polled                                 atomic.Int64
+
+	known, working, hot atomic.Int64 // gauges of the read set, not counters
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
-		Delivered:        c.delivered.Load(),
-		Recovered:        c.recovered.Load(),
+		Delivered:        c.delivered.sum(),
+		Recovered:        c.delivered.get(pathPending),
 		Claimed:          c.claimed.Load(),
 		Acked:            c.acked.Load(),
 		Failed:           c.failed.Load(),
 		Panics:           c.panics.Load(),
-		Dead:             c.dead.Load(),
+		Dead:             c.dead.sum(),
 		Malformed:        c.malformed.Load(),
-		Trimmed:          c.trimmed.Load(),
+		Trimmed:          c.trimmed.sum(),
 		ClaimDeleted:     c.claimDeleted.Load(),
 		KeptAlive:        c.keptAlive.Load(),
-		GroupErrors:      c.groupErrors.Load(),
-		GroupsCreated:    c.groupsCreated.Load(),
-		GroupsRecreated:  c.groupsRecreated.Load(),
+		GroupErrors:      c.groupErrors.sum(),
+		GroupsCreated:    c.groupsCreated.sum(),
+		GroupsRecreated:  c.groupsCreated.get(causeRecreated),
 		ConsumersDeleted: c.consumersDeleted.Load(),
-		LoopErrors:       c.loopErrors.Load(),
+		LoopErrors:       c.loopErrors.sum(),
 		Pauses:           c.pauses.Load(),
 		DeadDuplicates:   c.deadDuplicates.Load(),
 		CaughtUp:         c.caughtUp.Load(),
@@ -67,4 +81,46 @@ func (c *counters) snapshot() Stats {
 		Working:          c.working.Load(),
 		Hot:              c.hot.Load(),
 	}
+}
+
+// Causes of a group's creation; they label codemojex_feed_groups_created_total.
+const (
+	causeNew       = "new"
+	causeRecreated = "recreated"
+)
+
+// labeled is a counter kept per label value. The values are open-ended
+// (Redis error codes, PoisonAs labels), so they are added as they come.
+type labeled struct {
+	m sync.Map // label value -> *atomic.Int64
+}
+
+func (l *labeled) add(label string, n int64) {
+	v, ok := l.m.Load(label)
+	if !ok {
+		v, _ = l.m.LoadOrStore(label, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(n)
+}
+
+func (l *labeled) get(label string) int64 {
+	if v, ok := l.m.Load(label); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+func (l *labeled) sum() int64 {
+	var n int64
+	for _, v := range l.each {
+		n += v
+	}
+	return n
+}
+
+// each yields every label value with its count.
+func (l *labeled) each(yield func(string, int64) bool) {
+	l.m.Range(func(k, v any) bool {
+		return yield(k.(string), v.(*atomic.Int64).Load())
+	})
 }
