@@ -52,7 +52,7 @@ func StartCluster(ctx context.Context, dir string, masters int, opts RedisOption
 			c.Stop()
 			return nil, fmt.Errorf("proc: cluster: %w", err)
 		}
-		s, err := startClusterNode(bin, d, opts)
+		s, err := StartClusterNode(bin, d, opts)
 		if err != nil {
 			c.Stop()
 			return nil, err
@@ -73,9 +73,11 @@ func StartCluster(ctx context.Context, dir string, masters int, opts RedisOption
 	return c, nil
 }
 
-// startClusterNode starts one node on a random port at most MaxClusterPort
-// whose bus port (port+10000) is free too.
-func startClusterNode(bin, dir string, opts RedisOptions) (*Redis, error) {
+// StartClusterNode starts the server bin as one cluster node (opts.Cluster
+// is set) on a random port at most MaxClusterPort whose bus port
+// (port+10000) is free too, with its data under dir.
+func StartClusterNode(bin, dir string, opts RedisOptions) (*Redis, error) {
+	opts.Cluster = true
 	var lastErr error
 	for range 20 {
 		port := 20000 + rand.IntN(MaxClusterPort-20000)
