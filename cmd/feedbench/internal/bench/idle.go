@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/gamesim"
 )
@@ -100,6 +105,7 @@ func idleCase(ctx context.Context, cfg IdleConfig, games int) (IdleCase, error) 
 		return ic, ctx.Err()
 	case <-time.After(cfg.Quiet):
 	}
+	calls0 := commandCalls(ctx, rdb)
 	rend0, redis0 := mustCPU(rend.Pid()), mustCPU(r.Pid())
 	select {
 	case <-ctx.Done():
@@ -110,7 +116,8 @@ func idleCase(ctx context.Context, cfg IdleConfig, games int) (IdleCase, error) 
 		return ic, fmt.Errorf("bench: renderer %s exited while idle", name)
 	}
 	ic.Renderer, ic.Redis = mustCPU(rend.Pid())-rend0, mustCPU(r.Pid())-redis0
-	fmt.Fprintf(cfg.Log, "idle: %d games: renderer %v, redis %v of CPU over %v\n", games, ic.Renderer, ic.Redis, cfg.Window)
+	fmt.Fprintf(cfg.Log, "idle: %d games: renderer %v, redis %v of CPU over %v; commands: %s\n",
+		games, ic.Renderer, ic.Redis, cfg.Window, callsSince(calls0, commandCalls(ctx, rdb)))
 	return ic, nil
 }
 
@@ -131,4 +138,43 @@ func (r IdleResult) Rows() []Row {
 			Value:  fmt.Sprintf("%v + %v (%s of a core)", r.Many.Renderer, r.Many.Redis, pct(r.Many.Total())),
 			Target: fmt.Sprintf("≤ 3× the %d-game figure + 2%% of a core (%v)", r.Few.Games, limit), Met: verdict(r.Many.Total() <= limit)},
 	}
+}
+
+// commandCalls returns the calls of each command so far (INFO
+// commandstats), so that the log can say what the quiet window cost.
+func commandCalls(ctx context.Context, rdb redis.UniversalClient) map[string]int64 {
+	out := map[string]int64{}
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		out[strings.TrimPrefix(name, "cmdstat_")], _ = strconv.ParseInt(n, 10, 64)
+	}
+	return out
+}
+
+// callsSince formats the commands called between two commandCalls, most
+// called first ("-" when none; INFO itself is counted).
+func callsSince(before, after map[string]int64) string {
+	var parts []string
+	for name, n := range after {
+		if d := n - before[name]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", name, d))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	slices.SortFunc(parts, func(a, b string) int {
+		na, _ := strconv.Atoi(a[strings.LastIndexByte(a, ' ')+1:])
+		nb, _ := strconv.Atoi(b[strings.LastIndexByte(b, ' ')+1:])
+		return nb - na
+	})
+	return strings.Join(parts, ", ")
 }
