@@ -37,13 +37,18 @@ type options struct {
 
 	recPending           int
 	recMinIdle, recClaim time.Duration
+
+	clGames, clEvents, clClients int
+	clDuration                   time.Duration
+	idleGames, idleFew           int
+	idleWindow                   time.Duration
 }
 
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("feedbench", flag.ContinueOnError)
 	fs.BoolVar(&o.quick, "quick", false, "a smaller, faster run (sizes below are divided down unless set explicitly)")
-	fs.StringVar(&o.only, "only", "throughput,latency,fanout,recovery", "benchmarks to run, comma-separated")
+	fs.StringVar(&o.only, "only", "throughput,latency,fanout,recovery,cluster,idle", "benchmarks to run, comma-separated")
 	fs.StringVar(&o.write, "write", "", "also write the table and this command to this Markdown file")
 	fs.StringVar(&o.dir, "dir", "", "scratch directory (default: a new temporary directory, removed at the end)")
 	fs.StringVar(&o.renderer, "renderer", "", "renderer binary (default: go build ./cmd/renderer into the scratch directory)")
@@ -64,6 +69,13 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.recPending, "recovery-pending", 20000, "recovery: entries in the pending list to drain")
 	fs.DurationVar(&o.recMinIdle, "recovery-min-idle", 3*time.Second, "recovery: the renderers' -min-idle")
 	fs.DurationVar(&o.recClaim, "recovery-claim-every", time.Second, "recovery: the renderers' -claim-every")
+	fs.IntVar(&o.clGames, "cluster-games", 10000, "cluster: games pre-filled on the single node and on the 3-master cluster")
+	fs.IntVar(&o.clEvents, "cluster-events", 3, "cluster: events per game")
+	fs.IntVar(&o.clClients, "cluster-clients", 200, "cluster: websocket clients of the latency part")
+	fs.DurationVar(&o.clDuration, "cluster-duration", 10*time.Second, "cluster: measured writing time of the latency part, at -latency-rate")
+	fs.IntVar(&o.idleGames, "idle-games", 100000, "idle: quiet games")
+	fs.IntVar(&o.idleFew, "idle-few", 200, "idle: the baseline's quiet games")
+	fs.DurationVar(&o.idleWindow, "idle-window", 10*time.Second, "idle: CPU is measured over this long")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -86,6 +98,11 @@ func parseFlags(args []string) (*options, error) {
 		quick("fanout-clients", &o.fanClients, 2000)
 		quick("fanout-rounds", &o.fanRounds, 5)
 		quick("recovery-pending", &o.recPending, 5000)
+		quick("cluster-games", &o.clGames, 2000)
+		quick("idle-games", &o.idleGames, 20000)
+		if !set["cluster-duration"] {
+			o.clDuration = 5 * time.Second
+		}
 		if !set["latency-duration"] {
 			o.latDuration = 5 * time.Second
 		}
@@ -118,7 +135,7 @@ func runBench(ctx context.Context, args []string) error {
 			names = append(names, n)
 		}
 	}
-	needRenderer := only["recovery"] || (!o.inproc && (only["latency"] || only["fanout"]))
+	needRenderer := only["recovery"] || only["cluster"] || only["idle"] || (!o.inproc && (only["latency"] || only["fanout"]))
 	if needRenderer && o.renderer == "" {
 		if o.renderer, err = buildRenderer(ctx, o.dir); err != nil {
 			return err
@@ -164,7 +181,7 @@ func runBench(ctx context.Context, args []string) error {
 }
 
 // benchNames are the benchmarks in the order they run.
-var benchNames = []string{"throughput", "latency", "fanout", "recovery"}
+var benchNames = []string{"throughput", "latency", "fanout", "recovery", "cluster", "idle"}
 
 // runChild runs one benchmark in a fresh feedbench process, so that what
 // an earlier benchmark left in this process (a grown heap, caches, GC work)
@@ -262,6 +279,25 @@ func runOne(ctx context.Context, o *options, name string) ([]bench.Row, error) {
 		})
 		if err != nil {
 			return nil, fmt.Errorf("recovery: %w", err)
+		}
+		return res.Rows(), nil
+	case "cluster":
+		res, err := bench.Cluster(ctx, bench.ClusterConfig{
+			Dir: o.dir, Renderer: o.renderer, Games: o.clGames, Events: o.clEvents,
+			Rate: float64(o.latRate), LatGames: 100, Clients: o.clClients,
+			Warmup: 2 * time.Second, Duration: o.clDuration, Log: logw,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		return res.Rows(), nil
+	case "idle":
+		res, err := bench.Idle(ctx, bench.IdleConfig{
+			Dir: o.dir, Renderer: o.renderer, Few: o.idleFew, Many: o.idleGames,
+			Quiet: 12 * time.Second, Window: o.idleWindow, Log: logw,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("idle: %w", err)
 		}
 		return res.Rows(), nil
 	}

@@ -2,9 +2,7 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +38,7 @@ type ClusterOptions struct {
 
 // MaxClusterPort is the highest port a cluster node may take: its cluster
 // bus listens on port+10000, which must stay a valid port.
-const MaxClusterPort = 55535
+const MaxClusterPort = proc.MaxClusterPort
 
 // clusterSlots is the number of hash slots of Redis Cluster.
 const clusterSlots = 16384
@@ -112,33 +110,13 @@ func startCluster(dirFor func() string, o ClusterOptions) (*Cluster, error) {
 	return c, nil
 }
 
-// startClusterNode starts one cluster node on a random port whose bus port
-// (port+10000) is free too, both at most MaxClusterPort+10000.
+// startClusterNode starts one cluster node (proc.StartClusterNode).
 func startClusterNode(bin, dir string, opts Options) (*Server, error) {
-	var lastErr error
-	for range 20 {
-		port := 20000 + rand.IntN(MaxClusterPort-20000)
-		if !portFree(port) || !portFree(port+10000) {
-			continue
-		}
-		var r *proc.Redis
-		if r, lastErr = proc.StartRedisOn(bin, dir, port, opts); lastErr == nil {
-			return &Server{r}, nil
-		}
-	}
-	if lastErr == nil {
-		lastErr = errors.New("redistest: no free port pair for a cluster node")
-	}
-	return nil, lastErr
-}
-
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	r, err := proc.StartClusterNode(bin, dir, opts)
 	if err != nil {
-		return false
+		return nil, err
 	}
-	l.Close()
-	return true
+	return &Server{r}, nil
 }
 
 // Stop kills every node; the data stays in their directories.

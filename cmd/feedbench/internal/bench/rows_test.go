@@ -1,0 +1,66 @@
+package bench_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/cmd/feedbench/internal/bench"
+)
+
+// TestIdleVerdict checks the idle target: the many games may cost 3× the
+// few plus 2% of a core over the window, and no more.
+func TestIdleVerdict(t *testing.T) {
+	few := bench.IdleCase{Games: 200, Renderer: 100 * time.Millisecond, Redis: 100 * time.Millisecond}
+	cfg := bench.IdleConfig{Window: 10 * time.Second}
+	tests := []struct {
+		name string
+		many time.Duration // renderer CPU of the many games (Redis: 0)
+		met  bool
+	}{
+		{"equal", 200 * time.Millisecond, true},
+		{"at the limit", 800 * time.Millisecond, true}, // 3 × 200 ms + 2% of 10 s
+		{"above the limit", 810 * time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows := bench.IdleResult{Cfg: cfg, Few: few, Many: bench.IdleCase{Games: 100000, Renderer: tt.many}}.Rows()
+			last := rows[len(rows)-1]
+			if last.Met == nil || *last.Met != tt.met {
+				t.Fatalf("verdict %q, want met=%v (row %+v)", last.Verdict(), tt.met, last)
+			}
+		})
+	}
+}
+
+// TestClusterVerdict checks that the cluster latency row is met only with
+// p99 ≤ 25 ms and every delivery received.
+func TestClusterVerdict(t *testing.T) {
+	tests := []struct {
+		name          string
+		p99           time.Duration
+		got, expected int
+		met           bool
+	}{
+		{"fast and complete", 20 * time.Millisecond, 10, 10, true},
+		{"at the target", 25 * time.Millisecond, 10, 10, true},
+		{"slow", 26 * time.Millisecond, 10, 10, false},
+		{"a delivery missing", 5 * time.Millisecond, 9, 10, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := bench.ClusterResult{
+				Single:  bench.BackendResult{Rate: 1000},
+				Cluster: bench.BackendResult{Rate: 900, Q: bench.Quantiles{N: tt.got, P99: tt.p99}, Expected: tt.expected},
+			}
+			var verdicts []bool
+			for _, row := range r.Rows() {
+				if row.Met != nil {
+					verdicts = append(verdicts, *row.Met)
+				}
+			}
+			if len(verdicts) != 1 || verdicts[0] != tt.met {
+				t.Fatalf("verdicts %v, want [%v]", verdicts, tt.met)
+			}
+		})
+	}
+}

@@ -1,0 +1,171 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxClusterPort is the highest port a cluster node may take: its cluster
+// bus listens on port+10000, which must stay a valid port.
+const MaxClusterPort = 55535
+
+// Cluster is a minimal local Redis Cluster of masters only, made by
+// `redis-cli --cluster create`, for binaries (feedbench) that must not link
+// the test kit. internal/testkit/redistest has the full kit with replicas
+// and faults.
+type Cluster struct {
+	Nodes []*Redis // the masters, in creation order
+}
+
+// StartCluster starts masters cluster nodes (3 when masters < 1), each with
+// its data in a new directory under dir, joins them with redis-cli and
+// waits until every node reports cluster_state:ok. On error it stops what
+// it started.
+func StartCluster(ctx context.Context, dir string, masters int, opts RedisOptions) (*Cluster, error) {
+	if masters < 1 {
+		masters = 3
+	}
+	opts.Cluster = true
+	bin, err := RedisBinary()
+	if err != nil {
+		return nil, err
+	}
+	cli, err := RedisCLI(bin)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{}
+	for i := range masters {
+		d := filepath.Join(dir, "node-"+strconv.Itoa(i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("proc: cluster: %w", err)
+		}
+		s, err := StartClusterNode(bin, d, opts)
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, s)
+	}
+	args := []string{"--cluster", "create"}
+	args = append(args, c.Addrs()...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("proc: %s --cluster create: %v\n%s", filepath.Base(cli), err, tail(out))
+	}
+	if err := c.waitOK(ctx, 30*time.Second); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// StartClusterNode starts the server bin as one cluster node (opts.Cluster
+// is set) on a random port at most MaxClusterPort whose bus port
+// (port+10000) is free too, with its data under dir.
+func StartClusterNode(bin, dir string, opts RedisOptions) (*Redis, error) {
+	opts.Cluster = true
+	var lastErr error
+	for range 20 {
+		port := 20000 + rand.IntN(MaxClusterPort-20000)
+		if !portFree(port) || !portFree(port+10000) {
+			continue
+		}
+		var s *Redis
+		if s, lastErr = StartRedisOn(bin, dir, port, opts); lastErr == nil {
+			return s, nil
+		}
+	}
+	if lastErr == nil {
+		lastErr = errors.New("proc: no free port pair for a cluster node")
+	}
+	return nil, lastErr
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// waitOK waits until every node reports cluster_state:ok.
+func (c *Cluster) waitOK(ctx context.Context, timeout time.Duration) error {
+	clients := make([]*redis.Client, len(c.Nodes))
+	for i, s := range c.Nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+		defer clients[i].Close()
+	}
+	last := ""
+	_, err := Poll(ctx, timeout, "cluster_state:ok on every node", func() (bool, error) {
+		for i, rc := range clients {
+			info, err := rc.ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				last = c.Nodes[i].Addr
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last not ok: %s)", err, last)
+	}
+	return nil
+}
+
+// Addrs returns every node's host:port.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, s := range c.Nodes {
+		out[i] = s.Addr
+	}
+	return out
+}
+
+// URL returns go-redis's cluster URL naming every node,
+// redis://h1:p1?addr=h2:p2&addr=h3:p3.
+func (c *Cluster) URL() string {
+	var b strings.Builder
+	b.WriteString("redis://" + c.Nodes[0].Addr)
+	for i, s := range c.Nodes[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		b.WriteString(sep + "addr=" + s.Addr)
+	}
+	return b.String()
+}
+
+// Pids returns the process ids of the running nodes.
+func (c *Cluster) Pids() []int {
+	var out []int
+	for _, s := range c.Nodes {
+		if p := s.Pid(); p != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Stop kills every node; the data stays.
+func (c *Cluster) Stop() {
+	for _, s := range c.Nodes {
+		s.Stop()
+	}
+}
