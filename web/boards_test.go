@@ -44,7 +44,11 @@ func TestStateFramesCoalesced(t *testing.T) {
 	var states []wireFrame
 	lines := 0
 	for len(states) < 2 || lines < len(players) {
-		f := w.next()
+		// The coalesced frame comes up to one period after the first.
+		f, err := w.read(every + 5*time.Second)
+		if err != nil {
+			t.Fatalf("read frame: %v", err)
+		}
 		switch f.T {
 		case "line":
 			lines++

@@ -56,6 +56,6 @@ func (m *Mailbox) Cap() int {
 func ClientKey(s *Server, r *http.Request) string { return s.clientKey(r) }
 
 // EncodeFrame is the websocket frame encoder.
-func EncodeFrame(t string, seq int64, id, html string) []byte {
-	return encode(wireFrame{T: t, Seq: seq, ID: id, HTML: html})
+func EncodeFrame(t string, seq int64, id, html string, n int64) []byte {
+	return encode(wireFrame{T: t, Seq: seq, ID: id, HTML: html, N: n})
 }

@@ -54,6 +54,10 @@ func encode(f wireFrame) []byte {
 		b = append(b, `,"html":`...)
 		b = appendJSONString(b, f.HTML)
 	}
+	if f.N != 0 {
+		b = append(b, `,"n":`...)
+		b = strconv.AppendInt(b, f.N, 10)
+	}
 	return append(b, '}')
 }
 

@@ -10,7 +10,7 @@ import (
 
 // jsonFrame is what encoding/json makes of a frame with HTML escaping off:
 // the yardstick of the frame encoder.
-func jsonFrame(t string, seq int64, id, html string) []byte {
+func jsonFrame(t string, seq int64, id, html string, n int64) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -19,7 +19,8 @@ func jsonFrame(t string, seq int64, id, html string) []byte {
 		Seq  int64  `json:"seq,omitempty"`
 		ID   string `json:"id,omitempty"`
 		HTML string `json:"html,omitempty"`
-	}{t, seq, id, html})
+		N    int64  `json:"n,omitempty"`
+	}{t, seq, id, html, n})
 	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
@@ -37,8 +38,8 @@ var frameStrings = []string{
 func TestEncodeFrameMatchesEncodingJSON(t *testing.T) {
 	for _, s := range frameStrings {
 		for _, seq := range []int64{0, 1, 1 << 40} {
-			got := web.EncodeFrame("line", seq, s, s)
-			if want := jsonFrame("line", seq, s, s); !bytes.Equal(got, want) {
+			got := web.EncodeFrame("line", seq, s, s, seq/2)
+			if want := jsonFrame("line", seq, s, s, seq/2); !bytes.Equal(got, want) {
 				t.Fatalf("encode %q seq %d:\ngot  %s\nwant %s", s, seq, got, want)
 			}
 		}
@@ -50,8 +51,8 @@ func FuzzEncodeFrame(f *testing.F) {
 		f.Add(s, int64(7))
 	}
 	f.Fuzz(func(t *testing.T, s string, seq int64) {
-		got := web.EncodeFrame("state", seq, s, s)
-		if want := jsonFrame("state", seq, s, s); !bytes.Equal(got, want) {
+		got := web.EncodeFrame("state", seq, s, s, seq)
+		if want := jsonFrame("state", seq, s, s, seq); !bytes.Equal(got, want) {
 			t.Fatalf("encode %q:\ngot  %s\nwant %s", s, got, want)
 		}
 	})

@@ -110,7 +110,10 @@ func (s *Server) runPresence(ctx context.Context) {
 		case <-s.watch.kick:
 		}
 		if p := s.cfg.Presence; p != nil {
-			sctx, cancel := context.WithTimeout(ctx, s.cfg.PresenceEvery)
+			// At least a few seconds: a beat as short as a test's 200ms
+			// would fail every sync on a loaded machine, and a late count
+			// is better than none (ticks missed meanwhile are dropped).
+			sctx, cancel := context.WithTimeout(ctx, max(s.cfg.PresenceEvery, 3*time.Second))
 			others, err := p.Sync(sctx, s.hubs.counts())
 			cancel()
 			if err != nil {
