@@ -125,11 +125,7 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 	defer cancelRead()
 
 	s.stats.clients.Add(1)
-	mClients.Inc()
-	defer func() {
-		s.stats.clients.Add(-1)
-		mClients.Dec()
-	}()
+	defer s.stats.clients.Add(-1)
 
 	c := newClient(s.cfg.SendQueue)
 	gone := readProbes(readCtx, conn, c)
@@ -246,7 +242,6 @@ func (ws *wsConn) fail(err error) error {
 // reset tells the page to reload and closes the socket.
 func (ws *wsConn) reset(why string) error {
 	ws.s.stats.resets.Add(1)
-	mResets.Inc()
 	ws.s.log.Info("web: websocket reset", "game", ws.game, "reason", why)
 	if err := ws.write(frameReset, resetFrame); err == nil {
 		ws.closeWithin(websocket.StatusNormalClosure, reasonReset, time.Second)

@@ -70,7 +70,6 @@ func (t *tailer) run(ctx context.Context) {
 			}
 			failures++
 			t.s.stats.tailErrors.Add(1)
-			mTailErrors.Inc()
 			wait := retry.Next()
 			t.s.log.Warn("web: tail store", "seq", t.cursor, "attempts", failures, "retry_in", wait, untrusted.Err(err))
 			select {

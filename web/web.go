@@ -233,9 +233,14 @@ type Stats struct {
 	StatesSkipped int64
 }
 
+// counters are the one place a Server's events are counted: Stats reads
+// them, and the process's Prometheus collector (metrics.go) sums them over
+// the Servers.
 type counters struct {
-	conns, clients, linesEncoded, statesEncoded, framesSent, slowCloses, resets, tailCursor, tailErrors atomic.Int64
-	handoffHits, handoffMisses, statesSkipped                                                           atomic.Int64
+	sent, encoded byFrame // frames written to websockets, encoded for hubs; by type
+
+	conns, clients, slowCloses, resets, tailCursor, tailErrors atomic.Int64
+	handoffHits, handoffMisses, statesSkipped                  atomic.Int64
 }
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
@@ -284,6 +289,7 @@ func Open(cfg Config) (*Server, error) {
 	s.stats.tailCursor.Store(start)
 
 	t := newTailer(s, start)
+	metrics.add(&s.stats)
 	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
@@ -320,9 +326,9 @@ func (s *Server) Stats() Stats {
 		Requests:      s.requests.total(),
 		Conns:         s.stats.conns.Load(),
 		Hubs:          int64(s.hubs.len()),
-		LinesEncoded:  s.stats.linesEncoded.Load(),
-		StatesEncoded: s.stats.statesEncoded.Load(),
-		FramesSent:    s.stats.framesSent.Load(),
+		LinesEncoded:  s.stats.encoded.get(frameLine),
+		StatesEncoded: s.stats.encoded.get(frameState),
+		FramesSent:    s.stats.sent.sum(),
 		SlowCloses:    s.stats.slowCloses.Load(),
 		Resets:        s.stats.resets.Load(),
 		TailCursor:    s.stats.tailCursor.Load(),
@@ -349,6 +355,7 @@ func (s *Server) Close() error {
 			s.http.Close()
 		}
 		s.wg.Wait()
+		metrics.retire(&s.stats)
 		s.log.Info("web: closed", "addr", s.ln.Addr().String())
 	})
 	return s.closeErr

@@ -1,0 +1,123 @@
+package web_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/codemojex/feed/web"
+)
+
+// metric returns the sum of a counter's or gauge's series on the default
+// registry (the renderer's /metrics) whose labels include want.
+func metric(tb testing.TB, name string, want map[string]string) float64 {
+	tb.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// TestMetricsCountOnce: a metric on /metrics is the sum of the Servers'
+// Stats, counted once, and a counter stays put when a Server closes.
+func TestMetricsCountOnce(t *testing.T) {
+	type check struct {
+		name   string
+		labels map[string]string
+		stat   func(web.Stats) int64
+	}
+	checks := []check{
+		{"codemojex_web_frames_sent_total", nil, func(s web.Stats) int64 { return s.FramesSent }},
+		{"codemojex_web_hub_frames_encoded_total", map[string]string{"type": "line"}, func(s web.Stats) int64 { return s.LinesEncoded }},
+		{"codemojex_web_hub_frames_encoded_total", map[string]string{"type": "state"}, func(s web.Stats) int64 { return s.StatesEncoded }},
+		{"codemojex_web_resets_total", nil, func(s web.Stats) int64 { return s.Resets }},
+		{"codemojex_web_slow_client_closes_total", nil, func(s web.Stats) int64 { return s.SlowCloses }},
+		{"codemojex_web_tail_errors_total", nil, func(s web.Stats) int64 { return s.TailErrors }},
+		{"codemojex_web_websocket_clients", nil, func(s web.Stats) int64 { return s.Clients }},
+	}
+	// Earlier tests' servers are closed: their counts are in the baseline
+	// and must not move.
+	base := make([]float64, len(checks))
+	for i, ch := range checks {
+		base[i] = metric(t, ch.name, ch.labels)
+	}
+
+	// e1: a watcher of g1 gets three lines, backfilled and tailed.
+	e1 := MustOpenEnv(t, nil)
+	w1 := e1.dial("g1", 0)
+	e1.upsert(e1.gen("g1").chats(t, 3)...)
+	w1.lines(3)
+	// e2: a watcher gets a line; a cursor ahead of the store gets a reset.
+	e2 := MustOpenEnv(t, nil)
+	seqs := e2.upsert(e2.gen("g1").chats(t, 2)...)
+	w2 := e2.dial("g1", seqs[0])
+	w2.lines(1)
+	r := e2.dial("g1", seqs[1]+10)
+	waitFor(t, 5*time.Second, "a reset frame", func() bool {
+		f, err := r.readAny(time.Second)
+		return err != nil || f.T == "reset"
+	})
+	waitFor(t, 5*time.Second, "e2 has one client", func() bool { return e2.srv.Stats().Clients == 1 })
+
+	// want compares a scrape taken between two equal snapshots of the
+	// Stats (presence and state frames may still be on their way).
+	want := func(step string, st1 func() web.Stats) {
+		t.Helper()
+		var diff string
+		waitFor(t, 10*time.Second, step+": a scrape equal to the Stats sum", func() bool {
+			a1, a2 := st1(), e2.srv.Stats()
+			got := make([]float64, len(checks))
+			for i, ch := range checks {
+				got[i] = metric(t, ch.name, ch.labels) - base[i]
+			}
+			if b1, b2 := st1(), e2.srv.Stats(); a1 != b1 || a2 != b2 {
+				return false
+			}
+			diff = ""
+			for i, ch := range checks {
+				if w := float64(ch.stat(a1) + ch.stat(a2)); got[i] != w {
+					diff += fmt.Sprintf("; %s%v = %v over the baseline, want %v", ch.name, ch.labels, got[i], w)
+				}
+			}
+			return diff == ""
+		})
+		if diff != "" {
+			t.Errorf("%s%s", step, diff)
+		}
+	}
+	want("both open", e1.srv.Stats)
+	st1, st2 := e1.srv.Stats(), e2.srv.Stats()
+	if st1.FramesSent < 3 || st1.LinesEncoded != 3 || st2.Resets != 1 || st1.Clients != 1 {
+		t.Fatalf("Stats too thin to tell counts apart: %+v, %+v", st1, st2)
+	}
+
+	if err := e1.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := e1.srv.Stats()
+	if closed.Clients != 0 || closed.FramesSent < st1.FramesSent || closed.LinesEncoded != st1.LinesEncoded {
+		t.Errorf("Stats after Close: %+v, was %+v", closed, st1)
+	}
+	want("one closed", func() web.Stats { return closed })
+	if got := metric(t, "codemojex_web_resets_total", nil) - base[3]; got != 1 {
+		t.Errorf("resets after a close = %v over the baseline, want 1", got)
+	}
+}
