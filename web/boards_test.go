@@ -41,13 +41,18 @@ func TestStateFramesCoalesced(t *testing.T) {
 	if d := time.Since(start); d > every/2 {
 		t.Fatalf("the writes took %v: too slow for this test's period of %v", d, every)
 	}
+	// Under load the tailer may see all five lines in one batch and send
+	// one frame with all of them; otherwise the first goes out at once and
+	// a second, at the end of the period, carries the rest. Either way the
+	// last state frame shows the final scoreboard, and there are at most 2.
+	final := e.boardHTML("g1")
 	var states []wireFrame
 	lines := 0
-	for len(states) < 2 || lines < len(players) {
+	for lines < len(players) || len(states) == 0 || states[len(states)-1].HTML != final {
 		// The coalesced frame comes up to one period after the first.
 		f, err := w.read(every + 5*time.Second)
 		if err != nil {
-			t.Fatalf("read frame: %v", err)
+			t.Fatalf("read frame (%d lines, %d state frames so far): %v", lines, len(states), err)
 		}
 		switch f.T {
 		case "line":
@@ -59,12 +64,9 @@ func TestStateFramesCoalesced(t *testing.T) {
 	if !strings.Contains(states[0].HTML, "ada") {
 		t.Fatalf("first state frame %q, want it to show the first player at once", states[0].HTML)
 	}
-	if got, want := states[1].HTML, e.boardHTML("g1"); got != want {
-		t.Fatalf("coalesced state frame\n%s\nwant the final scoreboard\n%s", got, want)
-	}
 	w.quiet(500 * time.Millisecond)
-	if s := e.srv.Stats(); s.StatesEncoded != 2 {
-		t.Fatalf("state frames encoded %d, want 2 for %d changes in one period", s.StatesEncoded, len(players))
+	if s := e.srv.Stats(); s.StatesEncoded > 2 || s.StatesEncoded < 1 {
+		t.Fatalf("state frames encoded %d, want 1 or 2 for %d changes in one period", s.StatesEncoded, len(players))
 	}
 }
 
