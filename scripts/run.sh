@@ -195,24 +195,36 @@ check_version() { # warn when the server is older than we support
 }
 
 start_private_redis() {
-	local bin=$1 port
+	local bin=$1 port attempt i
 	check_version "$bin"
 	local first=${RUN_REDIS_PORT:-6380}
-	for ((port = first; port < first + 100; port++)); do
-		[[ $port == 6379 ]] && continue
-		port_free "$port" && break
-	done
-	port_free "$port" || die "no free port for a private Redis in $first..$((first + 99))"
-	say "starting $(basename "$bin") on 127.0.0.1:$port, data (AOF) in var/redis"
-	start redis "$LOG/redis.log" "$bin" --port "$port" --bind 127.0.0.1 --dir "$VAR/redis" \
-		--appendonly yes --appendfsync everysec --save "" --daemonize no --protected-mode yes
-	REDIS_PIDS+=("${PIDS[-1]}")
-	REDIS_URL="redis://127.0.0.1:$port/0"
-	local i
-	for ((i = 0; i < 100; i++)); do
-		ping_tcp 127.0.0.1 "$port" && return 0
-		alive "${PIDS[-1]}" || break
-		sleep 0.1
+	port=$first
+	# A port free at the probe can be taken before the server binds it (by
+	# another program starting at the same moment): then take the next one.
+	for ((attempt = 0; attempt < 5; attempt++)); do
+		for (( ; port < first + 100; port++)); do
+			[[ $port == 6379 ]] && continue
+			port_free "$port" && break
+		done
+		((port < first + 100)) && port_free "$port" || die "no free port for a private Redis in $first..$((first + 99))"
+		say "starting $(basename "$bin") on 127.0.0.1:$port, data (AOF) in var/redis"
+		: >"$LOG/redis.log"
+		start redis "$LOG/redis.log" "$bin" --port "$port" --bind 127.0.0.1 --dir "$VAR/redis" \
+			--appendonly yes --appendfsync everysec --save "" --daemonize no --protected-mode yes
+		REDIS_PIDS+=("${PIDS[-1]}")
+		REDIS_URL="redis://127.0.0.1:$port/0"
+		for ((i = 0; i < 100; i++)); do
+			ping_tcp 127.0.0.1 "$port" && return 0
+			alive "${PIDS[-1]}" || break
+			sleep 0.1
+		done
+		if ! alive "${PIDS[-1]}" && grep -q 'Address already in use' "$LOG/redis.log"; then
+			wait "${PIDS[-1]}" 2>/dev/null || true
+			say "port $port was taken before the server could bind it: trying the next one"
+			port=$((port + 1))
+			continue
+		fi
+		break
 	done
 	tail -n 20 "$LOG/redis.log" >&2 || true
 	die "the private Redis did not answer on port $port"

@@ -46,11 +46,14 @@ func (l *lockedBuffer) String() string {
 
 var waitFor = wait.For
 
-// freeBase returns a port p such that p, p+1 and p+2 are free.
+// freeBase returns a port p such that p, p+1 and p+2 are free. It draws
+// from 10000..21999, so that the script's Redis (p+10...) and a cluster's
+// bus ports (p+10010...) stay below Linux's ephemeral range (32768 up),
+// where every other test's :0 listener and outgoing connection lands.
 func freeBase(tb testing.TB) int {
 	tb.Helper()
 	for range 100 {
-		base := 20000 + rand.Intn(30000)
+		base := 10000 + rand.Intn(12000)
 		ok := true
 		for i := range 3 {
 			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))

@@ -74,13 +74,14 @@ func StartCluster(ctx context.Context, dir string, masters int, opts RedisOption
 }
 
 // StartClusterNode starts the server bin as one cluster node (opts.Cluster
-// is set) on a random port at most MaxClusterPort whose bus port
-// (port+10000) is free too, with its data under dir.
+// is set) on a random port whose bus port (port+10000) is free too, with
+// its data under dir. Both stay below Linux's ephemeral range (32768 up),
+// where :0 listeners and outgoing connections would otherwise race them.
 func StartClusterNode(bin, dir string, opts RedisOptions) (*Redis, error) {
 	opts.Cluster = true
 	var lastErr error
 	for range 20 {
-		port := 20000 + rand.IntN(MaxClusterPort-20000)
+		port := 12000 + rand.IntN(32768-10000-12000)
 		if !portFree(port) || !portFree(port+10000) {
 			continue
 		}
