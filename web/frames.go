@@ -5,9 +5,9 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/jsonstr"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
 )
@@ -41,81 +41,24 @@ func encode(f wireFrame) []byte {
 	n := 32 + len(f.T) + len(f.ID) + len(f.HTML) + len(f.HTML)/16
 	b := make([]byte, 0, n)
 	b = append(b, `{"t":`...)
-	b = appendJSONString(b, f.T)
+	b = jsonstr.Append(b, f.T)
 	if f.Seq != 0 {
 		b = append(b, `,"seq":`...)
 		b = strconv.AppendInt(b, f.Seq, 10)
 	}
 	if f.ID != "" {
 		b = append(b, `,"id":`...)
-		b = appendJSONString(b, f.ID)
+		b = jsonstr.Append(b, f.ID)
 	}
 	if f.HTML != "" {
 		b = append(b, `,"html":`...)
-		b = appendJSONString(b, f.HTML)
+		b = jsonstr.Append(b, f.HTML)
 	}
 	if f.N != 0 {
 		b = append(b, `,"n":`...)
 		b = strconv.AppendInt(b, f.N, 10)
 	}
 	return append(b, '}')
-}
-
-// appendJSONString appends s as a JSON string the way encoding/json does
-// without HTML escaping: quotes, backslashes and control characters
-// escaped, U+2028 and U+2029 escaped (JavaScript line terminators), invalid
-// UTF-8 replaced by U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // lineItem wraps a stored line body in its <li>, the same markup the page
