@@ -98,7 +98,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 	c.mu.Lock()
 	c.running = true
 	c.mu.Unlock()
-	metrics.add(&c.stats)
+	metrics.Add(&c.stats)
 	leaseStop := make(chan struct{})
 	c.wg.Add(2)
 	go func() {
@@ -139,7 +139,7 @@ func (c *Consumer) Close() error {
 			c.wg.Wait()
 			// Only once nothing counts any more: a goroutine Close gave
 			// up on still counts until it returns.
-			metrics.retire(&c.stats)
+			metrics.Retire(&c.stats)
 			close(done)
 		}()
 		select {

@@ -1,19 +1,18 @@
 package web
 
 import (
-	"maps"
-	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/codemojex/feed/internal/counterset"
 )
 
 // Process-wide collectors, declared once so several Servers in one process
 // (tests) share them instead of registering twice. The counters a Server
 // also reports in Stats are not kept here: each Server counts in its own
-// counters (web.go), and serverMetrics sums them on each scrape, so every
+// counters (web.go), and metrics sums them on each scrape, so every
 // event is counted once.
 var (
 	mTailLag = promauto.NewHistogram(prometheus.HistogramOpts{
@@ -93,139 +92,37 @@ func (s *Server) countSlow(n int) {
 	}
 }
 
-// A counterMetric is one Prometheus counter read from a Server's counters.
-// A plain counter (label "") yields one value under the label value "".
-// always lists the label values shown even at zero.
-type counterMetric struct {
-	desc   *prometheus.Desc
-	label  string
-	always []string
-	read   func(c *counters, add func(label string, n int64))
+func frameCounter(name, help string, always []string, v func(c *counters) *byFrame) counterset.Metric[*counters] {
+	return counterset.Labeled(name, help, "type", always, func(c *counters, add func(string, int64)) {
+		b := v(c)
+		for i, t := range frameTypes {
+			add(t, b[i].Load())
+		}
+	})
 }
 
-func plain(name, help string, v func(c *counters) int64) counterMetric {
-	return counterMetric{
-		desc:   prometheus.NewDesc(name, help, nil, nil),
-		always: []string{""},
-		read:   func(c *counters, add func(string, int64)) { add("", v(c)) },
-	}
-}
-
-func frameCounter(name, help string, always []string, v func(c *counters) *byFrame) counterMetric {
-	return counterMetric{
-		desc:   prometheus.NewDesc(name, help, []string{"type"}, nil),
-		label:  "type",
-		always: always,
-		read: func(c *counters, add func(string, int64)) {
-			b := v(c)
-			for i, t := range frameTypes {
-				add(t, b[i].Load())
-			}
-		},
-	}
-}
-
-var counterMetrics = []counterMetric{
+// metrics is the process's collector of the Servers' counters
+// (internal/counterset): each Server is added when it opens and retired
+// when its goroutines have stopped. The clients gauge is the sum over the
+// open Servers.
+var metrics = counterset.New(
+	counterset.Gauge("codemojex_web_websocket_clients", "Open websocket connections.",
+		func(c *counters) int64 { return c.clients.Load() }),
 	frameCounter("codemojex_web_frames_sent_total",
 		"Websocket frames written, by frame type (line, state, watching, reset).",
 		[]string{frameLine, frameState}, func(c *counters) *byFrame { return &c.sent }),
 	frameCounter("codemojex_web_hub_frames_encoded_total",
 		"Frames encoded by the tailer for a hub (once per frame per game, shared by its clients).",
 		nil, func(c *counters) *byFrame { return &c.encoded }),
-	plain("codemojex_web_slow_client_closes_total",
+	counterset.Counter("codemojex_web_slow_client_closes_total",
 		"Websockets closed because they did not keep up with their game.",
 		func(c *counters) int64 { return c.slowCloses.Load() }),
-	plain("codemojex_web_resets_total",
+	counterset.Counter("codemojex_web_resets_total",
 		"Reset frames sent to clients too far behind or ahead of this store.",
 		func(c *counters) int64 { return c.resets.Load() }),
-	plain("codemojex_web_tail_errors_total",
+	counterset.Counter("codemojex_web_tail_errors_total",
 		"Failed store reads of the tailer.",
 		func(c *counters) int64 { return c.tailErrors.Load() }),
-}
-
-var clientsDesc = prometheus.NewDesc("codemojex_web_websocket_clients", "Open websocket connections.", nil, nil)
-
-// serverMetrics is the process's collector of the Servers' counters. It
-// sums the counters of the open Servers and adds what closed ones had
-// counted, so a counter never goes down when a Server closes. The clients
-// gauge is the sum over the open Servers.
-type serverMetrics struct {
-	mu     sync.Mutex
-	open   map[*counters]struct{}
-	closed []map[string]int64 // by counterMetrics index, then label value
-}
-
-var metrics = newServerMetrics()
+)
 
 func init() { prometheus.MustRegister(metrics) }
-
-func newServerMetrics() *serverMetrics {
-	m := &serverMetrics{open: map[*counters]struct{}{}, closed: make([]map[string]int64, len(counterMetrics))}
-	for i := range m.closed {
-		m.closed[i] = map[string]int64{}
-	}
-	return m
-}
-
-// add starts counting c.
-func (m *serverMetrics) add(c *counters) {
-	m.mu.Lock()
-	m.open[c] = struct{}{}
-	m.mu.Unlock()
-}
-
-// retire folds c, whose goroutines have stopped, into the closed totals.
-func (m *serverMetrics) retire(c *counters) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.open[c]; !ok {
-		return
-	}
-	delete(m.open, c)
-	for i, cm := range counterMetrics {
-		cm.read(c, func(l string, n int64) { m.closed[i][l] += n })
-	}
-}
-
-// Describe implements prometheus.Collector.
-func (m *serverMetrics) Describe(ch chan<- *prometheus.Desc) {
-	ch <- clientsDesc
-	for _, cm := range counterMetrics {
-		ch <- cm.desc
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (m *serverMetrics) Collect(ch chan<- prometheus.Metric) {
-	sums := make([]map[string]int64, len(counterMetrics))
-	var clients int64
-	m.mu.Lock()
-	for c := range m.open {
-		clients += c.clients.Load()
-	}
-	for i, cm := range counterMetrics {
-		sums[i] = maps.Clone(m.closed[i])
-		for c := range m.open {
-			cm.read(c, func(l string, n int64) { sums[i][l] += n })
-		}
-	}
-	m.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(clients))
-	for i, cm := range counterMetrics {
-		for _, l := range cm.always {
-			if _, ok := sums[i][l]; !ok {
-				sums[i][l] = 0
-			}
-		}
-		for l, n := range sums[i] {
-			if n == 0 && !slices.Contains(cm.always, l) {
-				continue // as a vector's child shows only once used
-			}
-			if cm.label == "" {
-				ch <- prometheus.MustNewConstMetric(cm.desc, prometheus.CounterValue, float64(n))
-			} else {
-				ch <- prometheus.MustNewConstMetric(cm.desc, prometheus.CounterValue, float64(n), l)
-			}
-		}
-	}
-}

@@ -289,7 +289,7 @@ func Open(cfg Config) (*Server, error) {
 	s.stats.tailCursor.Store(start)
 
 	t := newTailer(s, start)
-	metrics.add(&s.stats)
+	metrics.Add(&s.stats)
 	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
@@ -355,7 +355,7 @@ func (s *Server) Close() error {
 			s.http.Close()
 		}
 		s.wg.Wait()
-		metrics.retire(&s.stats)
+		metrics.Retire(&s.stats)
 		s.log.Info("web: closed", "addr", s.ln.Addr().String())
 	})
 	return s.closeErr
