@@ -20,23 +20,31 @@ import (
 // bus listens on port+10000, which must stay a valid port.
 const MaxClusterPort = 55535
 
-// Cluster is a minimal local Redis Cluster of masters only, made by
-// `redis-cli --cluster create`, for binaries (feedbench) that must not link
-// the test kit. internal/testkit/redistest has the full kit with replicas
-// and faults.
+// Cluster is a local Redis Cluster made by `redis-cli --cluster create`:
+// feedbench's, and the test kit's (internal/testkit/redistest wraps it with
+// faults and stricter waits).
 type Cluster struct {
-	Nodes []*Redis // the masters, in creation order
+	Nodes []*Redis // every node, masters first, in creation order
 }
 
-// StartCluster starts masters cluster nodes (3 when masters < 1), each with
-// its data in a new directory under dir, joins them with redis-cli and
-// waits until every node reports cluster_state:ok. On error it stops what
-// it started.
-func StartCluster(ctx context.Context, dir string, masters int, opts RedisOptions) (*Cluster, error) {
-	if masters < 1 {
-		masters = 3
+// ClusterOptions configure StartCluster.
+type ClusterOptions struct {
+	Masters  int          // default 3
+	Replicas int          // replicas per master (default 0)
+	Node     RedisOptions // options of every node (Cluster is set)
+}
+
+// StartCluster starts opts.Masters × (1 + opts.Replicas) cluster nodes,
+// each with its data in a new directory under dir, joins them with
+// redis-cli (the first Masters nodes become the masters) and waits until
+// every node reports cluster_state:ok. On error it returns what it started
+// along with the error, for the caller to stop.
+func StartCluster(ctx context.Context, dir string, opts ClusterOptions) (*Cluster, error) {
+	if opts.Masters < 1 {
+		opts.Masters = 3
 	}
-	opts.Cluster = true
+	opts.Replicas = max(opts.Replicas, 0)
+	opts.Node.Cluster = true
 	bin, err := RedisBinary()
 	if err != nil {
 		return nil, err
@@ -46,29 +54,25 @@ func StartCluster(ctx context.Context, dir string, masters int, opts RedisOption
 		return nil, err
 	}
 	c := &Cluster{}
-	for i := range masters {
+	for i := range opts.Masters * (1 + opts.Replicas) {
 		d := filepath.Join(dir, "node-"+strconv.Itoa(i))
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			c.Stop()
-			return nil, fmt.Errorf("proc: cluster: %w", err)
+			return c, fmt.Errorf("proc: cluster: %w", err)
 		}
-		s, err := StartClusterNode(bin, d, opts)
+		s, err := StartClusterNode(bin, d, opts.Node)
 		if err != nil {
-			c.Stop()
-			return nil, err
+			return c, err
 		}
 		c.Nodes = append(c.Nodes, s)
 	}
 	args := []string{"--cluster", "create"}
 	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(opts.Replicas), "--cluster-yes")
 	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
-		c.Stop()
-		return nil, fmt.Errorf("proc: %s --cluster create: %v\n%s", filepath.Base(cli), err, tail(out))
+		return c, fmt.Errorf("proc: %s --cluster create: %v\n%s", filepath.Base(cli), err, tail(out))
 	}
 	if err := c.waitOK(ctx, 30*time.Second); err != nil {
-		c.Stop()
-		return nil, err
+		return c, err
 	}
 	return c, nil
 }

@@ -18,11 +18,13 @@ import (
 func TestStartCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := proc.StartCluster(ctx, t.TempDir(), 3, proc.RedisOptions{})
+	c, err := proc.StartCluster(ctx, t.TempDir(), proc.ClusterOptions{})
+	if c != nil {
+		defer c.Stop()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Stop()
 	if got := len(c.Pids()); got != 3 {
 		t.Fatalf("%d nodes running, want 3", got)
 	}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +23,8 @@ type Cluster struct {
 	// Nodes are every node, masters first as created; a node's role changes
 	// with failovers (see Masters, ReplicaOf).
 	Nodes []*Server
+
+	pc *proc.Cluster // the same nodes
 }
 
 // ClusterOptions configure a Cluster.
@@ -52,7 +51,7 @@ func MustStartCluster(tb testing.TB, opts ...ClusterOptions) *Cluster {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	c, err := startCluster(tb.TempDir, o)
+	c, err := startCluster(tb.TempDir(), o)
 	if c != nil {
 		tb.Cleanup(c.Stop)
 	}
@@ -62,10 +61,7 @@ func MustStartCluster(tb testing.TB, opts ...ClusterOptions) *Cluster {
 	return c
 }
 
-func startCluster(dirFor func() string, o ClusterOptions) (*Cluster, error) {
-	if o.Masters <= 0 {
-		o.Masters = 3
-	}
+func startCluster(dir string, o ClusterOptions) (*Cluster, error) {
 	if o.Replicas < 0 {
 		o.Replicas = 0
 	} else if o.Replicas == 0 {
@@ -74,49 +70,24 @@ func startCluster(dirFor func() string, o ClusterOptions) (*Cluster, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	o.Node.Cluster = true
-	bin, err := Binary()
-	if err != nil {
-		return nil, err
-	}
-	cli, err := proc.RedisCLI(bin)
-	if err != nil {
-		return nil, err
-	}
-	c := &Cluster{}
-	n := o.Masters * (1 + o.Replicas)
-	for range n {
-		s, err := startClusterNode(bin, dirFor(), o.Node)
-		if err != nil {
-			return c, err
-		}
-		c.Nodes = append(c.Nodes, s)
-	}
-	// redis-cli makes the first Masters nodes the masters and spreads the
-	// rest over them as replicas, never on the same host:port.
-	args := []string{"--cluster", "create"}
-	for _, s := range c.Nodes {
-		args = append(args, s.Addr)
-	}
-	args = append(args, "--cluster-replicas", strconv.Itoa(o.Replicas), "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
-		return c, fmt.Errorf("redistest: %s --cluster create: %v\n%s", filepath.Base(cli), err, lastBytes(out, 2000))
+	pc, err := proc.StartCluster(ctx, dir, proc.ClusterOptions{Masters: o.Masters, Replicas: o.Replicas, Node: o.Node})
+	c := &Cluster{pc: pc}
+	if pc != nil {
+		for _, r := range pc.Nodes {
+			c.Nodes = append(c.Nodes, &Server{r})
+		}
 	}
-	if err := c.waitStable(ctx, o.Masters*o.Replicas); err != nil {
+	if err != nil {
+		return c, err
+	}
+	// proc waits for cluster_state:ok; tests also need every node to agree
+	// on the slot map and every replica linked.
+	if err := c.waitStable(ctx, len(c.Nodes)-len(c.Nodes)/(1+o.Replicas)); err != nil {
 		return c, err
 	}
 	return c, nil
-}
-
-// startClusterNode starts one cluster node (proc.StartClusterNode).
-func startClusterNode(bin, dir string, opts Options) (*Server, error) {
-	r, err := proc.StartClusterNode(bin, dir, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Server{r}, nil
 }
 
 // Stop kills every node; the data stays in their directories.
@@ -127,29 +98,11 @@ func (c *Cluster) Stop() {
 }
 
 // Addrs returns the host:port of every node, masters first as created.
-func (c *Cluster) Addrs() []string {
-	out := make([]string, len(c.Nodes))
-	for i, s := range c.Nodes {
-		out[i] = s.Addr
-	}
-	return out
-}
+func (c *Cluster) Addrs() []string { return c.pc.Addrs() }
 
 // URL returns go-redis's cluster URL of the cluster,
 // redis://h1:p1?addr=h2:p2&addr=h3:p3, naming every node.
-func (c *Cluster) URL() string {
-	var b strings.Builder
-	b.WriteString("redis://" + c.Nodes[0].Addr)
-	for i, s := range c.Nodes[1:] {
-		if i == 0 {
-			b.WriteByte('?')
-		} else {
-			b.WriteByte('&')
-		}
-		b.WriteString("addr=" + s.Addr)
-	}
-	return b.String()
-}
+func (c *Cluster) URL() string { return c.pc.URL() }
 
 // Client returns a cluster client of the cluster, closed when the test ends.
 func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {

@@ -65,11 +65,13 @@ func Cluster(ctx context.Context, cfg ClusterConfig) (ClusterResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("single node: %w", err)
 	}
-	cl, err := proc.StartCluster(ctx, mkdir(cfg.Dir, "redis-cluster"), 3, proc.RedisOptions{MaxClients: 20000})
+	cl, err := proc.StartCluster(ctx, mkdir(cfg.Dir, "redis-cluster"), proc.ClusterOptions{Node: proc.RedisOptions{MaxClients: 20000}})
+	if cl != nil {
+		defer cl.Stop()
+	}
 	if err != nil {
 		return res, err
 	}
-	defer cl.Stop()
 	res.Cluster, err = runBackend(ctx, cfg, "cluster", cl.URL())
 	if err != nil {
 		return res, fmt.Errorf("cluster: %w", err)
