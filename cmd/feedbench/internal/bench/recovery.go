@@ -71,8 +71,10 @@ func prefill(ctx context.Context, rdb redis.UniversalClient, prefix string, game
 	return keys, nil
 }
 
-func recoverRestart(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) error {
-	r, err := StartRedis(mkdir(cfg.Dir, "redis-recovery-restart"))
+// withRedis runs f against a new Redis with its data under cfg.Dir/name,
+// stopped when f returns.
+func withRedis(cfg RecoveryConfig, name string, f func(r *Redis, rdb redis.UniversalClient) error) error {
+	r, err := StartRedis(mkdir(cfg.Dir, name))
 	if err != nil {
 		return err
 	}
@@ -82,6 +84,25 @@ func recoverRestart(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult
 		return err
 	}
 	defer rdb.Close()
+	return f(r, rdb)
+}
+
+// ownDrained waits until consumer holds no pending entry of keys.
+func ownDrained(ctx context.Context, rdb redis.UniversalClient, consumer string, keys []string) error {
+	_, err := proc.Poll(ctx, time.Minute, consumer+"'s pending list drained", func() (bool, error) {
+		n, err := PendingOf(ctx, rdb, "feed", consumer, keys)
+		return n == 0, err
+	})
+	return err
+}
+
+func recoverRestart(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) error {
+	return withRedis(cfg, "redis-recovery-restart", func(r *Redis, rdb redis.UniversalClient) error {
+		return recoverRestartOn(ctx, cfg, res, r, rdb)
+	})
+}
+
+func recoverRestartOn(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult, r *Redis, rdb redis.UniversalClient) error {
 	keys, err := prefill(ctx, rdb, "rr", cfg.Games, cfg.Pending)
 	if err != nil {
 		return err
@@ -120,10 +141,7 @@ func recoverRestart(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult
 		return err
 	}
 	res.RestartReady = time.Since(start)
-	if _, err := proc.Poll(ctx, time.Minute, "own pending list drained", func() (bool, error) {
-		n, err := PendingOf(ctx, rdb, "feed", "rr-1", keys)
-		return n == 0, err
-	}); err != nil {
+	if err := ownDrained(ctx, rdb, "rr-1", keys); err != nil {
 		return err
 	}
 	res.RestartDrained = time.Since(start)
@@ -164,16 +182,12 @@ func stopWithPending(ctx context.Context, rdb redis.UniversalClient, rend *Rende
 }
 
 func recoverCrash(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) error {
-	r, err := StartRedis(mkdir(cfg.Dir, "redis-recovery-crash"))
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	rdb, err := r.Client()
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
+	return withRedis(cfg, "redis-recovery-crash", func(r *Redis, rdb redis.UniversalClient) error {
+		return recoverCrashOn(ctx, cfg, res, r, rdb)
+	})
+}
+
+func recoverCrashOn(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult, r *Redis, rdb redis.UniversalClient) error {
 	args := RendererArgs{RedisURL: r.URL(), DB: filepath.Join(cfg.Dir, "recovery-crash.db"), Consumer: "rc-1",
 		LogDir: cfg.Dir, GamesRefresh: 100 * time.Millisecond}
 	rend, err := StartRenderer(cfg.Renderer, args)
@@ -214,10 +228,7 @@ func recoverCrash(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) 
 		}
 		time.Sleep(100 * time.Millisecond) // a supervisor's restart delay
 	}
-	if _, err := proc.Poll(ctx, time.Minute, "own pending list drained", func() (bool, error) {
-		n, err := PendingOf(ctx, rdb, "feed", "rc-1", keys)
-		return n == 0, err
-	}); err != nil {
+	if err := ownDrained(ctx, rdb, "rc-1", keys); err != nil {
 		return err
 	}
 	res.CrashDrained = time.Since(start)
@@ -227,16 +238,12 @@ func recoverCrash(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) 
 }
 
 func recoverPeer(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult) error {
-	r, err := StartRedis(mkdir(cfg.Dir, "redis-recovery-peer"))
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	rdb, err := r.Client()
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
+	return withRedis(cfg, "redis-recovery-peer", func(r *Redis, rdb redis.UniversalClient) error {
+		return recoverPeerOn(ctx, cfg, res, r, rdb)
+	})
+}
+
+func recoverPeerOn(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult, r *Redis, rdb redis.UniversalClient) error {
 	db := filepath.Join(cfg.Dir, "recovery-peer.db")
 	var rends []*Renderer
 	for _, name := range []string{"rp-a", "rp-b"} {
