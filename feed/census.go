@@ -37,6 +37,21 @@ func (c *Consumer) census() error {
 	return c.censusOf(sts, false)
 }
 
+// censusHot takes the census of the hot streams not known to have pending
+// entries, just before the claims. A peer that died holding entries shows
+// only in its group's pending count; without this look, reclaiming them
+// would wait for the census (CensusEvery) on top of MinIdle + ClaimEvery.
+// It costs one pipelined XINFO GROUPS per 500 hot streams per claim beat.
+func (c *Consumer) censusHot(now time.Time) error {
+	sts := c.pick(func(st *streamState) bool {
+		return st.open && !st.needDoor && !st.pending && !st.pinned && st.hot(now)
+	})
+	if len(sts) == 0 {
+		return nil
+	}
+	return c.censusOf(sts, false)
+}
+
 // inspectNew takes the census of the streams that just came through the
 // door: a stream with nothing pending skips the own-pending recovery, and
 // one with lag is due for a read.

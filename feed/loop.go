@@ -101,6 +101,9 @@ func (c *Consumer) turn() error {
 		return err
 	}
 	if now := time.Now(); now.After(c.nextClaim) {
+		if err := c.censusHot(now); err != nil {
+			return err
+		}
 		if err := c.claimAll(); err != nil {
 			return err
 		}
