@@ -41,7 +41,8 @@ func (c *Consumer) census() error {
 // entries, just before the claims. A peer that died holding entries shows
 // only in its group's pending count; without this look, reclaiming them
 // would wait for the census (CensusEvery) on top of MinIdle + ClaimEvery.
-// It costs one pipelined XINFO GROUPS per 500 hot streams per claim beat.
+// It costs one pipelined XINFO GROUPS per 500 hot streams every
+// hotLookEvery.
 func (c *Consumer) censusHot(now time.Time) error {
 	sts := c.pick(func(st *streamState) bool {
 		return st.open && !st.needDoor && !st.pending && !st.pinned && st.hot(now)
@@ -50,6 +51,14 @@ func (c *Consumer) censusHot(now time.Time) error {
 		return nil
 	}
 	return c.censusOf(sts, false)
+}
+
+// hotLookEvery is the period of censusHot: at most MinIdle/2, since an
+// entry a peer took at time t can be claimed from t + MinIdle on, and a
+// look before then is all the claim beat needs to stay within MinIdle +
+// ClaimEvery; never more often than the claims themselves.
+func (c *Consumer) hotLookEvery() time.Duration {
+	return max(c.cfg.ClaimEvery, c.cfg.MinIdle/2)
 }
 
 // inspectNew takes the census of the streams that just came through the

@@ -54,6 +54,7 @@ type Consumer struct {
 	nextFind    time.Time
 	nextClaim   time.Time
 	nextCensus  time.Time
+	nextHotLook time.Time           // censusHot
 	unacked     map[string][]string // acks that failed, retried each turn
 	loopBackoff backoff.Backoff
 }

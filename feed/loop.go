@@ -101,8 +101,11 @@ func (c *Consumer) turn() error {
 		return err
 	}
 	if now := time.Now(); now.After(c.nextClaim) {
-		if err := c.censusHot(now); err != nil {
-			return err
+		if now.After(c.nextHotLook) {
+			if err := c.censusHot(now); err != nil {
+				return err
+			}
+			c.nextHotLook = now.Add(c.hotLookEvery())
 		}
 		if err := c.claimAll(); err != nil {
 			return err
