@@ -35,8 +35,10 @@ bench:
 	bin/feedbench -renderer bin/renderer -write docs/benchmarks.md $(BENCH_ARGS)
 
 ## chaos: the long chaos runs, single node and Redis Cluster (the short ones are part of `make test`).
+## Needs root for the full-disk spell (a tmpfs); CHAOS_ARGS='-chaos.events 2500' for a shorter run.
+CHAOS_ARGS ?=
 chaos:
-	$(GO) test -race -run '^(TestChaos|TestRedisCluster)$$' -count=1 -v -timeout $(CHAOS_TIMEOUT) ./e2e -chaos.long
+	$(GO) test -race -run '^(TestChaos|TestRedisCluster)$$' -count=1 -v -timeout $(CHAOS_TIMEOUT) ./e2e -chaos.long $(CHAOS_ARGS)
 
 ## generate: regenerate the templ components (*_templ.go are committed).
 generate:
