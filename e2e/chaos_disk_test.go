@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -44,9 +45,25 @@ func chaosTmpfs(t *testing.T, size string) (string, bool) {
 	return dir, true
 }
 
-// fillDisk writes a file in dir until its filesystem is full, down to the
-// last small write, and returns the file's path.
+// fillDisk makes the filesystem of dir full: it shrinks the tmpfs to what
+// is in use plus a little (writing a whole gigabyte takes half a minute on
+// a busy machine, which would stall the fault schedule), then writes a
+// file until not a byte is left, and returns the file's path.
 func fillDisk(dir string) (string, error) {
+	var st syscall.Statfs_t
+	var err error
+	for range 5 { // the store may grow between Statfs and the remount
+		if err = syscall.Statfs(dir, &st); err != nil {
+			return "", err
+		}
+		used := (st.Blocks - st.Bfree) * uint64(st.Bsize)
+		if err = remountSize(dir, fmt.Sprint(used+8<<20)); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("shrink tmpfs %s: %w", dir, err)
+	}
 	path := filepath.Join(dir, "filler")
 	f, err := os.Create(path)
 	if err != nil {
@@ -67,6 +84,19 @@ func fillDisk(dir string) (string, error) {
 	return path, nil
 }
 
+// freeDisk removes the filler and gives the tmpfs its size back.
+func freeDisk(dir, path, size string) error {
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	return remountSize(dir, size)
+}
+
+// remountSize changes the size of the tmpfs on dir.
+func remountSize(dir, size string) error {
+	return syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size="+size)
+}
+
 // readyz returns a renderer's /readyz status and body; 0 when it does not
 // answer.
 func readyz(r *renderer) (int, string) {
@@ -78,6 +108,3 @@ func readyz(r *renderer) (int, string) {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, string(b)
 }
-
-// freeDisk removes the filler: space comes back.
-func freeDisk(path string) error { return os.Remove(path) }

@@ -441,8 +441,8 @@ func (f *chaosFaults) fillDisk(now, start time.Time) {
 }
 
 // tendDisk, while the disk is full, watches for a renderer saying so on
-// /readyz and for dead letters of well-formed entries (none may come of a
-// full disk), and frees the disk when the spell is over.
+// /readyz, and frees the disk when the spell is over. That none of it
+// dead-letters a well-formed entry is checked at the end (checkDead).
 func (f *chaosFaults) tendDisk(now, start time.Time) {
 	d := &f.disk
 	if d.freeAt.IsZero() {
@@ -463,7 +463,7 @@ func (f *chaosFaults) tendDisk(now, start time.Time) {
 	if now.Before(d.freeAt) {
 		return
 	}
-	if err := freeDisk(d.filler); err != nil {
+	if err := freeDisk(filepath.Dir(f.c.dbPath), d.filler, f.plan.diskSize); err != nil {
 		f.t.Fatalf("chaos: free the store's disk: %v", err)
 	}
 	f.t.Logf("chaos: %v: store's disk has space again", now.Sub(start).Round(time.Millisecond))
