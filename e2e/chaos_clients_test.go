@@ -4,22 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 )
 
-// chaosClient follows one game's live feed as the page does: it records
+// chaosClient follows one game's live feed as the page does: it loads the
+// game page (and its older lines) to learn the store and its seq, records
 // every line frame, keeps the highest seq seen as its cursor and, when
-// dropped, reconnects from it with backoff and jitter, to its home replica
-// first, then to the others.
+// dropped, reconnects from it (naming its store) with backoff and jitter,
+// to its home replica first, then to the others. A reset frame makes it
+// reload, as the page does; one is a failure unless the store was lost.
 type chaosClient struct {
 	idx   int
 	game  string
@@ -27,11 +33,14 @@ type chaosClient struct {
 	addrs []string
 	local net.IP // its own loopback address: one browser, one address
 	errs  *errorList
+	lost  *atomic.Bool // the store file was deleted: resets are expected
 
 	mu                                             sync.Mutex
 	cursor                                         int64
+	store                                          string           // the store's id; "" until (re)loaded
 	seen                                           map[string]int64 // EVT id → seq: the page's dedupe by id
 	conns, drops, dialFails, lines, states, resets int
+	reloads                                        int
 	doubled                                        int // lines received at or below the cursor, or twice
 }
 
@@ -42,13 +51,13 @@ type chaosClients struct {
 	errs errorList
 }
 
-func startChaosClients(ctx context.Context, p chaosPlan, games []string, addrs []string) *chaosClients {
+func startChaosClients(ctx context.Context, p chaosPlan, games []string, addrs []string, lost *atomic.Bool) *chaosClients {
 	cs := &chaosClients{}
 	for i := range p.clients {
 		cl := &chaosClient{
 			idx: i, game: games[i%len(games)], home: i % len(addrs), addrs: addrs,
 			local: net.IPv4(127, 0, byte(1+i/200), byte(10+i%200)),
-			errs:  &cs.errs, seen: map[string]int64{},
+			errs:  &cs.errs, lost: lost, seen: map[string]int64{},
 		}
 		cs.all = append(cs.all, cl)
 		cs.wg.Add(1)
@@ -90,10 +99,19 @@ func (cl *chaosClient) run(ctx context.Context) {
 // ends; it reports whether the dial succeeded.
 func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string) bool {
 	cl.mu.Lock()
-	after := cl.cursor
+	after, store := cl.cursor, cl.store
 	cl.mu.Unlock()
+	if store == "" {
+		var err error
+		if after, store, err = cl.reload(ctx, hc, addr); err != nil {
+			cl.mu.Lock()
+			cl.dialFails++
+			cl.mu.Unlock()
+			return false
+		}
+	}
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	url := fmt.Sprintf("ws://%s/games/%s/live?after=%d", addr, cl.game, after)
+	url := fmt.Sprintf("ws://%s/games/%s/live?after=%d&store=%s", addr, cl.game, after, store)
 	conn, _, err := websocket.Dial(dctx, url, &websocket.DialOptions{
 		HTTPClient: hc, HTTPHeader: http.Header{"Origin": {"http://" + addr}},
 	})
@@ -140,7 +158,10 @@ func (cl *chaosClient) frame(addr string, f frame) {
 		cl.states++
 	case "reset":
 		cl.resets++
-		cl.errs.add("client %d (%s) on %s: reset frame at cursor %d: its timeline can no longer be assembled", cl.idx, cl.game, addr, cl.cursor)
+		if !cl.lost.Load() {
+			cl.errs.add("client %d (%s) on %s: reset frame at cursor %d, the store was not lost", cl.idx, cl.game, addr, cl.cursor)
+		}
+		cl.store = "" // the page reloads
 	case "line":
 		cl.lines++
 		if f.Seq <= cl.cursor {
@@ -165,6 +186,94 @@ func (cl *chaosClient) frame(addr string, f frame) {
 	default:
 		cl.errs.add("client %d (%s): unknown frame type %q", cl.idx, cl.game, f.T)
 	}
+}
+
+// pageItem matches a timeline item of the game page or an older-lines
+// fragment: <li id="evt_…" data-seq="N" …>.
+var pageItem = regexp.MustCompile(`<li id="(evt_[^"]+)" data-seq="(\d+)"`)
+
+// pageGame matches the page's <section id="game" …> tag.
+var pageGame = regexp.MustCompile(`<section [^>]*id="game"[^>]*>`)
+
+// reload loads the game page from addr as a browser does after a reset (or
+// at first): its store id and seq, and every line at or below that seq,
+// from the page and then the older-lines fragments. The timeline starts
+// over from what it shows; lines stored since come by the websocket.
+func (cl *chaosClient) reload(ctx context.Context, hc *http.Client, addr string) (int64, string, error) {
+	body, _, err := httpGet(ctx, hc, fmt.Sprintf("http://%s/games/%s", addr, cl.game))
+	if err != nil {
+		return 0, "", err
+	}
+	tag := pageGame.FindString(body)
+	seqs, store := attr(tag, "data-seq"), attr(tag, "data-store")
+	seq, err := strconv.ParseInt(seqs, 10, 64)
+	if err != nil || store == "" {
+		return 0, "", fmt.Errorf("game page without data-seq or data-store: %.200q", tag)
+	}
+	seen := map[string]int64{}
+	take := func(html string) (oldest string, n int) {
+		for _, m := range pageItem.FindAllStringSubmatch(html, -1) {
+			s, _ := strconv.ParseInt(m[2], 10, 64)
+			if s <= seq { // later ones come by the websocket
+				seen[m[1]] = s
+			}
+			oldest, n = m[1], n+1
+		}
+		return oldest, n
+	}
+	before, n := take(body)
+	for more := n > 0 && strings.Contains(body, `id="older"`); more; {
+		frag, hdr, err := httpGet(ctx, hc, fmt.Sprintf("http://%s/games/%s/older?before=%s", addr, cl.game, before))
+		if err != nil {
+			return 0, "", err
+		}
+		var k int
+		if before, k = take(frag); k == 0 {
+			break
+		}
+		more = hdr.Get("X-More") == "true"
+	}
+	cl.mu.Lock()
+	cl.seen, cl.cursor, cl.store = seen, seq, store
+	cl.reloads++
+	cl.mu.Unlock()
+	return seq, store, nil
+}
+
+// httpGet returns a 200 answer's body and header.
+func httpGet(ctx context.Context, hc *http.Client, url string) (string, http.Header, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", nil, fmt.Errorf("GET %s: %d", url, resp.StatusCode)
+	}
+	return string(b), resp.Header, nil
+}
+
+// attr returns the value of name="…" in an HTML tag.
+func attr(tag, name string) string {
+	i := strings.Index(tag, " "+name+`="`)
+	if i < 0 {
+		return ""
+	}
+	rest := tag[i+len(name)+3:]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
 }
 
 // lagging describes the clients that do not show as many lines as the
@@ -213,14 +322,15 @@ func (cs *chaosClients) check(t *testing.T, st storeView) (lost, doubled int) {
 
 // figures sums the clients' counters for the log.
 func (cs *chaosClients) figures() string {
-	var conns, drops, fails, lines, states int
+	var conns, drops, fails, lines, states, resets, reloads int
 	for _, cl := range cs.all {
 		cl.mu.Lock()
 		conns, drops, fails, lines, states = conns+cl.conns, drops+cl.drops, fails+cl.dialFails, lines+cl.lines, states+cl.states
+		resets, reloads = resets+cl.resets, reloads+cl.reloads
 		cl.mu.Unlock()
 	}
-	return fmt.Sprintf("%d clients, %d connections, %d drops, %d refused dials, %d line frames, %d state frames",
-		len(cs.all), conns, drops, fails, lines, states)
+	return fmt.Sprintf("%d clients, %d connections, %d drops, %d refused dials, %d line frames, %d state frames, %d resets, %d page loads",
+		len(cs.all), conns, drops, fails, lines, states, resets, reloads)
 }
 
 // diff returns the elements of sorted want missing from sorted got, and

@@ -2,11 +2,15 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,13 +58,36 @@ type chaosFaults struct {
 	games []string
 	rng   *rand.Rand
 
+	storeLost *atomic.Bool // set as the store file is deleted
+
 	kills, terms, redisRestarts, outages, refused, failedStarts int
+	diskFulls, storeLosses                                      int
 	errs                                                        errorList
+
+	disk diskSpell
+	loss storeLoss
 
 	wg        sync.WaitGroup // reclaim trackers
 	mu        sync.Mutex
 	reclaims  []time.Duration
 	reclaimed []string // name@kill time:ms/entries, for the log
+}
+
+// diskSpell is the full-disk fault: the store's tmpfs filled at once,
+// freed after plan.diskFull.
+type diskSpell struct {
+	done    bool      // it happened (once per run)
+	filler  string    // the file that fills the disk, while it is full
+	freeAt  time.Time // when to free it; zero when not full
+	sawFull bool      // a renderer's /readyz said so meanwhile
+}
+
+// storeLoss is the store-loss fault: the file deleted under the running
+// renderers, each seen not ready, then all restarted on a new file.
+type storeLoss struct {
+	done     bool                // it happened (once per run)
+	deadline time.Time           // for every renderer to turn not ready; zero when not waiting
+	seen     map[*chaosNode]bool // renderers whose /readyz said the file is gone
 }
 
 // restartBackoff is the pause before start attempt n (1-based) of a dead
@@ -98,6 +125,11 @@ func (f *chaosFaults) run() {
 			f.c.redis.Resume(f.t)
 			resumeAt = time.Time{}
 		}
+		f.tendDisk(now, start)
+		f.tendLoss(now, start)
+		// No fault underway: Redis answers, the disk has space, the store
+		// is not being replaced.
+		quiet := func() bool { return resumeAt.IsZero() && f.disk.freeAt.IsZero() && f.loss.deadline.IsZero() }
 		if p.cycle > 0 && writing && now.Sub(cycle) >= p.cycle && restarted && termed && paused {
 			cycle, restarted, termed, paused = now, false, false, false
 		}
@@ -105,12 +137,12 @@ func (f *chaosFaults) run() {
 		switch {
 		// The faults are kept apart: a graceful shutdown is not run into a
 		// Redis outage, nor an outage into a Redis restart.
-		case !restarted && at >= p.redisRestartAt && resumeAt.IsZero() && !f.terming():
+		case !restarted && at >= p.redisRestartAt && quiet() && !f.terming():
 			f.t.Logf("chaos: %v: Redis SIGKILL and restart", now.Sub(start).Round(time.Millisecond))
 			f.c.redis.Restart(f.t)
 			f.redisRestarts++
 			restarted = true
-		case !termed && at >= p.termAt && resumeAt.IsZero():
+		case !termed && at >= p.termAt && quiet():
 			if n := f.victim(); n != nil {
 				f.t.Logf("chaos: %v: SIGTERM %s", now.Sub(start).Round(time.Millisecond), n.r.name)
 				n.state = nodeTerming
@@ -118,14 +150,18 @@ func (f *chaosFaults) run() {
 				termed = true
 				go func() { terms <- termResult{n, n.r.Term(20 * time.Second)} }()
 			}
-		case !paused && at >= p.outageAt && termed && !f.terming():
+		case !paused && at >= p.outageAt && termed && quiet() && !f.terming():
 			f.t.Logf("chaos: %v: Redis SIGSTOP for %v", now.Sub(start).Round(time.Millisecond), p.outage)
 			f.c.redis.Pause(f.t)
 			resumeAt = now.Add(p.outage)
 			f.outages++
 			paused = true
+		case p.diskFullAt > 0 && !f.disk.done && at >= p.diskFullAt && quiet() && !f.terming():
+			f.fillDisk(now, start)
+		case p.storeLossAt > 0 && !f.loss.done && at >= p.storeLossAt && quiet() && !f.terming() && f.allUp():
+			f.loseStore(now, start)
 		}
-		if !now.Before(nextKill) && (writing || f.kills < p.minKills) {
+		if !now.Before(nextKill) && (writing || f.kills < p.minKills) && f.loss.deadline.IsZero() {
 			nextKill = now.Add(p.killEvery)
 			if n := f.victim(); n != nil {
 				// What it holds just before it dies: the entries to reclaim.
@@ -144,7 +180,8 @@ func (f *chaosFaults) run() {
 				go f.trackReclaim(n.r.name, now, held)
 			}
 		}
-		if !writing && f.kills >= p.minKills && restarted && termed && paused && resumeAt.IsZero() && f.allUp() {
+		if !writing && f.kills >= p.minKills && restarted && termed && paused && quiet() && f.allUp() &&
+			(p.diskFullAt == 0 || f.disk.done) && (p.storeLossAt == 0 || f.loss.done) {
 			return
 		}
 		if time.Since(start) > p.settle+time.Duration(float64(p.games*p.events)/p.rate*float64(time.Second)) {
@@ -378,10 +415,111 @@ func (f *chaosFaults) check() {
 		t.Errorf("faults: %d kills (want ≥ %d), %d SIGTERMs, %d Redis restarts, %d outages (want ≥ 1 each)",
 			f.kills, f.plan.minKills, f.terms, f.redisRestarts, f.outages)
 	}
+	if (f.plan.diskFullAt > 0 && f.diskFulls != 1) || (f.plan.storeLossAt > 0 && f.storeLosses != 1) {
+		t.Errorf("faults: %d full-disk spells, %d store losses (want 1 each)", f.diskFulls, f.storeLosses)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t.Logf("chaos: reclaims (name@kill:ms/entries): %s", strings.Join(f.reclaimed, " "))
 	if len(f.reclaims) != f.kills {
 		t.Errorf("reclaim measured for %d of %d kills", len(f.reclaims), f.kills)
 	}
+}
+
+// fillDisk fills the store's tmpfs: every renderer's next store write
+// fails, so each pauses with its entries in hand (docs/operations.md, "The
+// disk under the store is full").
+func (f *chaosFaults) fillDisk(now, start time.Time) {
+	path, err := fillDisk(filepath.Dir(f.c.dbPath))
+	if err != nil {
+		f.t.Fatalf("chaos: fill the store's disk: %v", err)
+	}
+	f.t.Logf("chaos: %v: store's disk full (filled in %v) for %v", time.Since(start).Round(time.Millisecond),
+		time.Since(now).Round(time.Millisecond), f.plan.diskFull)
+	f.disk = diskSpell{done: true, filler: path, freeAt: time.Now().Add(f.plan.diskFull)}
+	f.diskFulls++
+}
+
+// tendDisk, while the disk is full, watches for a renderer saying so on
+// /readyz, and frees the disk when the spell is over. That none of it
+// dead-letters a well-formed entry is checked at the end (checkDead).
+func (f *chaosFaults) tendDisk(now, start time.Time) {
+	d := &f.disk
+	if d.freeAt.IsZero() {
+		return
+	}
+	if !d.sawFull {
+		for _, n := range f.nodes {
+			if n.state != nodeUp {
+				continue
+			}
+			if code, body := readyz(n.r); code == http.StatusServiceUnavailable && strings.Contains(body, "full") {
+				f.t.Logf("chaos: %v: %s not ready: %s", now.Sub(start).Round(time.Millisecond), n.r.name, strings.TrimSpace(body))
+				d.sawFull = true
+				break
+			}
+		}
+	}
+	if now.Before(d.freeAt) {
+		return
+	}
+	if err := freeDisk(filepath.Dir(f.c.dbPath), d.filler, f.plan.diskSize); err != nil {
+		f.t.Fatalf("chaos: free the store's disk: %v", err)
+	}
+	f.t.Logf("chaos: %v: store's disk has space again", now.Sub(start).Round(time.Millisecond))
+	if !d.sawFull {
+		f.errs.add("full disk for %v: no renderer's /readyz said 503 … full", f.plan.diskFull)
+	}
+	d.freeAt, d.filler = time.Time{}, ""
+}
+
+// loseStore deletes the store file (and its -wal and -shm) under the
+// running renderers, as a lost volume or an operator's rm would.
+func (f *chaosFaults) loseStore(now, start time.Time) {
+	f.storeLost.Store(true)
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(f.c.dbPath + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			f.t.Fatalf("chaos: delete the store: %v", err)
+		}
+	}
+	f.t.Logf("chaos: %v: store file deleted under the renderers", now.Sub(start).Round(time.Millisecond))
+	f.loss = storeLoss{done: true, deadline: time.Now().Add(10 * time.Second), seen: map[*chaosNode]bool{}}
+	f.storeLosses++
+}
+
+// tendLoss waits until every renderer says on /readyz that its store file
+// is gone (they stop consuming), then restarts them all: the first one
+// creates a new file, and each catches up from the streams by itself.
+func (f *chaosFaults) tendLoss(now, start time.Time) {
+	l := &f.loss
+	if l.deadline.IsZero() {
+		return
+	}
+	for _, n := range f.nodes {
+		if l.seen[n] {
+			continue
+		}
+		if code, body := readyz(n.r); code == http.StatusServiceUnavailable && strings.Contains(body, "deleted or replaced") {
+			l.seen[n] = true
+		}
+	}
+	if len(l.seen) < len(f.nodes) && now.Before(l.deadline) {
+		return
+	}
+	if len(l.seen) < len(f.nodes) {
+		var slow []string
+		for _, n := range f.nodes {
+			if !l.seen[n] {
+				code, body := readyz(n.r)
+				slow = append(slow, fmt.Sprintf("%s (%d %s)", n.r.name, code, strings.TrimSpace(body)))
+			}
+		}
+		f.errs.add("store deleted: not every renderer said so on /readyz within 10s: %s", strings.Join(slow, "; "))
+	}
+	f.t.Logf("chaos: %v: every renderer not ready after the store's loss; restarting them", now.Sub(start).Round(time.Millisecond))
+	for _, n := range f.nodes {
+		n.r.Kill()
+		n.state, n.downAt, n.nextTry, n.tries, n.afterTerm = nodeDown, now, now, 0, false
+	}
+	l.deadline = time.Time{}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,10 @@ import (
 
 // chaosLong switches TestChaos to its long form (make chaos).
 var chaosLong = flag.Bool("chaos.long", false, "run TestChaos in its long form (about 5 minutes, 200,000 events)")
+
+// chaosEvents, when positive, overrides the events per game of either
+// form: a shorter long run that still goes through every fault.
+var chaosEvents = flag.Int("chaos.events", 0, "events per game (0: the form's own, 2,000 short, 10,000 long)")
 
 // chaosLogs, when set, is a directory TestChaos writes every process's
 // output to, pass or fail, for diagnosis.
@@ -44,7 +49,14 @@ type chaosPlan struct {
 	redisRestartAt, termAt, outageAt time.Duration
 	outage                           time.Duration
 	cycle                            time.Duration // 0: once
-	settle                           time.Duration // deadline for each convergence after the faults
+	// Faults underneath the renderers, once per run (0: none): the store's
+	// tmpfs filled for diskFull, and the store file deleted under the
+	// running renderers, which are then restarted and catch up.
+	diskFullAt, diskFull time.Duration
+	storeLossAt          time.Duration
+	diskSize             string // size of the store's tmpfs (with diskFullAt)
+
+	settle time.Duration // deadline for each convergence after the faults
 }
 
 func chaosPlanFor(long bool) chaosPlan {
@@ -56,6 +68,10 @@ func chaosPlanFor(long bool) chaosPlan {
 	}
 	if long {
 		p.events, p.rate, p.cycle, p.settle = 10000, 700, time.Minute, 3*time.Minute
+		p.diskFullAt, p.diskFull, p.storeLossAt, p.diskSize = 25*time.Second, 8*time.Second, 40*time.Second, "1g"
+	}
+	if *chaosEvents > 0 {
+		p.events = *chaosEvents
 	}
 	return p
 }
@@ -76,6 +92,14 @@ func TestChaos(t *testing.T) {
 	plan := chaosPlanFor(*chaosLong)
 	games := plan.gameNames()
 	c := newCluster(t, redistest.Options{AOF: true})
+	if plan.diskFullAt > 0 {
+		if dir, ok := chaosTmpfs(t, plan.diskSize); ok {
+			c.dbPath = filepath.Join(dir, "feed.db")
+		} else {
+			plan.diskFullAt = 0
+		}
+	}
+	var storeLost atomic.Bool // the clients expect resets from then on
 
 	names := []string{"chaos-a", "chaos-b", "chaos-c"}
 	nodes := make([]*chaosNode, len(names))
@@ -89,7 +113,7 @@ func TestChaos(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	keepChaosLogs(t, c, nodes)
-	clients := startChaosClients(ctx, plan, games, addrs)
+	clients := startChaosClients(ctx, plan, games, addrs, &storeLost)
 
 	sim := proctest.Start(t, "gamesim", "gamesim", []string{
 		"-redis", c.redis.URL(),
@@ -103,13 +127,13 @@ func TestChaos(t *testing.T) {
 
 	keepChaosLogs(t, c, []*chaosNode{{r: &renderer{Proc: sim, name: "gamesim"}}})
 	f := &chaosFaults{
-		t: t, c: c, plan: plan, nodes: nodes, sim: sim, games: games,
+		t: t, c: c, plan: plan, nodes: nodes, sim: sim, games: games, storeLost: &storeLost,
 		rng: rand.New(rand.NewPCG(uint64(plan.seed), 0x6a6f6b65)),
 	}
 	start := time.Now()
 	f.run()
-	t.Logf("chaos: faults over after %v: %d kills, %d graceful restarts, %d Redis restarts, %d outages, %d refused starts",
-		time.Since(start).Round(time.Millisecond), f.kills, f.terms, f.redisRestarts, f.outages, f.refused)
+	t.Logf("chaos: faults over after %v: %d kills, %d graceful restarts, %d Redis restarts, %d outages, %d full disks, %d store losses, %d refused starts",
+		time.Since(start).Round(time.Millisecond), f.kills, f.terms, f.redisRestarts, f.outages, f.diskFulls, f.storeLosses, f.refused)
 
 	waitCtx, waitCancel := context.WithTimeout(ctx, plan.settle)
 	defer waitCancel()

@@ -19,10 +19,13 @@ import (
 // peer claims them. Close ends the hold; the entries stay pending. With
 // settle false (catch-up) the other verdicts are dropped, not settled.
 func (c *Consumer) hold(held []delivery, settle bool) error {
-	c.setPaused(held[0].err)
+	// Forgive before the pause shows: whoever sees the consumer paused
+	// (readiness, an operator about to restart it) may rely on the
+	// delivery having been taken back already.
 	if settle {
 		c.forgive(held)
 	}
+	c.setPaused(held[0].err)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -85,7 +88,8 @@ return n
 // Should this process die during the pause, the entries' next delivery
 // then counts as the same attempt, so however many restarts an outage
 // lasts, it never adds up to PoisonAfter. Best effort: on a Redis error
-// the counts stay as they are.
+// the counts stay as they are. Close does not cut it short: a Close right
+// after the verdict is exactly the restart this is for.
 func (c *Consumer) forgive(held []delivery) {
 	type key struct {
 		stream string
@@ -99,7 +103,7 @@ func (c *Consumer) forgive(held []delivery) {
 		k := key{d.stream, d.attempts - 1}
 		groups[k] = append(groups[k], d.x.ID)
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 5*time.Second)
 	defer cancel()
 	for k, ids := range groups {
 		args := append([]any{c.cfg.Group, c.cfg.Consumer, k.count}, ids...)

@@ -1,0 +1,110 @@
+package e2e_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// requireRootEnv, when set, makes a run that needs root (to mount a tmpfs)
+// fail instead of leaving the full-disk spell out: CI runs as root and sets
+// it (see internal/renderer's faults tests).
+const requireRootEnv = "CODEMOJEX_REQUIRE_ROOT"
+
+// chaosTmpfs mounts a tmpfs of size on a fresh directory for the store and
+// unmounts it when the test ends, on failure too (registered before the
+// renderers start, so it runs after they are killed). Without root it
+// reports false: the run goes on without a full-disk spell, and says so.
+func chaosTmpfs(t *testing.T, size string) (string, bool) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv(requireRootEnv) != "" {
+			t.Fatalf("the full-disk spell mounts a tmpfs and needs root; %s is set, so this fails rather than leaves it out", requireRootEnv)
+		}
+		t.Logf("chaos: not root: no full-disk spell (set %s=1 to make this a failure)", requireRootEnv)
+		return "", false
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Fatalf("mount tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			// Something still holds a file there: detach it, so no mount
+			// outlives the test, and say so.
+			t.Errorf("unmount %s: %v", dir, err)
+			if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+				t.Errorf("lazy unmount %s: %v", dir, err)
+			}
+		}
+	})
+	return dir, true
+}
+
+// fillDisk makes the filesystem of dir full: it shrinks the tmpfs to what
+// is in use plus a little (writing a whole gigabyte takes half a minute on
+// a busy machine, which would stall the fault schedule), then writes a
+// file until not a byte is left, and returns the file's path.
+func fillDisk(dir string) (string, error) {
+	var st syscall.Statfs_t
+	var err error
+	for range 5 { // the store may grow between Statfs and the remount
+		if err = syscall.Statfs(dir, &st); err != nil {
+			return "", err
+		}
+		used := (st.Blocks - st.Bfree) * uint64(st.Bsize)
+		if err = remountSize(dir, fmt.Sprint(used+8<<20)); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("shrink tmpfs %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for _, n := range []int{len(buf), 64 << 10, 512} {
+		for {
+			if _, err := f.Write(buf[:n]); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					return path, err
+				}
+				break
+			}
+		}
+	}
+	return path, nil
+}
+
+// freeDisk removes the filler and gives the tmpfs its size back.
+func freeDisk(dir, path, size string) error {
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	return remountSize(dir, size)
+}
+
+// remountSize changes the size of the tmpfs on dir.
+func remountSize(dir, size string) error {
+	return syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size="+size)
+}
+
+// readyz returns a renderer's /readyz status and body; 0 when it does not
+// answer.
+func readyz(r *renderer) (int, string) {
+	resp, err := healthClient.Get(r.url("/readyz"))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, string(b)
+}
