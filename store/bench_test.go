@@ -15,7 +15,7 @@ import (
 // generator's mix of kinds (mostly guesses) over several games, fresh EVT
 // ids, one Upsert per batch, on a real file in WAL mode.
 func BenchmarkUpsert(b *testing.B) {
-	for _, size := range []int{100, 250, 500} {
+	for _, size := range []int{1, 2, 100, 250, 500} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
 			ctx := context.Background()
 			db := MustOpen(b, "")
