@@ -127,6 +127,9 @@ var counterMetrics = []counterMetric{
 	plain("codemojex_feed_polls_found_total",
 		"Polls of every stream that found entries the registry beat had missed.",
 		func(c *counters) int64 { return c.polled.Load() }),
+	plain("codemojex_feed_lingers_total",
+		"Small batches that waited the linger for more entries before their commit.",
+		func(c *counters) int64 { return c.lingered.Load() }),
 }
 
 // consumerMetrics is the process's collector of the consumers' counters. It

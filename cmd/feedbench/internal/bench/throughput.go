@@ -230,8 +230,7 @@ func pipelineLoop(ctx context.Context, rdb redis.UniversalClient, keys []string,
 	}}
 	var failed atomic.Int64
 	var firstErr atomic.Value
-	handle := func(ctx context.Context, ms []feed.Message) []error {
-		vs := p.Handle(ctx, ms)
+	check := func(vs []error) []error {
 		for _, v := range vs {
 			if v != nil {
 				failed.Add(1)
@@ -240,11 +239,17 @@ func pipelineLoop(ctx context.Context, rdb redis.UniversalClient, keys []string,
 		}
 		return vs
 	}
+	handle := func(ctx context.Context, ms []feed.Message) []error { return check(p.Handle(ctx, ms)) }
+	// As cmd/renderer wires it: batches prepared while the one before commits.
+	prepare := func(ctx context.Context, ms []feed.Message) func(context.Context) []error {
+		commit := p.Prepare(ctx, ms)
+		return func(ctx context.Context) []error { return check(commit(ctx)) }
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	start := time.Now()
 	c, err := feed.Open(ctx, feed.Config{
 		Client: rdb, Group: group, Consumer: "bench", Streams: feed.StaticStreams(keys...),
-		Count: count, Block: 100 * time.Millisecond, BatchHandler: handle, Logger: log,
+		Count: count, Block: 100 * time.Millisecond, BatchHandler: handle, Prepare: prepare, Logger: log,
 	})
 	if err != nil {
 		return 0, err
