@@ -162,6 +162,14 @@ func (c *Consumer) readMany(sts []*streamState, now time.Time) (bool, error) {
 	if len(batch) == 0 {
 		return false, firstErr
 	}
+	return true, c.chain(sts, batch, firstErr, now)
+}
+
+// chain processes batch, a ">" read over sts that failed with firstErr (if
+// at all) for some of them. With Config.Prepare, while it commits, the
+// streams of sts whose read came back full are read again and prepared
+// ahead, and so on for up to aheadFor. It returns the first error.
+func (c *Consumer) chain(sts []*streamState, batch []delivery, firstErr error, now time.Time) error {
 	var pre *readAhead
 	until := now.Add(aheadFor)
 	for {
@@ -178,9 +186,9 @@ func (c *Consumer) readMany(sts []*streamState, now time.Time) (bool, error) {
 		err := c.processPrepared(pathNew, batch, pre)
 		if next == nil {
 			if err != nil {
-				return true, err
+				return err
 			}
-			return true, firstErr
+			return firstErr
 		}
 		// Always taken, so the read-ahead goroutine never outlives this
 		// call, and its entries, read into this consumer's pending list,
@@ -192,11 +200,11 @@ func (c *Consumer) readMany(sts []*streamState, now time.Time) (bool, error) {
 			if len(batch) > 0 {
 				_ = c.processPrepared(pathNew, batch, pre)
 			}
-			return true, err
+			return err
 		}
 		firstErr = readErr
 		if len(batch) == 0 {
-			return true, firstErr
+			return firstErr
 		}
 	}
 }
@@ -325,10 +333,8 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 	if c.cfg.Linger > 0 && len(dueOf(sts)) == 0 && c.sleep(c.cfg.Linger) {
 		batch, lingerErr = c.linger(sts, batch)
 	}
-	if err := c.process(pathNew, batch); err != nil {
-		return err
-	}
-	return lingerErr
+	// A backlog found by the blocking read is read ahead from here.
+	return c.chain(sts, batch, lingerErr, time.Now())
 }
 
 // linger reads the hot streams sts once more without blocking, after
