@@ -109,7 +109,7 @@ type Config struct {
 	// several streams) and returns one verdict per entry.
 	BatchHandler BatchHandler
 	// Prepare, when set with BatchHandler, is BatchHandler's work in two
-	// halves: Prepare does the pure part of a batch (decode-side checks,
+	// halves: Prepare does the pure part of a batch (validation,
 	// rendering: nothing stored, nothing published, no verdict settled)
 	// and returns the rest, which stores the batch and returns its
 	// verdicts exactly as BatchHandler would. When reads come back full (a
@@ -117,7 +117,8 @@ type Config struct {
 	// goroutine while the batch before it commits; commits, verdicts and
 	// acks stay in read order, one batch at a time. Prepare may run while
 	// an earlier batch's commit runs, and a prepared batch may be dropped
-	// uncommitted (its entries stay pending).
+	// uncommitted (BatchHandler then takes its entries, as after a panic
+	// in Prepare).
 	Prepare func(ctx context.Context, ms []Message) func(ctx context.Context) []error
 	// Logger receives the consumer's logs (default slog.Default()).
 	Logger *slog.Logger
