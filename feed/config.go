@@ -79,6 +79,14 @@ type Config struct {
 	// a blocking read when its context ends, so this bounds how long Close
 	// waits for the reader.
 	Block time.Duration
+	// Linger is how long a blocking read that came back with a small
+	// batch (no stream full) waits before it reads the same streams once
+	// more without blocking and hands both over as one batch (default 0:
+	// no wait). At a low rate each batch is otherwise one or two entries,
+	// and a batch handler that commits per batch pays a transaction per
+	// entry (docs/benchmarks.md, issue 14): a short linger trades this
+	// much latency for fewer, larger commits.
+	Linger time.Duration
 	// Count is the COUNT of reads and claims, per stream (default 100).
 	Count int64
 	// LeaseTTL is the lifetime of the consumer-name lease, refreshed every
@@ -100,6 +108,18 @@ type Config struct {
 	// BatchHandler handles a batch (up to Count entries per stream, over
 	// several streams) and returns one verdict per entry.
 	BatchHandler BatchHandler
+	// Prepare, when set with BatchHandler, is BatchHandler's work in two
+	// halves: Prepare does the pure part of a batch (validation,
+	// rendering: nothing stored, nothing published, no verdict settled)
+	// and returns the rest, which stores the batch and returns its
+	// verdicts exactly as BatchHandler would. When reads come back full (a
+	// backlog), the consumer reads and prepares the next batch on another
+	// goroutine while the batch before it commits; commits, verdicts and
+	// acks stay in read order, one batch at a time. Prepare may run while
+	// an earlier batch's commit runs, and a prepared batch may be dropped
+	// uncommitted (BatchHandler then takes its entries, as after a panic
+	// in Prepare).
+	Prepare func(ctx context.Context, ms []Message) func(ctx context.Context) []error
 	// Logger receives the consumer's logs (default slog.Default()).
 	Logger *slog.Logger
 	// PauseMax caps the backoff between retries of entries held on an
@@ -180,8 +200,12 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: set exactly one of Registry and Streams", ErrConfig)
 	case (c.Handler == nil) == (c.BatchHandler == nil):
 		return fmt.Errorf("%w: set exactly one of Handler and BatchHandler", ErrConfig)
+	case c.Prepare != nil && c.BatchHandler == nil:
+		return fmt.Errorf("%w: Prepare needs BatchHandler", ErrConfig)
 	case c.LeaseTTL < 30*time.Millisecond:
 		return fmt.Errorf("%w: LeaseTTL %v is under 30ms", ErrConfig, c.LeaseTTL)
+	case c.Linger < 0 || c.Linger > time.Second:
+		return fmt.Errorf("%w: Linger %v is not within 0 and 1s", ErrConfig, c.Linger)
 	case c.MinIdle < 2*time.Millisecond:
 		return fmt.Errorf("%w: MinIdle %v is under 2ms", ErrConfig, c.MinIdle)
 	}

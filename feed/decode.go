@@ -21,24 +21,28 @@ func Decode(stream string, x redis.XMessage) (Message, error) {
 	if len(x.Values) == 0 {
 		return m, fmt.Errorf("%w: entry has no fields", ErrMalformed)
 	}
-	size := 0
+	size, valid := 0, true
 	for k, v := range x.Values {
 		s, ok := v.(string)
 		if !ok {
 			return m, fmt.Errorf("%w: field %s: value of type %T", ErrMalformed, quote(k), v)
 		}
 		size += len(k) + len(s)
+		valid = valid && utf8.ValidString(k) && utf8.ValidString(s)
 	}
 	if size > event.MaxEntryBytes {
 		return m, fmt.Errorf("%w: entry of %d bytes is over the %d byte limit", ErrMalformed, size, event.MaxEntryBytes)
 	}
-	// Sorted, so that the first bad field named is the same on every try.
-	for _, k := range sortedFields(x.Values) {
-		if !utf8.ValidString(k) {
-			return m, fmt.Errorf("%w: field name %s is not valid UTF-8", ErrMalformed, quote(k))
-		}
-		if !utf8.ValidString(x.Values[k].(string)) {
-			return m, fmt.Errorf("%w: field %s is not valid UTF-8", ErrMalformed, quote(k))
+	if !valid {
+		// Sorted, so that the first bad field named is the same on every
+		// try; only a bad entry pays for the sort.
+		for _, k := range sortedFields(x.Values) {
+			if !utf8.ValidString(k) {
+				return m, fmt.Errorf("%w: field name %s is not valid UTF-8", ErrMalformed, quote(k))
+			}
+			if !utf8.ValidString(x.Values[k].(string)) {
+				return m, fmt.Errorf("%w: field %s is not valid UTF-8", ErrMalformed, quote(k))
+			}
 		}
 	}
 	id, ok := x.Values[event.FieldID].(string)

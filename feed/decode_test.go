@@ -33,6 +33,7 @@ func TestDecode(t *testing.T) {
 		{"invalid utf-8 value", map[string]any{"id": goodID, "kind": "chat", "text": "a\xffb"}, `field "text" is not valid UTF-8`},
 		{"invalid utf-8 name", map[string]any{"id": goodID, "kind": "chat", "t\xfe": "x"}, "field name"},
 		{"invalid utf-8 id", map[string]any{"id": "evt_\xff", "kind": "chat"}, `field "id" is not valid UTF-8`},
+		{"two invalid fields name the first in order", map[string]any{"id": goodID, "kind": "chat", "zed": "\xff", "abc": "\xfe", "mid": "\xfd"}, `field "abc" is not valid UTF-8`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -107,6 +107,9 @@ var metrics = counterset.New(
 	counterset.Counter("codemojex_feed_polls_found_total",
 		"Polls of every stream that found entries the registry beat had missed.",
 		func(c *counters) int64 { return c.polled.Load() }),
+	counterset.Counter("codemojex_feed_lingers_total",
+		"Small batches that waited the linger for more entries before their commit.",
+		func(c *counters) int64 { return c.lingered.Load() }),
 )
 
 func init() { prometheus.MustRegister(metrics) }

@@ -21,11 +21,19 @@ type delivery struct {
 	reason   string // dead-letter reason, when it goes there
 	label    string // dead metric label
 	err      error  // an Unavailable verdict, while held
+	decoded  bool   // msg and decErr hold Decode's result (read ahead)
+	decErr   error
 }
 
 // process handles and settles one batch that came by path. It returns only
 // connection errors; every entry gets a verdict or stays pending.
 func (c *Consumer) process(path string, batch []delivery) error {
+	return c.processPrepared(path, batch, nil)
+}
+
+// processPrepared is process with the batch, when pre is not nil, already
+// decoded and prepared by a read ahead (see readAhead).
+func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead) error {
 	var s settlement
 	// Trimmed while pending: the entry is gone, only its id is left. Ack it
 	// so it never comes back; nothing can be handled.
@@ -51,7 +59,10 @@ func (c *Consumer) process(path string, batch []delivery) error {
 
 	var todo []delivery
 	for _, d := range live {
-		m, err := Decode(d.stream, d.x)
+		m, err := d.msg, d.decErr
+		if !d.decoded {
+			m, err = Decode(d.stream, d.x)
+		}
 		m.Attempts, m.Group = d.attempts, c.cfg.Group
 		d.msg = m
 		switch {
@@ -59,7 +70,7 @@ func (c *Consumer) process(path string, batch []delivery) error {
 			d.reason, d.label = err.Error(), "malformed"
 			c.stats.malformed.Add(1)
 			s.dead = append(s.dead, d)
-		case d.attempts > c.cfg.PoisonAfter:
+		case c.overPoison(d.attempts):
 			// Delivered this often without any verdict: the handler
 			// crashed the process or hung. Do not try it again.
 			d.reason, d.label = fmt.Sprintf("delivered %d times without a verdict (poison after %d)", d.attempts, c.cfg.PoisonAfter), "attempts"
@@ -70,7 +81,7 @@ func (c *Consumer) process(path string, batch []delivery) error {
 	}
 	var held []delivery
 	if len(todo) > 0 {
-		held = c.judge(todo, c.callHandler(todo), &s)
+		held = c.judge(todo, c.callCommit(todo, pre.commitFor(todo)), &s)
 	}
 	if err := c.settle(&s); err != nil {
 		return err
@@ -183,10 +194,20 @@ func (c *Consumer) withAttempts(batch []delivery) ([]delivery, error) {
 	return out, nil
 }
 
+// overPoison reports whether an entry delivered this often without a
+// verdict goes to the dead letters without being handled.
+func (c *Consumer) overPoison(attempts int64) bool { return attempts > c.cfg.PoisonAfter }
+
 // callHandler runs the batch handler, recovering a panic into a failure of
 // every entry, and keeps the entries' idle time fresh while it runs past
 // MinIdle/2, so that no peer claims work in progress.
 func (c *Consumer) callHandler(todo []delivery) []error {
+	return c.callCommit(todo, nil)
+}
+
+// callCommit is callHandler with, when commit is not nil, the batch's
+// prepared commit (Config.Prepare) called in place of the batch handler.
+func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []error) []error {
 	ms := make([]Message, len(todo))
 	for i, d := range todo {
 		ms[i] = d.msg
@@ -202,7 +223,11 @@ func (c *Consumer) callHandler(todo []delivery) []error {
 	c.setInHandler(true)
 	var verdicts []error
 	err := safeCall(func() error {
-		verdicts = c.handle(c.hctx, ms)
+		if commit != nil {
+			verdicts = commit(c.hctx)
+		} else {
+			verdicts = c.handle(c.hctx, ms)
+		}
 		return nil
 	})
 	c.setInHandler(false)

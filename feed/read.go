@@ -152,60 +152,120 @@ func cmpKey(a, b string) int {
 // readMany reads ">" without blocking from streams, one XREADGROUP per
 // group of keys (per slot on a cluster), all in one pipeline, which a
 // cluster client splits per node. A stream whose read came back full stays
-// due; the others are read up to date.
+// due; the others are read up to date. With Config.Prepare, the due ones
+// are read again and prepared ahead while the batch in hand commits, for
+// up to aheadFor (see readAhead).
 func (c *Consumer) readMany(sts []*streamState, now time.Time) (bool, error) {
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-	defer cancel()
 	gs := c.groups(sts)
-	pipe := c.rdb.Pipeline()
-	cmds := make([]*redis.XStreamSliceCmd, len(gs))
-	for i, g := range gs {
-		cmds[i] = pipe.XReadGroup(ctx, &redis.XReadGroupArgs{
-			Group: c.cfg.Group, Consumer: c.cfg.Consumer,
-			Streams: streamsArgs(g, func(*streamState) string { return ">" }),
-			Count:   c.cfg.Count, Block: -1,
-		})
+	first := c.readKeys(keysOf(gs))
+	batch, firstErr := c.takeRead(gs, first, now)
+	if len(batch) == 0 {
+		return false, firstErr
 	}
-	_, _ = pipe.Exec(ctx)
-	var batch []delivery
+	return true, c.chain(sts, batch, firstErr, now)
+}
+
+// chain processes batch, a ">" read over sts that failed with firstErr (if
+// at all) for some of them. With Config.Prepare, while it commits, the
+// streams of sts whose read came back full are read again and prepared
+// ahead, and so on for up to aheadFor. It returns the first error.
+func (c *Consumer) chain(sts []*streamState, batch []delivery, firstErr error, now time.Time) error {
+	var pre *readAhead
+	until := now.Add(aheadFor)
+	for {
+		var next chan *readAhead
+		var ngs [][]*streamState
+		if c.cfg.Prepare != nil && firstErr == nil && !c.stopping() && time.Now().Before(until) {
+			if due := dueOf(sts); len(due) > 0 {
+				ngs = c.groups(due)
+				keys := keysOf(ngs)
+				next = make(chan *readAhead, 1)
+				go func() { next <- c.readAhead(keys) }()
+			}
+		}
+		err := c.processPrepared(pathNew, batch, pre)
+		if next == nil {
+			if err != nil {
+				return err
+			}
+			return firstErr
+		}
+		// Always taken, so the read-ahead goroutine never outlives this
+		// call, and its entries, read into this consumer's pending list,
+		// are handled now rather than left for a claim.
+		pre = <-next
+		var readErr error
+		batch, readErr = c.takeRead(ngs, pre, time.Now())
+		if err != nil {
+			if len(batch) > 0 {
+				_ = c.processPrepared(pathNew, batch, pre)
+			}
+			return err
+		}
+		firstErr = readErr
+		if len(batch) == 0 {
+			return firstErr
+		}
+	}
+}
+
+// takeRead is the loop goroutine's side of a read over gs: each group's
+// error goes to readFailed, each stream's state is updated (collect), and
+// the entries read come back in batch. It returns the first error.
+func (c *Consumer) takeRead(gs [][]*streamState, r *readAhead, now time.Time) ([]delivery, error) {
 	var firstErr error
 	for i, g := range gs {
-		res, err := cmds[i].Result()
-		if err != nil && !isNil(err) {
+		if err := r.errs[i]; err != nil {
 			if err := c.readFailed("read", g, err); err != nil && firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		batch = c.collect(batch, g, res, now)
+		c.readDone(g, r.res[i], now)
 	}
 	if firstErr == nil {
 		c.ok()
 	}
-	if len(batch) > 0 {
-		if err := c.process(pathNew, batch); err != nil {
-			return true, err
-		}
-	}
-	return len(batch) > 0, firstErr
+	return r.batch, firstErr
 }
 
 // collect appends a ">" read's entries to batch and updates the streams
-// read: a full read leaves the stream due, a read that delivered keeps a
-// hot stream hot.
+// read (readDone).
 func (c *Consumer) collect(batch []delivery, sts []*streamState, res []redis.XStream, now time.Time) []delivery {
+	c.readDone(sts, res, now)
+	keys := make([]string, len(sts))
+	for i, st := range sts {
+		keys[i] = st.key
+	}
+	return appendEntries(batch, keys, res)
+}
+
+// readDone updates the streams of a ">" read: a full read leaves the stream
+// due, a read that delivered keeps a hot stream hot.
+func (c *Consumer) readDone(sts []*streamState, res []redis.XStream, now time.Time) {
+	got := make(map[string]int, len(res))
+	for _, s := range res {
+		got[s.Stream] = len(s.Messages)
+	}
+	for _, st := range sts {
+		n := got[st.key]
+		st.due = int64(n) >= c.cfg.Count
+		if n > 0 && now.Before(st.hotUntil) {
+			st.hotUntil = now.Add(c.cfg.ActiveWindow)
+		}
+	}
+}
+
+// appendEntries appends a ">" read's entries to batch, stream by stream in
+// the order of keys.
+func appendEntries(batch []delivery, keys []string, res []redis.XStream) []delivery {
 	got := make(map[string][]redis.XMessage, len(res))
 	for _, s := range res {
 		got[s.Stream] = s.Messages
 	}
-	for _, st := range sts {
-		msgs := got[st.key]
-		st.due = int64(len(msgs)) >= c.cfg.Count
-		if len(msgs) > 0 && now.Before(st.hotUntil) {
-			st.hotUntil = now.Add(c.cfg.ActiveWindow)
-		}
-		for _, x := range msgs {
-			batch = append(batch, delivery{stream: st.key, x: x, attempts: 1})
+	for _, k := range keys {
+		for _, x := range got[k] {
+			batch = append(batch, delivery{stream: k, x: x, attempts: 1})
 		}
 	}
 	return batch
@@ -269,7 +329,24 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	return c.process(pathNew, batch)
+	var lingerErr error
+	if c.cfg.Linger > 0 && len(dueOf(sts)) == 0 && c.sleep(c.cfg.Linger) {
+		batch, lingerErr = c.linger(sts, batch)
+	}
+	// A backlog found by the blocking read is read ahead from here.
+	return c.chain(sts, batch, lingerErr, time.Now())
+}
+
+// linger reads the hot streams sts once more without blocking, after
+// Linger, and appends what came to batch: one commit for the entries of
+// a few milliseconds instead of one per entry or two. A failed read keeps
+// batch as it is (its error is returned for the turn's backoff, after
+// batch is processed).
+func (c *Consumer) linger(sts []*streamState, batch []delivery) ([]delivery, error) {
+	gs := [][]*streamState{sts}
+	more, err := c.takeRead(gs, c.readKeys(keysOf(gs)), time.Now())
+	c.stats.lingered.Add(1)
+	return append(batch, more...), err
 }
 
 // readFailed handles the error of a read over sts. A server error (NOGROUP,

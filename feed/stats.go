@@ -28,6 +28,7 @@ type Stats struct {
 	CaughtUp         int64 // entries handed to the handler by catch-up
 	Gaps             int64 // streams found trimmed past what the store has
 	Polled           int64 // polls of every stream that found entries the registry beat missed
+	Lingered         int64 // small batches that waited Config.Linger for more
 
 	// The read set now (docs/reader-law.md, "The read set").
 	Known   int64 // streams known (the registry's games, or the static list)
@@ -49,7 +50,7 @@ type counters struct {
 
 	acked, failed, panics, claimed, keptAlive, malformed   atomic.Int64
 	claimDeleted, consumersDeleted, pauses, deadDuplicates atomic.Int64
-	caughtUp, gaps, polled                                 atomic.Int64
+	caughtUp, gaps, polled, lingered                       atomic.Int64
 
 	known, working, hot atomic.Int64 // gauges of the read set, not counters
 }
@@ -77,6 +78,7 @@ func (c *counters) snapshot() Stats {
 		CaughtUp:         c.caughtUp.Load(),
 		Gaps:             c.gaps.Load(),
 		Polled:           c.polled.Load(),
+		Lingered:         c.lingered.Load(),
 		Known:            c.known.Load(),
 		Working:          c.working.Load(),
 		Hot:              c.hot.Load(),

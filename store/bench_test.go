@@ -15,8 +15,14 @@ import (
 // generator's mix of kinds (mostly guesses) over several games, fresh EVT
 // ids, one Upsert per batch, on a real file in WAL mode.
 func BenchmarkUpsert(b *testing.B) {
-	for _, size := range []int{100, 250, 500} {
-		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+	for _, c := range []struct{ size, games int }{{1, 8}, {2, 8}, {4, 100}, {8, 100}, {100, 8}, {250, 8}, {500, 8}} {
+		size, games := c.size, c.games
+		name := fmt.Sprintf("batch=%d", size)
+		if games != 8 {
+			// The latency benchmark's shape: a small batch of distinct games.
+			name += fmt.Sprintf("/games=%d", games)
+		}
+		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			db := MustOpen(b, "")
 			tmpl := genGames(b, 9, 4)
@@ -25,7 +31,7 @@ func BenchmarkUpsert(b *testing.B) {
 			for i := range evs {
 				e := tmpl[i%len(tmpl)]
 				e.EvtID = m.Next(t0.Add(time.Duration(i) * time.Millisecond))
-				e.Game = fmt.Sprintf("bench-%d", i%8)
+				e.Game = fmt.Sprintf("bench-%d", i%games)
 				evs[i] = e
 			}
 			b.ReportAllocs()

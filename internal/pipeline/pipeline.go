@@ -56,18 +56,48 @@ type Pipeline struct {
 // "conflict". A store that cannot write (full disk, I/O, locked, replaced
 // file) is feed.Unavailable: no entry's fault, never counted toward poison.
 func (p *Pipeline) Handle(ctx context.Context, ms []feed.Message) []error {
-	verdicts := make([]error, len(ms))
-	evs := make([]store.Event, 0, len(ms))
-	idx := make([]int, 0, len(ms))
+	return p.prepare(ms).commit(ctx, p)
+}
+
+// Prepare is feed.Config.Prepare: Handle in two halves. It validates and
+// renders ms (pure: nothing is stored, nothing is published) and returns the
+// rest of Handle, the upsert and the verdicts, to be called later. The feed
+// prepares a batch while the one before it commits, so that rendering uses
+// the second core (docs/benchmarks.md, issue 14). The verdicts are Handle's.
+func (p *Pipeline) Prepare(_ context.Context, ms []feed.Message) func(context.Context) []error {
+	b := p.prepare(ms)
+	return func(ctx context.Context) []error { return b.commit(ctx, p) }
+}
+
+// prepared is a batch validated and rendered, not yet stored.
+type prepared struct {
+	verdicts []error       // one per message; set for those that failed to prepare
+	evs      []store.Event // the others, rendered
+	idx      []int         // evs[j] is message idx[j]
+}
+
+func (p *Pipeline) prepare(ms []feed.Message) *prepared {
+	b := &prepared{
+		verdicts: make([]error, len(ms)),
+		evs:      make([]store.Event, 0, len(ms)),
+		idx:      make([]int, 0, len(ms)),
+	}
 	for i, m := range ms {
 		ev, err := p.Event(m)
 		if err != nil {
-			verdicts[i] = err
+			b.verdicts[i] = err
 			continue
 		}
-		evs = append(evs, ev)
-		idx = append(idx, i)
+		b.evs = append(b.evs, ev)
+		b.idx = append(b.idx, i)
 	}
+	return b
+}
+
+// commit upserts a prepared batch in one transaction and completes its
+// verdicts.
+func (b *prepared) commit(ctx context.Context, p *Pipeline) []error {
+	verdicts, evs, idx := b.verdicts, b.evs, b.idx
 	if len(evs) == 0 {
 		return verdicts
 	}

@@ -82,3 +82,36 @@ func TestHandleVerdicts(t *testing.T) {
 		t.Errorf("doorbell rung for a batch that stored nothing")
 	}
 }
+
+// TestPrepareThenCommit: Prepare stores and publishes nothing; the commit
+// it returns gives Handle's verdicts, and batches prepared ahead commit in
+// the order their commits are called.
+func TestPrepareThenCommit(t *testing.T) {
+	p, rings := MustOpenPipeline(t)
+	var got []store.Line
+	p.Lines = func(ls []store.Line) { got = append(got, ls...) }
+	ctx := context.Background()
+	s := event.StreamKey("g")
+	first := []feed.Message{msg(s, "chat", "player", "ada", "text", "one"), msg(s, "chat", "player", "ada")}
+	second := []feed.Message{msg(s, "chat", "player", "bo", "text", "two"), first[0]}
+
+	c1 := p.Prepare(ctx, first)
+	c2 := p.Prepare(ctx, second)
+	if n, err := p.DB.Count(ctx); err != nil || n != 0 || *rings != 0 || len(got) != 0 {
+		t.Fatalf("after Prepare: %d lines stored (%v), %d rings, %d lines handed over; want none", n, err, *rings, len(got))
+	}
+	v1 := c1(ctx)
+	if v1[0] != nil || !errors.Is(v1[1], feed.ErrPoison) {
+		t.Fatalf("first batch verdicts %v, want nil and poison", v1)
+	}
+	v2 := c2(ctx)
+	if v2[0] != nil || v2[1] != nil {
+		t.Fatalf("second batch verdicts %v, want nil, nil (a duplicate is acked)", v2)
+	}
+	if *rings != 2 {
+		t.Errorf("doorbell rung %d times, want 2", *rings)
+	}
+	if len(got) != 2 || got[0].EvtID != first[0].ID || got[1].EvtID != second[0].ID || got[0].Seq >= got[1].Seq {
+		t.Fatalf("lines handed over %+v, want %s then %s in seq order", got, first[0].ID, second[0].ID)
+	}
+}

@@ -27,7 +27,8 @@ type Config struct {
 	GamesRefresh   time.Duration // the registry beat
 	ActiveWindow   time.Duration
 	SweepEvery     time.Duration
-	AllowedOrigins string // comma-separated host patterns
+	Linger         time.Duration // wait for more after a small read (feed.Config.Linger)
+	AllowedOrigins string        // comma-separated host patterns
 	AdminToken     string
 	PublicHosts    string // comma-separated; empty: loopback names plus -http's host
 	TrustedProxies string // comma-separated CIDR prefixes or addresses
@@ -73,6 +74,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Int64(&c.PoisonAfter, "poison-after", "FEED_POISON_AFTER", 5, "delivery count at which an entry is dead-lettered")
 	fs.Duration(&c.GamesRefresh, "games-refresh", "FEED_GAMES_REFRESH", 100*time.Millisecond, "registry beat: how often to look for games whose score moved (bounds the extra latency of a quiet game's next event)")
 	fs.Duration(&c.ActiveWindow, "active-window", "FEED_ACTIVE_WINDOW", 10*time.Second, "how long a game stays in the blocking read after its last event")
+	fs.Duration(&c.Linger, "linger", "FEED_LINGER", 2*time.Millisecond, "after a read of a few entries, wait this long for more before the store commit (fewer, larger transactions at low rates; adds up to this much latency); 0 turns it off")
 	fs.Duration(&c.SweepEvery, "sweep-every", "FEED_SWEEP_EVERY", 5*time.Minute, "period of the slow full pass over the registry (pending entries on quiet games, idle consumers)")
 	fs.String(&c.AllowedOrigins, "allowed-origins", "FEED_ALLOWED_ORIGINS", "", "extra websocket origins (comma-separated host patterns); same host is always allowed")
 	fs.String(&c.AdminToken, "admin-token", "FEED_ADMIN_TOKEN", "", "token required for /status, /api/status, /metrics and /readyz details (empty: open, allowed on a loopback -http only)")
@@ -105,6 +107,8 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-min-idle, -claim-every, -games-refresh, -active-window and -sweep-every must be positive")
 	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*c.PresenceEvery:
 		return fmt.Errorf("-presence-ttl must be at least twice -presence-every, both positive")
+	case c.Linger < 0 || c.Linger > time.Second:
+		return fmt.Errorf("-linger must be within 0 and 1s")
 	case c.PoisonAfter < 1:
 		return fmt.Errorf("-poison-after must be at least 1")
 	case c.FutureBound <= 0 || c.FileCheck <= 0:

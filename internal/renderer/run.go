@@ -176,12 +176,14 @@ func (m *Main) tryOpenConsumer(ctx context.Context) error {
 		WakeEvery:    m.Config.GamesRefresh,
 		ActiveWindow: m.Config.ActiveWindow,
 		SweepEvery:   m.Config.SweepEvery,
+		Linger:       m.Config.Linger,
 		DeadKey:      event.DeadKeyOf,
 		MinIdle:      m.Config.MinIdle,
 		ClaimEvery:   m.Config.ClaimEvery,
 		PoisonAfter:  m.Config.PoisonAfter,
 		BatchHandler: p.Handle,
-		Logger:       m.Logger, // feed adds group and consumer itself
+		Prepare:      p.Prepare, // a backlog renders on one core while it commits on the other
+		Logger:       m.Logger,  // feed adds group and consumer itself
 	})
 	return err
 }

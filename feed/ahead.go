@@ -1,0 +1,125 @@
+package feed
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// aheadFor bounds how long readMany goes on reading ahead before it
+// returns to the loop's other duties (beats, claims, the lease): a backlog
+// is worked through in stretches of about this long, each ending with one
+// batch that commits without a read overlapping it.
+const aheadFor = 500 * time.Millisecond
+
+// readAhead is a ">" read done off the loop goroutine, for streams whose
+// last read came back full, while the batch before it commits: the replies,
+// the entries decoded, and the handler's prepared commit of those it is to
+// handle (Config.Prepare). It touches no consumer state: the loop goroutine
+// takes it over (takeRead, processPrepared) once the batch before is
+// settled, so that commits and acks stay in read order.
+type readAhead struct {
+	res    [][]redis.XStream // per group of keys
+	errs   []error
+	batch  []delivery                    // decoded (delivery.decoded)
+	todo   []string                      // stream+"\x00"+position of the entries prepared, in order
+	commit func(context.Context) []error // nil: nothing prepared
+}
+
+// readKeys reads ">" without blocking from each group of keys, in one
+// pipeline. It is safe to call off the loop goroutine.
+func (c *Consumer) readKeys(keys [][]string) *readAhead {
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.XStreamSliceCmd, len(keys))
+	for i, ks := range keys {
+		args := make([]string, 0, 2*len(ks))
+		args = append(args, ks...)
+		for range ks {
+			args = append(args, ">")
+		}
+		cmds[i] = pipe.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group: c.cfg.Group, Consumer: c.cfg.Consumer,
+			Streams: args, Count: c.cfg.Count, Block: -1,
+		})
+	}
+	_, _ = pipe.Exec(ctx)
+	r := &readAhead{res: make([][]redis.XStream, len(keys)), errs: make([]error, len(keys))}
+	for i, cmd := range cmds {
+		res, err := cmd.Result()
+		if err != nil && !isNil(err) {
+			r.errs[i] = err
+			continue
+		}
+		r.res[i] = res
+		r.batch = appendEntries(r.batch, keys[i], res)
+	}
+	return r
+}
+
+// readAhead reads keys (readKeys), decodes the entries and prepares those
+// that process will hand to the handler: the ones that decode, delivered
+// once. A panic in Prepare leaves the batch unprepared; the batch handler
+// then takes it as usual.
+func (c *Consumer) readAhead(keys [][]string) *readAhead {
+	r := c.readKeys(keys)
+	var ms []Message
+	for i := range r.batch {
+		d := &r.batch[i]
+		d.msg, d.decErr = Decode(d.stream, d.x)
+		d.msg.Attempts, d.msg.Group = d.attempts, c.cfg.Group
+		d.decoded = true
+		if d.decErr == nil && !c.overPoison(d.attempts) {
+			ms = append(ms, d.msg)
+			r.todo = append(r.todo, d.stream+"\x00"+d.x.ID)
+		}
+	}
+	if len(ms) > 0 {
+		_ = safeCall(func() error {
+			r.commit = c.cfg.Prepare(c.hctx, ms)
+			return nil
+		})
+	}
+	return r
+}
+
+// commitFor returns the prepared commit if it covers exactly todo, in
+// order; else nil (the batch handler takes todo).
+func (r *readAhead) commitFor(todo []delivery) func(context.Context) []error {
+	if r == nil || r.commit == nil || len(r.todo) != len(todo) {
+		return nil
+	}
+	for i, d := range todo {
+		if r.todo[i] != d.stream+"\x00"+d.x.ID {
+			return nil
+		}
+	}
+	return r.commit
+}
+
+// keysOf returns the stream keys of each group, for a read off the loop
+// goroutine.
+func keysOf(gs [][]*streamState) [][]string {
+	keys := make([][]string, len(gs))
+	for i, g := range gs {
+		keys[i] = make([]string, len(g))
+		for j, st := range g {
+			keys[i][j] = st.key
+		}
+	}
+	return keys
+}
+
+// dueOf returns the streams of sts still due and readable after a read:
+// those whose read came back full.
+func dueOf(sts []*streamState) []*streamState {
+	var due []*streamState
+	for _, st := range sts {
+		if st.due && st.readable() {
+			due = append(due, st)
+		}
+	}
+	return due
+}

@@ -1,0 +1,79 @@
+package feed_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/feed"
+)
+
+// TestLingerMergesSmallReads: with Linger, the entries written while a
+// read of one entry lingers reach the handler in the same batch as it,
+// and everything is acked; without it, the first entry goes alone.
+func TestLingerMergesSmallReads(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		linger  time.Duration
+		batches int // batches the three entries arrive in
+	}{
+		{"linger", time.Second, 1},
+		{"no linger", 0, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, rdb := mustStart(t)
+			s := stream("linger")
+			var mu sync.Mutex
+			var batches [][]string
+			cfg := baseConfig(t, rdb, "r1", s)
+			cfg.Linger = tt.linger
+			cfg.BatchHandler = func(ctx context.Context, ms []feed.Message) []error {
+				var ids []string
+				for _, m := range ms {
+					ids = append(ids, m.ID)
+				}
+				mu.Lock()
+				batches = append(batches, ids)
+				mu.Unlock()
+				return make([]error, len(ms))
+			}
+			c := mustOpen(t, cfg)
+			waitFor(t, 5*time.Second, "the consumer reading", func() bool { return c.Ready() == nil })
+			first := add(t, rdb, s)
+			// Read (pending), and with a linger not yet handed over.
+			waitFor(t, 5*time.Second, "the first entry read", func() bool { return pending(t, rdb, s) == 1 || c.Stats().Acked == 1 })
+			second, third := add(t, rdb, s), add(t, rdb, s)
+			waitFor(t, 5*time.Second, "all three acked", func() bool { return c.Stats().Acked == 3 })
+			mu.Lock()
+			defer mu.Unlock()
+			all := slices.Concat(batches...)
+			if !slices.Equal(all, []string{first, second, third}) {
+				t.Fatalf("handled %v, want %s %s %s in order", batches, first, second, third)
+			}
+			switch {
+			case tt.batches == 1 && len(batches) != 1:
+				t.Errorf("batches %v: the entries written during the linger were not merged", batches)
+			case tt.batches > 1 && len(batches[0]) != 1:
+				t.Errorf("batches %v: without a linger the first entry should go alone", batches)
+			}
+			if tt.linger > 0 && c.Stats().Lingered == 0 {
+				t.Error("Stats.Lingered is 0")
+			}
+		})
+	}
+}
+
+func TestLingerBounds(t *testing.T) {
+	_, rdb := mustStart(t)
+	for _, d := range []time.Duration{-time.Millisecond, 2 * time.Second} {
+		cfg := baseConfig(t, rdb, "r1", stream("x"))
+		cfg.Handler = func(context.Context, feed.Message) error { return nil }
+		cfg.Linger = d
+		if _, err := feed.Open(context.Background(), cfg); !errors.Is(err, feed.ErrConfig) {
+			t.Errorf("Linger %v: Open = %v, want ErrConfig", d, err)
+		}
+	}
+}
