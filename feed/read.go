@@ -118,20 +118,15 @@ func (c *Consumer) drain(now time.Time) (bool, error) {
 	return c.readMany(sts, now)
 }
 
-// poll reads every known stream once without blocking (every PollEvery):
-// the net under the registry beat. Streams out of the work set that
-// deliver here are ones whose score the beat missed; they are counted.
+// poll reads the next page of the known streams once without blocking
+// (every PollEvery; pollNext): the net under the registry beat. Streams
+// out of the work set that deliver here are ones whose score the beat
+// missed; they are counted.
 func (c *Consumer) poll(now time.Time) (bool, error) {
-	sts := make([]*streamState, 0, len(c.streams))
-	for _, st := range c.streams {
-		if st.readable() && !st.due {
-			sts = append(sts, st)
-		}
-	}
+	sts := c.pollNext()
 	if len(sts) == 0 {
 		return false, nil
 	}
-	slices.SortFunc(sts, func(a, b *streamState) int { return cmpKey(a.key, b.key) })
 	got, err := c.readMany(sts, now)
 	if got {
 		c.stats.polled.Add(1)
