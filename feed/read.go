@@ -210,7 +210,8 @@ func (c *Consumer) collect(batch []delivery, sts []*streamState, res []redis.XSt
 // XREADGROUP over them (the blockKeys most recently active), for up to
 // wait. On a cluster, where one read cannot span slots, it blocks only
 // when the hot streams share one slot; otherwise it reads them without
-// blocking and waits for the next beat. With nothing hot it just waits.
+// blocking every hot tick until wait is over (readSlots). With nothing hot
+// it just waits.
 func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 	sts := c.pick(func(st *streamState) bool { return st.hot(now) && st.readable() && !st.due })
 	if len(sts) == 0 {
@@ -235,13 +236,8 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 		slices.SortStableFunc(sts, func(a, b *streamState) int { return b.hotUntil.Compare(a.hotUntil) })
 		sts = sts[:blockKeys]
 	}
-	if len(c.groups(sts)) > 1 {
-		got, err := c.readMany(sts, now)
-		if err != nil || got {
-			return err
-		}
-		c.sleep(wait)
-		return nil
+	if gs := c.groups(sts); len(gs) > 1 {
+		return c.readSlots(sts, len(gs), wait)
 	}
 	// go-redis waits BLOCK plus 10s for a blocking reply; a deadline just
 	// past BLOCK (honoured with ContextTimeoutEnabled) lets a silent Redis
