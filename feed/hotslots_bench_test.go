@@ -80,8 +80,8 @@ func hotLatency(b *testing.B, rdb redis.UniversalClient) {
 		}
 		tick.Stop()
 	}
-	b.ReportMetric(float64((selfCPU(b)-self0).Milliseconds()), "self-cpu-ms")
-	b.ReportMetric(float64((redisCPU(b, rdb)-redis0).Milliseconds()), "redis-cpu-ms")
+	b.ReportMetric(float64((selfCPU(b) - self0).Milliseconds()), "self-cpu-ms")
+	b.ReportMetric(float64((redisCPU(b, rdb) - redis0).Milliseconds()), "redis-cpu-ms")
 	waitFor(b, 20*time.Second, "every timed entry handled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
