@@ -76,7 +76,10 @@ func (c *Consumer) inspectNew() error {
 // and sets from it: the pending flag (claims and the census follow it),
 // due when the group lags behind the stream, the pending and lag gauges of
 // the streams that have either. With cleanup, or for a static stream, it
-// also runs the idle-consumer cleanup.
+// then runs the idle-consumer cleanup (a second pipeline) on the streams
+// whose group has more than one consumer: a lone consumer is this process
+// or one it could at most replace, and a quiet game's census then costs
+// one command, not three (docs/reader-law.md, "The read set").
 func (c *Consumer) censusOf(sts []*streamState, cleanup bool) error {
 	for chunk := range slices.Chunk(sts, maxKeys) {
 		if err := c.censusChunk(chunk, cleanup); err != nil || c.stopping() {
@@ -91,18 +94,11 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) error {
 	defer cancel()
 	pipe := c.rdb.Pipeline()
 	groups := make([]*redis.XInfoGroupsCmd, len(sts))
-	cleans := make([]*redis.Cmd, len(sts))
 	for i, st := range sts {
 		groups[i] = pipe.XInfoGroups(ctx, st.key)
-		if cleanup || st.pinned {
-			// EVALSHA: a pipeline cannot fall back on NOSCRIPT by itself,
-			// and sending the body 500 times a page is what it would cost.
-			cleans[i] = cleanupScript.EvalSha(ctx, pipe, []string{st.key},
-				c.cfg.Group, c.cfg.ConsumerMaxIdle.Milliseconds(), c.cfg.Consumer)
-		}
 	}
 	_, _ = pipe.Exec(ctx)
-	noScript := false
+	var crowded []*streamState // groups with consumers to clean up
 	for i, st := range sts {
 		if err := groups[i].Err(); err != nil {
 			c.fail("census", err)
@@ -134,15 +130,37 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) error {
 			if st.busy(time.Now()) {
 				c.track(st)
 			}
+			if (cleanup || st.pinned) && g.Consumers > 1 {
+				crowded = append(crowded, st)
+			}
 		}
 		if !found {
 			// The group vanished without an error (a failover lost it):
 			// the door re-creates it.
 			c.reopen(st, nil)
 		}
-		if cleans[i] == nil {
-			continue
-		}
+	}
+	c.ok()
+	if len(crowded) > 0 {
+		c.cleanUp(ctx, crowded)
+	}
+	return nil
+}
+
+// cleanUp runs the idle-consumer cleanup script on sts, pipelined. A
+// failure is logged and left to the next census: no entry depends on it.
+func (c *Consumer) cleanUp(ctx context.Context, sts []*streamState) {
+	pipe := c.rdb.Pipeline()
+	cleans := make([]*redis.Cmd, len(sts))
+	for i, st := range sts {
+		// EVALSHA: a pipeline cannot fall back on NOSCRIPT by itself, and
+		// sending the body 500 times a page is what it would cost.
+		cleans[i] = cleanupScript.EvalSha(ctx, pipe, []string{st.key},
+			c.cfg.Group, c.cfg.ConsumerMaxIdle.Milliseconds(), c.cfg.Consumer)
+	}
+	_, _ = pipe.Exec(ctx)
+	noScript := false
+	for i, st := range sts {
 		n, err := cleans[i].Int64()
 		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			noScript = true // loaded below; the next census cleans up
@@ -164,6 +182,4 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) error {
 			c.log.Warn("idle consumer cleanup script not loaded", "err", err)
 		}
 	}
-	c.ok()
-	return nil
 }

@@ -46,11 +46,13 @@ type Config struct {
 	// ActiveWindow is how long a game stays in the blocking read after its
 	// last sign of activity (a registry score, a delivery) (default 10s).
 	ActiveWindow time.Duration
-	// PollEvery is how often every known stream is read once without
+	// PollEvery is how often the poll reads known streams once without
 	// blocking (default 5s), many streams per XREADGROUP: the net under the
 	// registry beat for an entry whose score it did not see (a writer whose
 	// clock runs behind, a writer resending old entries after an outage).
-	// An idle poll returns nothing and costs one command per 500 streams.
+	// A poll reads at most 5,000 streams, so past that many games a round
+	// over all of them takes several polls. An idle poll returns nothing
+	// and costs one command per 500 streams.
 	PollEvery time.Duration
 	// SweepEvery is the period of the slow full pass over the registry
 	// (default 5m), in pages of 500 games spread over the period: it finds

@@ -48,6 +48,7 @@ type Consumer struct {
 	work        map[string]*streamState // the read set: streams with a reason to be read
 	found       int                     // games discovered since the last log line
 	sweep       sweepState
+	pollRound   int  // the poll's current round over the known streams (pollNext)
 	perSlot     bool // group multi-key reads per hash slot (a cluster)
 	nextWake    time.Time
 	nextPoll    time.Time

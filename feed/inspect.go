@@ -40,18 +40,24 @@ func Inspect(ctx context.Context, rdb redis.UniversalClient, group string, strea
 		dead   *redis.IntCmd
 	}
 	cs := make([]cmds, len(streams))
-	pipe := rdb.Pipeline()
-	for i, key := range streams {
-		cs[i] = cmds{
-			xlen:   pipe.XLen(ctx, key),
-			groups: pipe.XInfoGroups(ctx, key),
-			cons:   pipe.XInfoConsumers(ctx, key, group),
-			oldest: pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: key, Group: group, Start: "-", End: "+", Count: 1}),
-			dead:   pipe.XLen(ctx, deadKey(key)),
+	// One pipeline per page of maxKeys streams: a status over a whole
+	// registry (feedctl status -all) never has Redis buffer every reply for
+	// one client at once.
+	for lo := 0; lo < len(streams); lo += maxKeys {
+		pipe := rdb.Pipeline()
+		for i := lo; i < min(lo+maxKeys, len(streams)); i++ {
+			key := streams[i]
+			cs[i] = cmds{
+				xlen:   pipe.XLen(ctx, key),
+				groups: pipe.XInfoGroups(ctx, key),
+				cons:   pipe.XInfoConsumers(ctx, key, group),
+				oldest: pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: key, Group: group, Start: "-", End: "+", Count: 1}),
+				dead:   pipe.XLen(ctx, deadKey(key)),
+			}
 		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !serverError(err) && !isNil(err) {
-		return st, fmt.Errorf("feed: inspect: %w", err)
+		if _, err := pipe.Exec(ctx); err != nil && !serverError(err) && !isNil(err) {
+			return st, fmt.Errorf("feed: inspect: %w", err)
+		}
 	}
 	for i, key := range streams {
 		ss := StreamStatus{Stream: key, Game: gameOf(key), Lag: -1}

@@ -118,20 +118,15 @@ func (c *Consumer) drain(now time.Time) (bool, error) {
 	return c.readMany(sts, now)
 }
 
-// poll reads every known stream once without blocking (every PollEvery):
-// the net under the registry beat. Streams out of the work set that
-// deliver here are ones whose score the beat missed; they are counted.
+// poll reads the next page of the known streams once without blocking
+// (every PollEvery; pollNext): the net under the registry beat. Streams
+// out of the work set that deliver here are ones whose score the beat
+// missed; they are counted.
 func (c *Consumer) poll(now time.Time) (bool, error) {
-	sts := make([]*streamState, 0, len(c.streams))
-	for _, st := range c.streams {
-		if st.readable() && !st.due {
-			sts = append(sts, st)
-		}
-	}
+	sts := c.pollNext()
 	if len(sts) == 0 {
 		return false, nil
 	}
-	slices.SortFunc(sts, func(a, b *streamState) int { return cmpKey(a.key, b.key) })
 	got, err := c.readMany(sts, now)
 	if got {
 		c.stats.polled.Add(1)
@@ -275,7 +270,8 @@ func appendEntries(batch []delivery, keys []string, res []redis.XStream) []deliv
 // XREADGROUP over them (the blockKeys most recently active), for up to
 // wait. On a cluster, where one read cannot span slots, it blocks only
 // when the hot streams share one slot; otherwise it reads them without
-// blocking and waits for the next beat. With nothing hot it just waits.
+// blocking every hot tick until wait is over (readSlots). With nothing hot
+// it just waits.
 func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 	sts := c.pick(func(st *streamState) bool { return st.hot(now) && st.readable() && !st.due })
 	if len(sts) == 0 {
@@ -300,13 +296,8 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 		slices.SortStableFunc(sts, func(a, b *streamState) int { return b.hotUntil.Compare(a.hotUntil) })
 		sts = sts[:blockKeys]
 	}
-	if len(c.groups(sts)) > 1 {
-		got, err := c.readMany(sts, now)
-		if err != nil || got {
-			return err
-		}
-		c.sleep(wait)
-		return nil
+	if gs := c.groups(sts); len(gs) > 1 {
+		return c.readSlots(sts, len(gs), wait)
 	}
 	// go-redis waits BLOCK plus 10s for a blocking reply; a deadline just
 	// past BLOCK (honoured with ContextTimeoutEnabled) lets a silent Redis

@@ -45,6 +45,7 @@ type streamState struct {
 	hotUntil time.Time
 	score    float64 // last registry score seen (unix ms of the last event)
 	seenPass int     // the sweep pass that last listed it
+	polled   int     // the poll round that last read it
 
 	doorErr     error
 	doorBackoff backoff.Backoff
@@ -189,6 +190,40 @@ func (c *Consumer) pick(keep func(*streamState) bool) []*streamState {
 
 // maxKeys caps the streams of one multi-key XREADGROUP.
 const maxKeys = 500
+
+// pollPage caps the streams one poll reads: up to pollPage known streams
+// every PollEvery is the whole registry, beyond that a round over every
+// stream takes several polls (at 100,000 games, 20 polls: 100s at the
+// default PollEvery), so that the net's cost stays flat however long the
+// history. The sweep's census (lag → due) is the slower net beneath it.
+const pollPage = 10 * maxKeys
+
+// pollNext returns the next page of the poll: up to pollPage readable
+// streams, not due, that the current round has not read yet, in key
+// order. When fewer than pollPage remain, the round is over and the next
+// poll starts a new one. Its cost per call is one walk over the known
+// streams' map, no sort of the registry.
+func (c *Consumer) pollNext() []*streamState {
+	if c.pollRound == 0 {
+		c.pollRound = 1
+	}
+	out := make([]*streamState, 0, min(len(c.streams), pollPage))
+	for _, st := range c.streams {
+		if st.polled >= c.pollRound || !st.readable() || st.due {
+			continue
+		}
+		st.polled = c.pollRound
+		out = append(out, st)
+		if len(out) == pollPage {
+			break
+		}
+	}
+	if len(out) < pollPage {
+		c.pollRound++
+	}
+	slices.SortFunc(out, func(a, b *streamState) int { return cmpKey(a.key, b.key) })
+	return out
+}
 
 // groups splits streams into the key sets of multi-key commands: at most
 // maxKeys each and, on a cluster, all of one hash slot (a multi-key

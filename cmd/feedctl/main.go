@@ -19,7 +19,8 @@ import (
 const usage = `usage: feedctl [-redis URL] [-group G] command [flags]
 
 commands:
-  status                       per game: stream length, group lag, pending, consumers, dead letters
+  status [-recent N] [-all]    per game: stream length, group lag, pending, consumers, dead letters;
+                               the N (200) most recently active games, or every game (-all)
   dead list    -game G         list a game's dead letters
   dead requeue -game G -id ID  put a dead letter back on the game's stream (-all: every one);
                                refuses entries the renderer would dead-letter again (-set fixes, -force)

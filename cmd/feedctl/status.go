@@ -14,34 +14,62 @@ import (
 	"github.com/codemojex/feed/internal/untrusted"
 )
 
+// status prints the group's health over the games with a reason to be
+// looked at: the -recent most recently active games (feed.StatusStreams),
+// so that its cost follows activity, not the registry. -all inspects every
+// registered game instead (feed.Inspect pages it): five commands per
+// game.
 func (g *global) status(ctx context.Context, args []string, stdout io.Writer) error {
 	defer g.rdb.Close()
 	fs := flagenv.New("status")
+	var recent int64
+	var all bool
+	fs.Int64Var(&recent, "recent", 200, "show the games with the most recent events, this many")
+	fs.BoolVar(&all, "all", false, "inspect every registered game (costly on a large registry)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	games, err := g.games(ctx)
-	if err != nil {
-		return err
+	if recent < 1 {
+		return fmt.Errorf("-recent %d: want at least 1", recent)
 	}
-	streams := make([]string, len(games))
-	for i, game := range games {
-		streams[i] = event.StreamKey(game)
+	var streams []string
+	var games int64
+	if all {
+		names, err := g.games(ctx)
+		if err != nil {
+			return err
+		}
+		streams = make([]string, len(names))
+		for i, game := range names {
+			streams[i] = event.StreamKey(game)
+		}
+		games = int64(len(names))
+	} else {
+		var err error
+		if streams, games, err = feed.StatusStreams(ctx, g.rdb, recent, nil); err != nil {
+			return err
+		}
 	}
 	st, err := feed.Inspect(ctx, g.rdb, g.group, streams, event.DeadKeyOf)
 	if err != nil {
 		return err
 	}
-	writeStatus(stdout, st)
+	st.Games = games
+	writeStatus(stdout, st, all)
 	return nil
 }
 
-func writeStatus(w io.Writer, st feed.Status) {
+func writeStatus(w io.Writer, st feed.Status, all bool) {
 	rs := make([]string, len(st.Renderers))
 	for i, r := range st.Renderers {
 		rs[i] = untrusted.Escape(r)
 	}
-	fmt.Fprintf(w, "group %s  renderers alive: %s\n\n", untrusted.Escape(st.Group), strings.Join(rs, ", "))
+	fmt.Fprintf(w, "group %s  renderers alive: %s\n", untrusted.Escape(st.Group), strings.Join(rs, ", "))
+	if all || int64(len(st.Streams)) >= st.Games {
+		fmt.Fprintf(w, "games: %d of %d\n\n", len(st.Streams), st.Games)
+	} else {
+		fmt.Fprintf(w, "games: the %d most recent of %d (-all: every game; a renderer's /status adds its read set)\n\n", len(st.Streams), st.Games)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GAME\tLENGTH\tLAG\tPENDING\tOLDEST IDLE\tDEAD\tCONSUMERS\tERROR")
 	for _, s := range st.Streams {
