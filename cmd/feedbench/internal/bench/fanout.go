@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -48,6 +49,9 @@ type FanoutConfig struct {
 	// (EngineNbio, EngineNbioStd) also measured in the same run, after
 	// the baseline.
 	PollEngines []string
+	// RendererNbio, with a Renderer binary, measures last a renderer run
+	// with -ws-engine nbio on the same store, in place of the first.
+	RendererNbio bool
 }
 
 // FanoutResult holds the fan-out figures: the renderer's and, when
@@ -57,6 +61,7 @@ type FanoutResult struct {
 	fanoutPhase
 	Base  *fanoutPhase
 	Polls []PollPhase
+	Nbio  *fanoutPhase // the renderer with -ws-engine nbio
 }
 
 // PollPhase is the fan-out figures of the bare broadcaster on a poller
@@ -110,6 +115,30 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 		}
 		res.Polls = append(res.Polls, PollPhase{Engine: engine, fanoutPhase: ph})
 	}
+	if !cfg.RendererNbio || cfg.Renderer == "" {
+		return res, nil
+	}
+	// The first renderer goes; a second one, under another consumer name
+	// (no lease to wait out) and on the same store, serves on nbio.
+	if r, ok := st.rend.(*Renderer); ok {
+		r.Kill()
+	}
+	rn, err := StartRenderer(cfg.Renderer, RendererArgs{RedisURL: st.redis.URL(), DB: filepath.Join(cfg.Dir, "fanout.db"),
+		Consumer: "fan-nbio", LogDir: cfg.Dir, Extra: []string{"-ws-engine", "nbio"}})
+	if err != nil {
+		return res, err
+	}
+	defer rn.Stop()
+	if err := rn.WaitReady(ctx, 30*time.Second); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(cfg.Log, "fanout: renderer, -ws-engine nbio\n")
+	// Each client backfills the seed line and the first renderer's rounds.
+	ph, err := fanoutRun(ctx, cfg, st, rn, NewWriter(st.rdb, st.mint, st.games), 1+cfg.Rounds, false)
+	if err != nil {
+		return res, fmt.Errorf("renderer on nbio: %w", err)
+	}
+	res.Nbio = &ph
 	return res, nil
 }
 
@@ -336,6 +365,17 @@ func (r FanoutResult) Rows() []Row {
 			Row{Bench: "fan-out", Metric: fmt.Sprintf("poller broadcaster (%s): PUBLISH → frame, every delivery; per round to the last client; deliveries (dropped)", p.Engine),
 				Value: fmt.Sprintf("p50 %s · p99 %s · max %s; p50 %s · max %s; %d / %d (%d dropped)",
 					ms(p.Q.P50), ms(p.Q.P99), ms(p.Q.Max), ms(p.ToAll.P50), ms(p.ToAll.Max), p.Q.N, p.Expected, p.Dropped)},
+		)
+	}
+	if n := r.Nbio; n != nil {
+		rows = append(rows,
+			Row{Bench: "fan-out", Metric: fmt.Sprintf("memory per client: renderer -ws-engine nbio (RSS %d → %d MiB; %.1f KiB per client after the rounds)",
+				n.RSSBefore>>20, n.RSSConnected>>20, float64(n.RSSAfter-n.RSSBefore)/float64(c.Clients)/1024),
+				Value:  fmt.Sprintf("%.1f KiB (std engine %.1f)", perClient(*n, c.Clients), perClient(r.fanoutPhase, c.Clients)),
+				Target: "≤ 24 KiB", Met: verdict(perClient(*n, c.Clients) <= 24)},
+			Row{Bench: "fan-out", Metric: "renderer -ws-engine nbio: XADD → frame, every delivery; per round to the last client; deliveries (dropped)",
+				Value: fmt.Sprintf("p50 %s · p99 %s · max %s; p50 %s · max %s; %d / %d (%d dropped)",
+					ms(n.Q.P50), ms(n.Q.P99), ms(n.Q.Max), ms(n.ToAll.P50), ms(n.ToAll.Max), n.Q.N, n.Expected, n.Dropped)},
 		)
 	}
 	return rows
