@@ -117,6 +117,10 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-dead-max must be at least 1")
 	case c.ResponseTimeout <= 0:
 		return fmt.Errorf("-response-timeout must be positive")
+	case c.WSEngine != web.WSEngineStd && c.WSEngine != web.WSEngineNbio:
+		return fmt.Errorf("-ws-engine %q: want %s or %s", c.WSEngine, web.WSEngineStd, web.WSEngineNbio)
+	case c.SendBuffer < 1:
+		return fmt.Errorf("-send-buffer must be at least 1")
 	case c.MaxClients < 1 || c.MaxSocketsPerClient < 1 || c.MaxRequestsPerClient < 1 || c.TimelineLines < 1 || c.TimelineBytes < 1:
 		return fmt.Errorf("-max-clients, -max-sockets-per-client, -max-requests-per-client, -timeline-lines and -timeline-bytes must be at least 1")
 	case c.AdminToken == "" && !loopbackAddr(c.HTTP):
