@@ -171,6 +171,7 @@ type pollSocket struct {
 
 	busy     atomic.Bool // a writer holds the socket
 	closing  atomic.Bool // a close frame went out: nothing more is written
+	counted  atomic.Bool // counted in SlowCloses
 	closeReq atomic.Pointer[pollClose]
 
 	pingAt atomic.Int64 // unix ns of the last unanswered ping; 0 when answered
@@ -299,7 +300,7 @@ func (ps *pollSocket) flush() {
 				continue
 			}
 			if ps.unsent()+wireSize(f.data) > ps.p.limit {
-				s.countSlow(1)
+				ps.countSlowOnce()
 				ps.closeSlow(fmt.Errorf("web: %d bytes unsent", ps.unsent()))
 				s.countSentN(lines, states)
 				return
@@ -379,7 +380,7 @@ func (ps *pollSocket) writeBackfill(data []byte) error {
 			}
 			timer.Reset(s.cfg.WriteTimeout)
 		case <-timer.C:
-			s.countSlow(1)
+			ps.countSlowOnce()
 			ps.closeSlow(fmt.Errorf("web: backfill write stuck for %v: %w", s.cfg.WriteTimeout, context.DeadlineExceeded))
 			return context.DeadlineExceeded
 		case <-s.ctx.Done():
@@ -404,6 +405,17 @@ func (ps *pollSocket) closeSlow(err error) {
 		ps.p.s.log.Info("web: slow websocket closed", "game", ps.game, "seq", ps.last, untrusted.Err(err))
 		ps.closeNow(websocket.StatusPolicyViolation, reasonSlow, ps.p.s.cfg.WriteTimeout)
 	})
+}
+
+// countSlowOnce counts the socket in SlowCloses unless it was counted
+// already: by this socket's writer, by the sweep, or by its hub (a full
+// mailbox). It reports whether it counted.
+func (ps *pollSocket) countSlowOnce() bool {
+	if isClosed(ps.c.slow) || !ps.counted.CompareAndSwap(false, true) {
+		return false
+	}
+	ps.p.s.countSlow(1)
+	return true
 }
 
 // requestClose asks the writer to close the socket (code, reason), so that
@@ -445,8 +457,7 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 		return
 	}
 	if ps.unsent() > 0 && now.UnixNano()-ps.progress.Load() > int64(s.cfg.WriteTimeout) {
-		if !isClosed(ps.c.slow) {
-			s.countSlow(1)
+		if ps.countSlowOnce() {
 			s.log.Info("web: slow websocket closed", "game", ps.game,
 				"err", fmt.Sprintf("web: write stuck for %v", s.cfg.WriteTimeout))
 		}
