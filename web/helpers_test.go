@@ -65,6 +65,8 @@ func MustOpenEnv(tb testing.TB, mod func(*web.Config)) *env {
 		Store:    e.db,
 		Doorbell: e.bell,
 		Logger:   testLogger(),
+		// The same tests run on either websocket engine.
+		WSEngine: os.Getenv("CODEMOJEX_WS_ENGINE"),
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -29,6 +29,10 @@ type client struct {
 	ready    chan struct{} // one slot: wakes the writer after an offer
 	slow     chan struct{}
 	slowOnce sync.Once
+	// wake, when set, is called after every offer instead of signalling
+	// ready (and after the client turned slow): the nbio engine has no
+	// goroutine waiting on ready (see poll.go).
+	wake func()
 }
 
 func newClient(queue int) *client {
@@ -45,11 +49,18 @@ func (c *client) offer(f frame) bool {
 	if c.pending.Load() >= int64(c.max) {
 		c.mu.Unlock()
 		c.slowOnce.Do(func() { close(c.slow) })
+		if c.wake != nil {
+			c.wake()
+		}
 		return false
 	}
 	c.pending.Add(1)
 	c.queue = append(c.queue, f)
 	c.mu.Unlock()
+	if c.wake != nil {
+		c.wake()
+		return true
+	}
 	select {
 	case c.ready <- struct{}{}:
 	default: // the writer has a wake-up pending and will drain this too

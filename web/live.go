@@ -84,6 +84,10 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	if err := errors.Join(rc.SetReadDeadline(time.Time{}), rc.SetWriteDeadline(time.Time{})); err != nil {
 		s.log.Warn("web: clear deadlines", "game", game, "err", err)
 	}
+	if s.poll != nil {
+		s.livePoll(w, r, game, key, after, r.URL.Query().Get("store"), release)
+		return
+	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowedOrigins})
 	if err != nil {
 		release()
@@ -156,6 +160,7 @@ var testHookSubscribed func(game string)
 type wsConn struct {
 	s         *Server
 	conn      *websocket.Conn
+	poll      *pollSocket // instead of conn on the nbio engine (backfill only)
 	game      string
 	hardClose func() // drops the TCP connection without a handshake
 }
@@ -164,6 +169,10 @@ type wsConn struct {
 // peer's close reply (coder/websocket alone waits up to 10 s): a client that
 // does not answer must not hold up shutdown.
 func (ws *wsConn) closeWithin(code websocket.StatusCode, reason string, grace time.Duration) {
+	if ws.poll != nil {
+		ws.poll.closeNow(code, reason, grace)
+		return
+	}
 	t := time.AfterFunc(grace, ws.hardClose)
 	defer t.Stop()
 	ws.conn.Close(code, reason)
@@ -171,6 +180,13 @@ func (ws *wsConn) closeWithin(code websocket.StatusCode, reason string, grace ti
 
 // write sends one frame within the write timeout.
 func (ws *wsConn) write(typ string, data []byte) error {
+	if ws.poll != nil {
+		if err := ws.poll.writeBackfill(data); err != nil {
+			return err
+		}
+		ws.s.countSent(typ)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), ws.s.cfg.WriteTimeout)
 	defer cancel()
 	if err := ws.conn.Write(ctx, websocket.MessageText, data); err != nil {

@@ -70,6 +70,15 @@ type Config struct {
 	// by internal/renderer). Nil: the tailer only polls every TailEvery.
 	Doorbell <-chan struct{}
 
+	// WSEngine serves the websockets: WSEngineStd (default), one
+	// goroutine per socket with coder/websocket, or WSEngineNbio, the
+	// socket handed to an nbio epoll poller after the handshake.
+	WSEngine string
+	// SendBuffer bounds, on the nbio engine, the bytes of a websocket the
+	// kernel has not taken yet; beyond it the client is closed as slow
+	// (1 MiB). The std engine blocks in its writes instead.
+	SendBuffer int
+
 	// AllowedOrigins widens the websocket Origin check beyond the request's
 	// own host (coder/websocket OriginPatterns, e.g. "example.com",
 	// "https://*.example.com").
@@ -150,6 +159,10 @@ func (c Config) withDefaults() Config {
 	setInt(&c.DOMLines, 500)
 	setInt(&c.TailBatch, 256)
 	setInt(&c.SendQueue, 1024)
+	setInt(&c.SendBuffer, 1<<20)
+	if c.WSEngine == "" {
+		c.WSEngine = WSEngineStd
+	}
 	setInt(&c.MaxBacklog, 5000)
 	setInt(&c.PageLines, 100)
 	setInt(&c.UpgradeBurst, 20)
@@ -200,6 +213,7 @@ type Server struct {
 	requests *slots        // plain requests in flight per client key
 	reserved atomic.Int64  // websockets admitted (MaxClients), from before the handshake to close
 	hosts    []hostPattern // PublicHosts
+	poll     *poller       // the nbio engine's sockets; nil on the std engine
 	loopback bool          // the listener is on a loopback address
 	stats    counters
 
@@ -265,9 +279,22 @@ func Open(cfg Config) (*Server, error) {
 		cancel()
 		return nil, fmt.Errorf("web: read max seq: %w", err)
 	}
+	switch cfg.WSEngine {
+	case WSEngineStd:
+	case WSEngineNbio:
+		if s.poll, err = newPoller(s); err != nil {
+			cancel()
+			return nil, err
+		}
+		context.AfterFunc(ctx, s.poll.shutdown)
+	default:
+		cancel()
+		return nil, fmt.Errorf("web: unknown websocket engine %q (want %s or %s)", cfg.WSEngine, WSEngineStd, WSEngineNbio)
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		cancel()
+		s.stopPoller()
 		return nil, fmt.Errorf("web: listen %s: %w", cfg.Addr, err)
 	}
 	s.ln = ln
@@ -275,6 +302,7 @@ func Open(cfg Config) (*Server, error) {
 	if !s.loopback && cfg.AdminToken == "" {
 		ln.Close()
 		cancel()
+		s.stopPoller()
 		return nil, fmt.Errorf("%w: %s: set an admin token, or listen on 127.0.0.1", ErrAdminExposed, ln.Addr())
 	}
 	s.http = &http.Server{
@@ -355,6 +383,7 @@ func (s *Server) Close() error {
 			s.http.Close()
 		}
 		s.wg.Wait()
+		s.stopPoller()
 		metrics.Retire(&s.stats)
 		s.log.Info("web: closed", "addr", s.ln.Addr().String())
 	})
@@ -385,4 +414,12 @@ func (s *Server) connState(_ net.Conn, st http.ConnState) {
 func isLoopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
+}
+
+// stopPoller stops the nbio engine, if there is one, once its sockets are
+// gone.
+func (s *Server) stopPoller() {
+	if s.poll != nil {
+		s.poll.stopEngine()
+	}
 }

@@ -82,6 +82,7 @@ func runBroadcaster(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("feedbench broadcaster", flag.ContinueOnError)
 	redisURL := fs.String("redis", "", "Redis URL to subscribe to")
 	addr := fs.String("http", "127.0.0.1:0", "listen address")
+	engine := fs.String("engine", bench.EngineStd, "sockets on: std (net/http + coder/websocket), nbio (nbio's server), nbio-std (net/http handshake, nbio poller)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,5 +95,5 @@ func runBroadcaster(ctx context.Context, args []string) error {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
-	return bench.ServeBroadcaster(ctx, *redisURL, *addr, func(a string) { fmt.Printf("listening %s\n", a) })
+	return bench.ServeBroadcasterEngine(ctx, *engine, *redisURL, *addr, func(a string) { fmt.Printf("listening %s\n", a) })
 }

@@ -37,6 +37,8 @@ type Config struct {
 	Doorbell       bool // false: ignore peers' doorbells and rely on the tail period
 
 	// Limits of the web side (see web.Config).
+	WSEngine             string // web.WSEngineStd or web.WSEngineNbio
+	SendBuffer           int
 	ResponseTimeout      time.Duration
 	MaxClients           int
 	MaxSocketsPerClient  int
@@ -81,6 +83,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.String(&c.PublicHosts, "public-hosts", "FEED_PUBLIC_HOSTS", "", "host names the websocket and admin endpoints answer to, comma-separated (host, host:port, *.domain); empty: localhost, 127.0.0.1, ::1 and -http's host")
 	fs.String(&c.TrustedProxies, "trusted-proxies", "FEED_TRUSTED_PROXIES", "", "CIDR prefixes of reverse proxies whose X-Forwarded-For is believed, comma-separated; empty: none")
 	fs.Duration(&c.ResponseTimeout, "response-timeout", "FEED_RESPONSE_TIMEOUT", 30*time.Second, "time to write a whole non-websocket response; a client that does not read is cut off")
+	fs.String(&c.WSEngine, "ws-engine", "FEED_WS_ENGINE", "std", "websocket engine: std (a goroutine per socket, coder/websocket) or nbio (sockets on an epoll poller after the handshake; less memory per client)")
+	fs.Int(&c.SendBuffer, "send-buffer", "FEED_SEND_BUFFER", 1<<20, "nbio engine: bytes of a websocket the kernel has not taken before the client is closed as slow")
 	fs.Int(&c.MaxClients, "max-clients", "FEED_MAX_CLIENTS", 10000, "websockets this replica holds at most")
 	fs.Int(&c.MaxSocketsPerClient, "max-sockets-per-client", "FEED_MAX_SOCKETS_PER_CLIENT", 64, "websockets one client address (IPv6: /64) holds at most")
 	fs.Int(&c.MaxRequestsPerClient, "max-requests-per-client", "FEED_MAX_REQUESTS_PER_CLIENT", 32, "plain requests one client address (IPv6: /64) has in flight at most")
@@ -117,6 +121,10 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-dead-max must be at least 1")
 	case c.ResponseTimeout <= 0:
 		return fmt.Errorf("-response-timeout must be positive")
+	case c.WSEngine != web.WSEngineStd && c.WSEngine != web.WSEngineNbio:
+		return fmt.Errorf("-ws-engine %q: want %s or %s", c.WSEngine, web.WSEngineStd, web.WSEngineNbio)
+	case c.SendBuffer < 1:
+		return fmt.Errorf("-send-buffer must be at least 1")
 	case c.MaxClients < 1 || c.MaxSocketsPerClient < 1 || c.MaxRequestsPerClient < 1 || c.TimelineLines < 1 || c.TimelineBytes < 1:
 		return fmt.Errorf("-max-clients, -max-sockets-per-client, -max-requests-per-client, -timeline-lines and -timeline-bytes must be at least 1")
 	case c.AdminToken == "" && !loopbackAddr(c.HTTP):

@@ -67,3 +67,24 @@ func TestAdminNeedsTokenBeyondLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestWSEngineFlag: -ws-engine takes std or nbio and refuses anything else
+// at parse time, before the consumer starts (issue 14).
+func TestWSEngineFlag(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr bool
+	}{
+		{nil, false},
+		{[]string{"-ws-engine", "std"}, false},
+		{[]string{"-ws-engine", "nbio"}, false},
+		{[]string{"-ws-engine", "epoll"}, true},
+		{[]string{"-ws-engine", "nbio", "-send-buffer", "0"}, true},
+	}
+	for _, tt := range tests {
+		err := renderer.NewMain().ParseFlags(append([]string{"-db", "x.db"}, tt.args...))
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%q: %v, want error %v", tt.args, err, tt.wantErr)
+		}
+	}
+}

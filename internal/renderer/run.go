@@ -124,6 +124,8 @@ func (m *Main) Run(ctx context.Context) error {
 		TrustedProxies: m.Config.proxies,
 		Logger:         log,
 
+		WSEngine:             m.Config.WSEngine,
+		SendBuffer:           m.Config.SendBuffer,
 		ResponseTimeout:      m.Config.ResponseTimeout,
 		MaxClients:           m.Config.MaxClients,
 		MaxSocketsPerClient:  m.Config.MaxSocketsPerClient,

@@ -51,21 +51,11 @@ type bsub struct {
 // Redis at redisURL and serves /games/{game}/live until ctx ends. ready is
 // called with the listening address.
 func ServeBroadcaster(ctx context.Context, redisURL, addr string, ready func(addr string)) error {
-	opt, err := redis.ParseURL(redisURL)
+	ps, closeSub, err := subscribeFrames(ctx, redisURL)
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	ps := rdb.Subscribe(ctx, BroadcastChannel)
-	defer ps.Close()
-	// go-redis does not end a blocked receive when its context ends;
-	// closing the subscription does.
-	stop := context.AfterFunc(ctx, func() { ps.Close() })
-	defer stop()
-	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
-		return fmt.Errorf("bench: subscribe: %w", err)
-	}
+	defer closeSub()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -75,6 +65,34 @@ func ServeBroadcaster(ctx context.Context, redisURL, addr string, ready func(add
 	go srv.Serve(ln)
 	defer srv.Close()
 	ready(ln.Addr().String())
+	return relayFrames(ctx, ps, b.publish)
+}
+
+// subscribeFrames subscribes to BroadcastChannel on the Redis at redisURL
+// and returns once the subscription is confirmed, with the function that
+// closes it and its client.
+func subscribeFrames(ctx context.Context, redisURL string) (*redis.PubSub, func(), error) {
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	rdb := redis.NewClient(opt)
+	ps := rdb.Subscribe(ctx, BroadcastChannel)
+	closeSub := func() { ps.Close(); rdb.Close() }
+	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
+		closeSub()
+		return nil, nil, fmt.Errorf("bench: subscribe: %w", err)
+	}
+	return ps, closeSub, nil
+}
+
+// relayFrames hands every frame received on ps to publish, with its game,
+// until ctx ends.
+func relayFrames(ctx context.Context, ps *redis.PubSub, publish func(game string, frame []byte)) error {
+	// go-redis does not end a blocked receive when its context ends;
+	// closing the subscription does.
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
 	for {
 		msg, err := ps.ReceiveMessage(ctx)
 		if err != nil {
@@ -85,7 +103,7 @@ func ServeBroadcaster(ctx context.Context, redisURL, addr string, ready func(add
 		}
 		game, frame, ok := strings.Cut(msg.Payload, "\x00")
 		if ok {
-			b.publish(game, []byte(frame))
+			publish(game, []byte(frame))
 		}
 	}
 }
@@ -172,7 +190,13 @@ type BroadcasterProc struct {
 // StartBroadcaster runs "self broadcaster -redis URL" and waits until it
 // listens.
 func StartBroadcaster(ctx context.Context, self, redisURL string, log io.Writer) (*BroadcasterProc, error) {
-	cmd := exec.CommandContext(ctx, self, "broadcaster", "-redis", redisURL)
+	return StartBroadcasterEngine(ctx, self, EngineStd, redisURL, log)
+}
+
+// StartBroadcasterEngine runs "self broadcaster -engine ENGINE -redis URL"
+// and waits until it listens.
+func StartBroadcasterEngine(ctx context.Context, self, engine, redisURL string, log io.Writer) (*BroadcasterProc, error) {
+	cmd := exec.CommandContext(ctx, self, "broadcaster", "-engine", engine, "-redis", redisURL)
 	cmd.Stderr = log
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

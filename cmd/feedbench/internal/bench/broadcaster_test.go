@@ -12,8 +12,14 @@ import (
 )
 
 // The bare broadcaster delivers every published line frame to every
-// client of its game, and only to those.
+// client of its game, and only to those, on each of its engines.
 func TestBroadcasterDelivers(t *testing.T) {
+	for _, engine := range []string{bench.EngineStd, bench.EngineNbio, bench.EngineNbioStd} {
+		t.Run(engine, func(t *testing.T) { testBroadcasterDelivers(t, engine) })
+	}
+}
+
+func testBroadcasterDelivers(t *testing.T, engine string) {
 	r, err := bench.StartRedis(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +33,9 @@ func TestBroadcasterDelivers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- bench.ServeBroadcaster(ctx, r.URL(), "127.0.0.1:0", func(a string) { addr <- a }) }()
+	go func() {
+		done <- bench.ServeBroadcasterEngine(ctx, engine, r.URL(), "127.0.0.1:0", func(a string) { addr <- a })
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

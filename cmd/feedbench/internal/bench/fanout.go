@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -44,6 +45,13 @@ type FanoutConfig struct {
 	// Baseline also measures the bare broadcaster (run as "Self
 	// broadcaster") in the same run.
 	Baseline bool
+	// PollEngines are the poller engines of the bare broadcaster
+	// (EngineNbio, EngineNbioStd) also measured in the same run, after
+	// the baseline.
+	PollEngines []string
+	// RendererNbio, with a Renderer binary, measures last a renderer run
+	// with -ws-engine nbio on the same store, in place of the first.
+	RendererNbio bool
 }
 
 // FanoutResult holds the fan-out figures: the renderer's and, when
@@ -51,7 +59,16 @@ type FanoutConfig struct {
 type FanoutResult struct {
 	Cfg FanoutConfig
 	fanoutPhase
-	Base *fanoutPhase
+	Base  *fanoutPhase
+	Polls []PollPhase
+	Nbio  *fanoutPhase // the renderer with -ws-engine nbio
+}
+
+// PollPhase is the fan-out figures of the bare broadcaster on a poller
+// engine.
+type PollPhase struct {
+	Engine string
+	fanoutPhase
 }
 
 // fanoutPhase is one server's fan-out figures.
@@ -91,7 +108,50 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 		return res, fmt.Errorf("baseline: %w", err)
 	}
 	res.Base = &base
+	for _, engine := range cfg.PollEngines {
+		ph, err := fanoutBroadcaster(ctx, cfg, st, engine)
+		if err != nil {
+			return res, fmt.Errorf("poller broadcaster %s: %w", engine, err)
+		}
+		res.Polls = append(res.Polls, PollPhase{Engine: engine, fanoutPhase: ph})
+	}
+	if !cfg.RendererNbio || cfg.Renderer == "" {
+		return res, nil
+	}
+	// The first renderer goes; a second one, under another consumer name
+	// (no lease to wait out) and on the same store, serves on nbio.
+	if r, ok := st.rend.(*Renderer); ok {
+		r.Kill()
+	}
+	rn, err := StartRenderer(cfg.Renderer, RendererArgs{RedisURL: st.redis.URL(), DB: filepath.Join(cfg.Dir, "fanout.db"),
+		Consumer: "fan-nbio", LogDir: cfg.Dir, Extra: []string{"-ws-engine", "nbio"}})
+	if err != nil {
+		return res, err
+	}
+	defer rn.Stop()
+	if err := rn.WaitReady(ctx, 30*time.Second); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(cfg.Log, "fanout: renderer, -ws-engine nbio\n")
+	// Each client backfills the seed line and the first renderer's rounds.
+	ph, err := fanoutRun(ctx, cfg, st, rn, NewWriter(st.rdb, st.mint, st.games), 1+cfg.Rounds, false)
+	if err != nil {
+		return res, fmt.Errorf("renderer on nbio: %w", err)
+	}
+	res.Nbio = &ph
 	return res, nil
+}
+
+// fanoutBroadcaster measures the bare broadcaster on engine, as its own
+// process.
+func fanoutBroadcaster(ctx context.Context, cfg FanoutConfig, st *stage, engine string) (fanoutPhase, error) {
+	b, err := StartBroadcasterEngine(ctx, cfg.Self, engine, st.redis.URL(), cfg.Log)
+	if err != nil {
+		return fanoutPhase{}, err
+	}
+	defer b.Stop()
+	fmt.Fprintf(cfg.Log, "fanout: bare broadcaster, engine %s\n", engine)
+	return fanoutRun(ctx, cfg, st, b, NewPublisher(st.rdb, st.mint, st.games), 0, false)
 }
 
 // fanoutRun measures srv: its RSS idle, with the clients and after the
@@ -295,7 +355,42 @@ func (r FanoutResult) Rows() []Row {
 			Value:  fmt.Sprintf("%s / %s = %.2f×", ms(r.ToAll.P50), ms(b.ToAll.P50), ratio(float64(r.ToAll.P50), float64(b.ToAll.P50))),
 			Target: "≤ 2×", Met: verdict(b.Q.N > 0 && r.ToAll.P50 <= 2*b.ToAll.P50)},
 	)
+	for _, p := range r.Polls {
+		per := float64(p.RSSConnected-p.RSSBefore) / float64(c.Clients) / 1024
+		rows = append(rows,
+			Row{Bench: "fan-out", Metric: fmt.Sprintf("memory per client: poller broadcaster (%s; RSS %d → %d MiB; %.1f KiB per client after the rounds)",
+				pollEngineNames[p.Engine], p.RSSBefore>>20, p.RSSConnected>>20, float64(p.RSSAfter-p.RSSBefore)/float64(c.Clients)/1024),
+				Value:  fmt.Sprintf("%.1f KiB (goroutine broadcaster %.1f, renderer %.1f)", per, basePer, perClient(r.fanoutPhase, c.Clients)),
+				Target: "≤ 24 KiB", Met: verdict(per <= 24)},
+			Row{Bench: "fan-out", Metric: fmt.Sprintf("poller broadcaster (%s): PUBLISH → frame, every delivery; per round to the last client; deliveries (dropped)", p.Engine),
+				Value: fmt.Sprintf("p50 %s · p99 %s · max %s; p50 %s · max %s; %d / %d (%d dropped)",
+					ms(p.Q.P50), ms(p.Q.P99), ms(p.Q.Max), ms(p.ToAll.P50), ms(p.ToAll.Max), p.Q.N, p.Expected, p.Dropped)},
+		)
+	}
+	if n := r.Nbio; n != nil {
+		rows = append(rows,
+			Row{Bench: "fan-out", Metric: fmt.Sprintf("memory per client: renderer -ws-engine nbio (RSS %d → %d MiB; %.1f KiB per client after the rounds)",
+				n.RSSBefore>>20, n.RSSConnected>>20, float64(n.RSSAfter-n.RSSBefore)/float64(c.Clients)/1024),
+				Value:  fmt.Sprintf("%.1f KiB (std engine %.1f)", perClient(*n, c.Clients), perClient(r.fanoutPhase, c.Clients)),
+				Target: "≤ 24 KiB", Met: verdict(perClient(*n, c.Clients) <= 24)},
+			Row{Bench: "fan-out", Metric: "renderer -ws-engine nbio: XADD → frame, every delivery; per round to the last client; deliveries (dropped)",
+				Value: fmt.Sprintf("p50 %s · p99 %s · max %s; p50 %s · max %s; %d / %d (%d dropped)",
+					ms(n.Q.P50), ms(n.Q.P99), ms(n.Q.Max), ms(n.ToAll.P50), ms(n.ToAll.Max), n.Q.N, n.Expected, n.Dropped)},
+		)
+	}
 	return rows
+}
+
+// pollEngineNames say what each poller engine is, for the table.
+var pollEngineNames = map[string]string{
+	EngineNbio:    "nbio's HTTP server and websocket, epoll",
+	EngineNbioStd: "net/http handshake, socket handed to an nbio epoll poller",
+}
+
+// perClient is a phase's RSS growth per client, in KiB, with the clients
+// connected.
+func perClient(p fanoutPhase, clients int) float64 {
+	return float64(p.RSSConnected-p.RSSBefore) / float64(clients) / 1024
 }
 
 func writeHeapProfile(path string) error {

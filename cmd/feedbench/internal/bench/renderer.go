@@ -24,7 +24,8 @@ type RendererArgs struct {
 	MinIdle      time.Duration // 0: the renderer's default
 	ClaimEvery   time.Duration
 	GamesRefresh time.Duration
-	LogDir       string // its stderr goes to LogDir/renderer-CONSUMER.log
+	LogDir       string   // its stderr goes to LogDir/renderer-CONSUMER.log
+	Extra        []string // more flags, appended
 }
 
 // Renderer is a real renderer process started by the benchmark.
@@ -65,6 +66,7 @@ func (r *Renderer) Start() error {
 	if a.GamesRefresh > 0 {
 		argv = append(argv, "-games-refresh", a.GamesRefresh.String())
 	}
+	argv = append(argv, a.Extra...)
 	if r.log == nil {
 		dir := a.LogDir
 		if dir == "" {

@@ -1,0 +1,538 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/lesismal/nbio"
+	"github.com/lesismal/nbio/logging"
+	"github.com/lesismal/nbio/nbhttp"
+	nbws "github.com/lesismal/nbio/nbhttp/websocket"
+
+	"github.com/codemojex/feed/internal/untrusted"
+)
+
+// Websocket engines (Config.WSEngine).
+const (
+	// WSEngineStd serves each websocket with coder/websocket on the
+	// goroutine net/http hands over, plus a reader goroutine.
+	WSEngineStd = "std"
+	// WSEngineNbio keeps net/http for the handshake (routes, middleware,
+	// limits, Origin check) and then hands the socket to an nbio epoll
+	// poller: an idle socket holds no goroutine and no buffer. See
+	// docs/benchmarks.md, "memory per client".
+	WSEngineNbio = "nbio"
+)
+
+// poller holds the websockets of the nbio engine. The guarantees are the
+// std engine's, kept by other means:
+//
+//   - order: one writer at a time per socket (pollSocket.busy), which is
+//     the backfill on the request's goroutine first, then a short-lived
+//     goroutine per wake-up that drains the mailbox in offer order;
+//   - resume: the hub subscription comes before the backfill, and the
+//     writer drops lines at or below the backfill's last seq, as pump does;
+//     the store is read on the request's goroutine, never on the poller;
+//   - slow clients: a full mailbox, more than SendBuffer bytes that the
+//     kernel has not taken, or no progress on unsent bytes for
+//     WriteTimeout close the socket as slow; the close frame carries the
+//     same reason ("resume from your cursor");
+//   - pings every PingEvery from one sweep goroutine; a peer that has not
+//     answered within WriteTimeout is dropped.
+type poller struct {
+	s     *Server
+	eng   *nbhttp.Engine
+	limit int64 // SendBuffer
+
+	mu    sync.Mutex
+	socks map[*pollSocket]struct{}
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// pollSlack is what nbio may buffer beyond SendBuffer: room for the close
+// frame of a socket that is already at its bound. nbio drops a socket
+// outright past it.
+const pollSlack = 64 << 10
+
+var nbioLogOnce sync.Once
+
+// newPoller starts the nbio engine and the sweep goroutine.
+func newPoller(s *Server) (*poller, error) {
+	nbioLogOnce.Do(func() { logging.SetLogger(nbioLogger{s.log}) })
+	p := &poller{s: s, limit: int64(s.cfg.SendBuffer), socks: map[*pollSocket]struct{}{}}
+	p.eng = nbhttp.NewEngine(nbhttp.Config{
+		Name:                    "web",
+		MaxWriteBufferSize:      s.cfg.SendBuffer + pollSlack,
+		ReleaseWebsocketPayload: true,
+		SupportServerOnly:       true,
+	})
+	// The kernel took n bytes of a socket: the basis of the slow-client
+	// bound and of the stuck-write check. Called by nbio with the socket's
+	// lock held; it takes no lock of ours.
+	p.eng.OnWrittenSize(func(c *nbio.Conn, _ []byte, n int) {
+		if wc, ok := c.Session().(*nbws.Conn); ok {
+			if ps, ok := wc.Session().(*pollSocket); ok {
+				ps.written.Add(int64(n))
+				ps.progress.Store(time.Now().UnixNano())
+				select {
+				case ps.room <- struct{}{}:
+				default:
+				}
+			}
+		}
+	})
+	if err := p.eng.Start(); err != nil {
+		return nil, fmt.Errorf("web: nbio engine: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.stop = cancel
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.sweep(ctx)
+	}()
+	return p, nil
+}
+
+// shutdown closes every socket with GoingAway (the server's context has
+// ended); close waits for the sockets through s.wg, then calls stopEngine.
+func (p *poller) shutdown() {
+	for _, ps := range p.sockets() {
+		ps.requestClose(websocket.StatusGoingAway, reasonShutdown, time.Second)
+	}
+}
+
+// stopEngine ends the sweep and the nbio engine, once every socket ended.
+func (p *poller) stopEngine() {
+	p.stop()
+	p.wg.Wait()
+	p.eng.Stop()
+}
+
+func (p *poller) sockets() []*pollSocket {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*pollSocket, 0, len(p.socks))
+	for ps := range p.socks {
+		out = append(out, ps)
+	}
+	return out
+}
+
+// sweep pings every socket every PingEvery and drops the ones that did not
+// answer the last ping, or whose unsent bytes have not moved, within
+// WriteTimeout.
+func (p *poller) sweep(ctx context.Context) {
+	s := p.s
+	every := min(max(s.cfg.WriteTimeout/4, 10*time.Millisecond), time.Second)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	lastPing := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			ping := now.Sub(lastPing) >= s.cfg.PingEvery
+			if ping {
+				lastPing = now
+			}
+			for _, ps := range p.sockets() {
+				ps.check(now, ping)
+			}
+		}
+	}
+}
+
+// pollSocket is one websocket on the nbio engine.
+type pollSocket struct {
+	p    *poller
+	game string
+	c    *client
+	h    *hub
+	conn *nbws.Conn // set by the upgrader's open handler
+
+	last int64 // seq of the last line written; the writer's alone
+
+	queued   atomic.Int64  // bytes handed to nbio
+	written  atomic.Int64  // bytes the kernel took
+	progress atomic.Int64  // unix ns: unsent bytes last moved (or started)
+	room     chan struct{} // one slot: bytes were written (the backfill waits on it)
+
+	busy     atomic.Bool // a writer holds the socket
+	closing  atomic.Bool // a close frame went out: nothing more is written
+	counted  atomic.Bool // counted in SlowCloses
+	closeReq atomic.Pointer[pollClose]
+
+	pingAt atomic.Int64 // unix ns of the last unanswered ping; 0 when answered
+
+	mu      sync.Mutex // guards the fields below: end races the subscription
+	started bool       // counted in clients and subscribed to h
+	ended   bool
+
+	endOnce  sync.Once
+	slowOnce sync.Once
+}
+
+type pollClose struct {
+	code   websocket.StatusCode
+	reason string
+	grace  time.Duration
+}
+
+// livePoll is live's tail for the nbio engine: the admission checks are
+// done, release gives back the slots, and the s.wg slot is taken.
+func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key string, after int64, storeID string, release func()) {
+	p := s.poll
+	ps := &pollSocket{p: p, game: game, c: newClient(s.cfg.SendQueue), room: make(chan struct{}, 1)}
+	ps.c.wake = ps.wake
+	ps.busy.Store(true) // the backfill below is the first writer
+	up := nbws.NewUpgrader()
+	up.Engine = p.eng
+	up.KeepaliveTime = 0 // liveness is the sweep's pings
+	up.MessageLengthLimit = 512
+	up.CheckOrigin = func(r *http.Request) bool { return originAllowed(r, s.cfg.AllowedOrigins) }
+	up.OnOpen(func(c *nbws.Conn) {
+		ps.conn = c
+		c.SetSession(ps)
+	})
+	up.OnMessage(ps.onMessage)
+	up.SetPongHandler(func(*nbws.Conn, string) { ps.pingAt.Store(0) })
+	up.OnClose(func(_ *nbws.Conn, err error) { ps.end(err, release) })
+	conn, err := up.UpgradeAndTransferConnToPoller(w, r, nil)
+	if err != nil {
+		if ps.conn == nil {
+			// Refused before the switch (403 for a foreign Origin, 400
+			// for a request that is no websocket handshake): answered.
+			mUpgradesRejected.WithLabelValues("handshake").Inc()
+			s.log.Info("web: websocket refused", "game", game, "remote", key, untrusted.Err(err))
+		}
+		ps.end(err, release)
+		return
+	}
+	ps.conn = conn
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("web: websocket panicked", "game", game, untrusted.Attr("panic", fmt.Sprint(v)), "stack", string(debug.Stack()))
+			ps.hardClose()
+		}
+	}()
+	if !ps.start() {
+		return // closed during the handshake's tail
+	}
+	if s.ctx.Err() != nil {
+		// Close began before this socket was listed: shutdown missed it.
+		ps.requestClose(websocket.StatusGoingAway, reasonShutdown, time.Second)
+	}
+	s.joined(ps.c, game)
+	if testHookSubscribed != nil {
+		testHookSubscribed(game)
+	}
+	ws := &wsConn{s: s, poll: ps, game: game}
+	last, err := ws.backfill(after, storeID)
+	if err != nil {
+		if !errors.Is(err, errReset) {
+			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, untrusted.Err(err))
+		}
+		return
+	}
+	ps.last = last
+	ps.flush()
+}
+
+// onMessage takes a page's probe; any other message closes the socket (see
+// readProbes).
+func (ps *pollSocket) onMessage(c *nbws.Conn, typ nbws.MessageType, b []byte) {
+	ps.pingAt.Store(0) // the peer is alive
+	if typ != nbws.TextMessage || string(b) != probeMessage {
+		ps.requestClose(websocket.StatusPolicyViolation, "unexpected data message", time.Second)
+		return
+	}
+	ps.c.offer(probeFrame)
+}
+
+// wake runs a writer unless one holds the socket; that one looks again
+// before it lets go.
+func (ps *pollSocket) wake() {
+	if ps.busy.CompareAndSwap(false, true) {
+		go ps.flush()
+	}
+}
+
+// flush is the socket's writer: it drains the mailbox in order until it is
+// empty, then lets go of the socket, and takes it again if frames came in
+// meanwhile. A close request or a slow mark ends it holding the socket, so
+// that nothing is written after the close frame.
+func (ps *pollSocket) flush() {
+	s := ps.p.s
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("web: websocket panicked", "game", ps.game, untrusted.Attr("panic", fmt.Sprint(v)), "stack", string(debug.Stack()))
+			ps.hardClose()
+		}
+	}()
+	for {
+		if ps.closing.Load() {
+			return
+		}
+		if r := ps.closeReq.Load(); r != nil {
+			ps.closeNow(r.code, r.reason, r.grace)
+			return
+		}
+		if isClosed(ps.c.slow) {
+			ps.closeSlow(nil)
+			return
+		}
+		var lines, states int64
+		for _, f := range ps.c.drain() {
+			ps.c.took()
+			if f.seq != 0 && f.seq <= ps.last {
+				continue
+			}
+			if ps.unsent()+wireSize(f.data) > ps.p.limit {
+				ps.countSlowOnce()
+				ps.closeSlow(fmt.Errorf("web: %d bytes unsent", ps.unsent()))
+				s.countSentN(lines, states)
+				return
+			}
+			if err := ps.write(nbws.TextMessage, f.data); err != nil {
+				s.countSentN(lines, states)
+				return // nbio closed it; end runs
+			}
+			switch {
+			case f.seq != 0:
+				ps.last = f.seq
+				lines++
+			case f.typ == "":
+				states++
+			default:
+				s.countSent(f.typ)
+			}
+		}
+		s.countSentN(lines, states)
+		ps.busy.Store(false)
+		if !ps.pending() || !ps.busy.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// pending reports whether the writer has something to do.
+func (ps *pollSocket) pending() bool {
+	if ps.closeReq.Load() != nil || isClosed(ps.c.slow) {
+		return true
+	}
+	ps.c.mu.Lock()
+	defer ps.c.mu.Unlock()
+	return len(ps.c.queue) > 0
+}
+
+// write hands one message to nbio, which writes what the kernel takes now
+// and keeps the rest until the socket is writable.
+func (ps *pollSocket) write(typ nbws.MessageType, data []byte) error {
+	if ps.unsent() <= 0 {
+		ps.progress.Store(time.Now().UnixNano()) // the stall clock starts now
+	}
+	ps.queued.Add(wireSize(data))
+	return ps.conn.WriteMessage(typ, data)
+}
+
+// unsent is the bytes handed to nbio that the kernel has not taken. nbio's
+// own writes (pongs) are not counted in queued, which errs on the lenient
+// side.
+func (ps *pollSocket) unsent() int64 { return ps.queued.Load() - ps.written.Load() }
+
+// wireSize is a server frame's size on the wire: header and payload.
+func wireSize(data []byte) int64 {
+	n := int64(len(data))
+	switch {
+	case n < 126:
+		return n + 2
+	case n < 1<<16:
+		return n + 4
+	default:
+		return n + 10
+	}
+}
+
+// writeBackfill writes one backfill frame once the unsent bytes leave room
+// for it: the backfill runs on the request's goroutine and may wait, as
+// the std engine's blocking writes do, up to WriteTimeout without progress.
+func (ps *pollSocket) writeBackfill(data []byte) error {
+	s := ps.p.s
+	timer := time.NewTimer(s.cfg.WriteTimeout)
+	defer timer.Stop()
+	for ps.unsent()+wireSize(data) > ps.p.limit/2 {
+		select {
+		case <-ps.room:
+			if !timer.Stop() {
+				<-timer.C
+			}
+			timer.Reset(s.cfg.WriteTimeout)
+		case <-timer.C:
+			ps.countSlowOnce()
+			ps.closeSlow(fmt.Errorf("web: backfill write stuck for %v: %w", s.cfg.WriteTimeout, context.DeadlineExceeded))
+			return context.DeadlineExceeded
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+		if ps.closing.Load() {
+			return errPollClosed
+		}
+	}
+	if ps.closing.Load() {
+		return errPollClosed
+	}
+	return ps.write(nbws.TextMessage, data)
+}
+
+var errPollClosed = errors.New("web: websocket closed")
+
+// closeSlow closes a client that fell behind, with the reason that tells
+// the page to resume from its cursor.
+func (ps *pollSocket) closeSlow(err error) {
+	ps.slowOnce.Do(func() {
+		ps.p.s.log.Info("web: slow websocket closed", "game", ps.game, "seq", ps.last, untrusted.Err(err))
+		ps.closeNow(websocket.StatusPolicyViolation, reasonSlow, ps.p.s.cfg.WriteTimeout)
+	})
+}
+
+// countSlowOnce counts the socket in SlowCloses unless it was counted
+// already: by this socket's writer, by the sweep, or by its hub (a full
+// mailbox). It reports whether it counted.
+func (ps *pollSocket) countSlowOnce() bool {
+	if isClosed(ps.c.slow) || !ps.counted.CompareAndSwap(false, true) {
+		return false
+	}
+	ps.p.s.countSlow(1)
+	return true
+}
+
+// requestClose asks the writer to close the socket (code, reason), so that
+// the close frame follows every frame written before it.
+func (ps *pollSocket) requestClose(code websocket.StatusCode, reason string, grace time.Duration) {
+	ps.closeReq.CompareAndSwap(nil, &pollClose{code: code, reason: reason, grace: grace})
+	ps.wake()
+}
+
+// closeNow sends the close frame and drops the connection after grace if
+// the peer has not answered by then (nbio closes it when the answer
+// comes). Only the socket's writer calls it.
+func (ps *pollSocket) closeNow(code websocket.StatusCode, reason string, grace time.Duration) {
+	if ps.closing.Swap(true) {
+		return
+	}
+	ps.queued.Add(wireSize([]byte(reason)) + 2)
+	if err := ps.conn.WriteClose(int(code), reason); err != nil {
+		ps.hardClose()
+		return
+	}
+	time.AfterFunc(grace, ps.hardClose)
+}
+
+// hardClose drops the connection without a handshake.
+func (ps *pollSocket) hardClose() {
+	ps.closing.Store(true)
+	if ps.conn != nil {
+		ps.conn.Close()
+	}
+}
+
+// check is the sweep's look at one socket: a write that has not moved for
+// WriteTimeout is a slow client, an unanswered ping a dead one; else it
+// sends the ping when one is due.
+func (ps *pollSocket) check(now time.Time, ping bool) {
+	s := ps.p.s
+	if ps.conn == nil || ps.closing.Load() {
+		return
+	}
+	if ps.unsent() > 0 && now.UnixNano()-ps.progress.Load() > int64(s.cfg.WriteTimeout) {
+		if ps.countSlowOnce() {
+			s.log.Info("web: slow websocket closed", "game", ps.game,
+				"err", fmt.Sprintf("web: write stuck for %v", s.cfg.WriteTimeout))
+		}
+		ps.hardClose()
+		return
+	}
+	if at := ps.pingAt.Load(); at != 0 && now.UnixNano()-at > int64(s.cfg.WriteTimeout) {
+		ps.hardClose() // no pong: the peer is gone
+		return
+	}
+	if ping && ps.pingAt.CompareAndSwap(0, now.UnixNano()) {
+		ps.queued.Add(2)
+		if err := ps.conn.WriteMessage(nbws.PingMessage, nil); err != nil {
+			ps.hardClose()
+		}
+	}
+}
+
+// end is the socket's close callback (or the failed handshake's): it gives
+// back what the socket held, once.
+func (ps *pollSocket) end(_ error, release func()) {
+	ps.endOnce.Do(func() {
+		ps.closing.Store(true)
+		ps.unsubscribe()
+		release()
+		ps.p.s.wg.Done()
+	})
+}
+
+// start lists the socket, counts it and subscribes it to its hub, unless
+// it has ended already.
+func (ps *pollSocket) start() bool {
+	s := ps.p.s
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.ended {
+		return false
+	}
+	ps.p.mu.Lock()
+	ps.p.socks[ps] = struct{}{}
+	ps.p.mu.Unlock()
+	s.stats.clients.Add(1)
+	ps.h = s.hubs.subscribe(ps.game, ps.c)
+	ps.started = true
+	return true
+}
+
+// unsubscribe undoes start, if it ran.
+func (ps *pollSocket) unsubscribe() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.ended = true
+	if !ps.started {
+		return
+	}
+	ps.started = false
+	s := ps.p.s
+	ps.p.mu.Lock()
+	delete(ps.p.socks, ps)
+	ps.p.mu.Unlock()
+	s.stats.clients.Add(-1)
+	s.hubs.unsubscribe(ps.h, ps.c)
+	s.changed()
+}
+
+// nbioLogger hands nbio's warnings and errors to the server's logger (nbio
+// logs to stdout by default).
+type nbioLogger struct{ log *slog.Logger }
+
+func (nbioLogger) SetLevel(int)         {}
+func (nbioLogger) Debug(string, ...any) {}
+func (nbioLogger) Info(string, ...any)  {}
+func (l nbioLogger) Warn(f string, v ...any) {
+	l.log.Warn("web: nbio", untrusted.Attr("msg", fmt.Sprintf(f, v...)))
+}
+func (l nbioLogger) Error(f string, v ...any) {
+	l.log.Error("web: nbio", untrusted.Attr("msg", fmt.Sprintf(f, v...)))
+}
