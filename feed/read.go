@@ -112,10 +112,11 @@ func (c *Consumer) drain(now time.Time) (bool, error) {
 		}
 		return 0
 	})
+	var rest []*streamState
 	if len(sts) > drainKeys {
-		sts = sts[:drainKeys]
+		sts, rest = sts[:drainKeys], sts[drainKeys:]
 	}
-	return c.readMany(sts, now)
+	return c.readManyThen(sts, rest, now)
 }
 
 // poll reads the next page of the known streams once without blocking
@@ -151,27 +152,42 @@ func cmpKey(a, b string) int {
 // are read again and prepared ahead while the batch in hand commits, for
 // up to aheadFor (see readAhead).
 func (c *Consumer) readMany(sts []*streamState, now time.Time) (bool, error) {
+	return c.readManyThen(sts, nil, now)
+}
+
+// readManyThen is readMany, where the reads ahead also take up to
+// drainKeys streams of rest: due streams beyond one read's share, as many
+// games with a few entries each are (a backlog spread over streams rather
+// than deep in a few).
+func (c *Consumer) readManyThen(sts, rest []*streamState, now time.Time) (bool, error) {
 	gs := c.groups(sts)
 	first := c.readKeys(keysOf(gs))
 	batch, firstErr := c.takeRead(gs, first, now)
 	if len(batch) == 0 {
 		return false, firstErr
 	}
-	return true, c.chain(sts, batch, firstErr, now)
+	return true, c.chain(sts, rest, batch, firstErr, now)
 }
 
 // chain processes batch, a ">" read over sts that failed with firstErr (if
 // at all) for some of them. With Config.Prepare, while it commits, the
-// streams of sts whose read came back full are read again and prepared
-// ahead, and so on for up to aheadFor. It returns the first error.
-func (c *Consumer) chain(sts []*streamState, batch []delivery, firstErr error, now time.Time) error {
+// streams of sts whose read came back full, topped up from rest to
+// drainKeys streams, are read again and prepared ahead, and so on for up
+// to aheadFor. It returns the first error.
+func (c *Consumer) chain(sts, rest []*streamState, batch []delivery, firstErr error, now time.Time) error {
 	var pre *readAhead
 	until := now.Add(aheadFor)
 	for {
 		var next chan *readAhead
 		var ngs [][]*streamState
 		if c.cfg.Prepare != nil && firstErr == nil && !c.stopping() && time.Now().Before(until) {
-			if due := dueOf(sts); len(due) > 0 {
+			due := dueOf(sts)
+			if n := min(drainKeys-len(due), len(rest)); n > 0 {
+				due = append(due, dueOf(rest[:n])...)
+				rest = rest[n:]
+			}
+			sts = due
+			if len(due) > 0 {
 				ngs = c.groups(due)
 				keys := keysOf(ngs)
 				next = make(chan *readAhead, 1)
@@ -325,7 +341,7 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 		batch, lingerErr = c.linger(sts, batch)
 	}
 	// A backlog found by the blocking read is read ahead from here.
-	return c.chain(sts, batch, lingerErr, time.Now())
+	return c.chain(sts, nil, batch, lingerErr, time.Now())
 }
 
 // linger reads the hot streams sts once more without blocking, after

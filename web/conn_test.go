@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -95,5 +96,26 @@ func TestStoreFailure(t *testing.T) {
 	_, _, err = c.Read(ctx)
 	if websocket.CloseStatus(err) != websocket.StatusInternalError {
 		t.Fatalf("read: %v, want an internal-error close", err)
+	}
+}
+
+// A request stalled mid-headers does not turn Close into an error: it is
+// cut once the 5 seconds of draining are over.
+func TestCloseCutsStalledRequest(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	conn, err := net.Dial("tcp", e.srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("the stalled connection is still open after Close (read %d bytes)", n)
 	}
 }

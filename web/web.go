@@ -369,7 +369,10 @@ func (s *Server) Stats() Stats {
 
 // Close stops the tailer, closes every websocket with StatusGoingAway (so
 // browsers reconnect, to another replica if need be), drains HTTP requests
-// for up to 5 seconds and waits for every goroutine it started.
+// for up to 5 seconds and waits for every goroutine it started. Requests
+// still in flight then (a client that stalls mid-request, a read the store
+// keeps busy) are cut with a warning: the server holds no data, so that is
+// still a clean stop.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -379,7 +382,11 @@ func (s *Server) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := s.http.Shutdown(ctx); err != nil {
-			s.closeErr = fmt.Errorf("web: shutdown: %w", err)
+			if errors.Is(err, context.DeadlineExceeded) {
+				s.log.Warn("web: requests still in flight 5s after shutdown began; cut", "addr", s.ln.Addr().String())
+			} else {
+				s.closeErr = fmt.Errorf("web: shutdown: %w", err)
+			}
 			s.http.Close()
 		}
 		s.wg.Wait()
