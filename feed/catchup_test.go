@@ -2,10 +2,14 @@ package feed_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/feed"
 )
 
 // TestCatchUpOnlyWhenMissing: a store behind its group only by entries a
@@ -106,5 +110,112 @@ func ack(tb testing.TB, rdb redis.UniversalClient, s string, ids ...string) {
 	}
 	if err := rdb.XAck(context.Background(), s, group, ids...).Err(); err != nil {
 		tb.Fatalf("xack %s: %v", s, err)
+	}
+}
+
+// TestCatchUpByPages: a store far behind on one stream is caught up a few
+// pages per loop turn, so another stream, already caught, is read in
+// between; and no new entry of the stream being caught up is handled
+// before its catch-up ends (its store position would jump past a hole).
+func TestCatchUpByPages(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	far, near := stream("far"), stream("near")
+	for _, s := range []string{far, near} {
+		if err := rdb.XGroupCreateMkStream(ctx, s, group, "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const old = 3000
+	pipe := rdb.Pipeline()
+	for i := range old {
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: far, Values: []any{
+			"id", minter.Next(time.Now()), "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339),
+			"player", "ana", "text", itoa(i)}})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A peer of this host read and acked them all into a store that is
+	// lost; the new one has nothing.
+	for got := 0; got < old; {
+		ids := readAs(t, rdb, far, "peer", 500)
+		ack(t, rdb, far, ids...)
+		got += len(ids)
+	}
+	var fresh []string
+	for range 5 {
+		fresh = append(fresh, add(t, rdb, far))
+	}
+	other := add(t, rdb, near)
+
+	var (
+		mu    sync.Mutex
+		order []feed.Message
+	)
+	seenOther := make(chan struct{})
+	var once sync.Once
+	stuck := false
+	handler := func(ctx context.Context, m feed.Message) error {
+		mu.Lock()
+		order = append(order, m)
+		n := len(order)
+		mu.Unlock()
+		if m.ID == other {
+			once.Do(func() { close(seenOther) })
+		}
+		if m.Stream == far && n == old/2 {
+			// Half way through the catch-up: the other stream must have
+			// been read by now, between pages.
+			select {
+			case <-seenOther:
+			case <-time.After(10 * time.Second):
+				mu.Lock()
+				stuck = true
+				mu.Unlock()
+			}
+		}
+		return nil
+	}
+	cfg := baseConfig(t, rdb, "r1", far, near)
+	cfg.Handler = handler
+	cfg.Position = func(context.Context, string) (string, error) { return "", nil }
+	c := mustOpen(t, cfg)
+	waitFor(t, 30*time.Second, "everything handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) >= old+len(fresh)+1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if stuck {
+		t.Fatalf("the other stream waited for the whole catch-up")
+	}
+	if st := c.Stats(); st.CaughtUp != old {
+		t.Errorf("caught up %d entries, want %d", st.CaughtUp, old)
+	}
+	farSeen, otherAt, lastOld := 0, -1, -1
+	freshAt := map[string]int{}
+	for i, m := range order {
+		switch {
+		case m.ID == other:
+			otherAt = i
+		case m.Stream == far && slices.Contains(fresh, m.ID):
+			freshAt[m.ID] = i
+		case m.Stream == far:
+			farSeen++
+			lastOld = i
+		}
+	}
+	if farSeen != old {
+		t.Errorf("%d old entries handed, want %d", farSeen, old)
+	}
+	if otherAt < 0 || otherAt > lastOld {
+		t.Errorf("other stream's entry handed at %d, catch-up ended at %d: want it in between", otherAt, lastOld)
+	}
+	for _, id := range fresh {
+		if at, ok := freshAt[id]; !ok || at < lastOld {
+			t.Errorf("new entry %s handed at %d (ok %v), before the catch-up ended at %d", id, at, ok, lastOld)
+		}
 	}
 }
