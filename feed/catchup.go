@@ -50,8 +50,8 @@ func (c *Consumer) catchUpAll() error {
 		}
 		if !done {
 			c.catching = true
-			if st.catchLast != "" {
-				c.catchCur = st
+			if st.catchLast != "" && c.catchCur == nil {
+				c.catchCur = st // the next turn goes on with it first
 			}
 			return nil
 		}
@@ -203,8 +203,8 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 
 // onlyPending reports whether every entry of key after pos ("": from the
 // start) up to last is pending in the group, so the store lacks nothing the
-// reader law will not deliver: it is a page of XRANGE compared with a page
-// of XPENDING over the same range (both single-key, so cluster-safe). A
+// reader law will not deliver: it is a page of XPENDING compared with an
+// XRANGE over the same range (both single-key, so cluster-safe). A
 // range longer than a page, or any entry there that is acked (by a
 // consumer whose commit this store does not have), answers false and the
 // stream is caught up. Under live traffic the group's last-delivered id is
@@ -224,18 +224,24 @@ func (c *Consumer) onlyPending(ctx context.Context, key, pos, last string) (bool
 		from = "(" + pos
 	}
 	page := c.pendingPage()
-	msgs, err := c.rdb.XRangeN(ctx, key, from, last, page+1).Result()
-	if err != nil {
-		return false, err
-	}
-	if len(msgs) == 0 || int64(len(msgs)) > page {
-		return false, nil
-	}
+	// XPENDING first: the entries in flight are few, so the XRANGE that
+	// follows asks for one more than those, not for a page (a lost store
+	// behind by 200k entries costs a short read, not a long one).
 	pend, err := c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
 		Stream: key, Group: c.cfg.Group, Start: from, End: last, Count: page + 1,
 	}).Result()
 	if err != nil {
 		return false, err
+	}
+	if len(pend) == 0 || int64(len(pend)) > page {
+		return false, nil
+	}
+	msgs, err := c.rdb.XRangeN(ctx, key, from, last, int64(len(pend))+1).Result()
+	if err != nil {
+		return false, err
+	}
+	if len(msgs) == 0 || len(msgs) > len(pend) {
+		return false, nil
 	}
 	held := make(map[string]bool, len(pend))
 	for _, p := range pend {
