@@ -16,8 +16,9 @@ const catchUpPages = 10
 
 // catchUpAll catches the store up with the group on every open stream not
 // caught up since it was discovered (Config.Position), at most catchUpPages
-// pages per turn, finishing the stream it started before another one, so
-// streams come back one by one. A stream not yet caught is neither read
+// pages per turn, the streams with entries pending first, and otherwise
+// finishing the stream it started before another one, so streams come back
+// one by one. A stream not yet caught is neither read
 // nor recovered nor claimed (streamState.readable): the store's position
 // moves to the highest position of each committed batch, so committing a
 // newer entry of it first would put its position past entries it still
@@ -65,13 +66,21 @@ func (c *Consumer) catchUpAll() error {
 	}
 	// Only the work set: a stream enters it through the group door, so a
 	// new or re-discovered stream is caught up before it is read, and a
-	// quiet one costs nothing here.
-	if cur := c.catchCur; cur != nil {
-		c.catchCur = nil
-		if c.work[cur.key] == cur {
-			if err := try(cur); err != nil {
+	// quiet one costs nothing here. First the streams with entries pending
+	// (a dead peer's or our own wait for the catch-up to end), then the
+	// stream begun last turn, then the rest.
+	cur := c.catchCur
+	c.catchCur = nil
+	for _, st := range c.work {
+		if st.pending && st.catchLast != "" {
+			if err := try(st); err != nil {
 				return err
 			}
+		}
+	}
+	if cur != nil && c.work[cur.key] == cur {
+		if err := try(cur); err != nil {
+			return err
 		}
 	}
 	for _, st := range c.work {
@@ -203,11 +212,12 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 
 // onlyPending reports whether every entry of key after pos ("": from the
 // start) up to last is pending in the group, so the store lacks nothing the
-// reader law will not deliver: it is a page of XPENDING compared with an
-// XRANGE over the same range (both single-key, so cluster-safe). A
-// range longer than a page, or any entry there that is acked (by a
-// consumer whose commit this store does not have), answers false and the
-// stream is caught up. Under live traffic the group's last-delivered id is
+// reader law will not deliver: it is a page of XPENDING compared with a
+// page of XRANGE over the same range, and the entries acked there looked
+// up in the dead positions set (ZMSCORE); each command is single-key, so
+// cluster-safe. A range longer than a page, or any entry there that is
+// acked without a dead letter (by a consumer whose commit this store does
+// not have), answers false and the stream is caught up. Under live traffic the group's last-delivered id is
 // ahead of the store only by the entries in flight at the host's other
 // consumers, so an ordinary restart costs two short reads, not a re-read of
 // the lookback window.
@@ -224,32 +234,45 @@ func (c *Consumer) onlyPending(ctx context.Context, key, pos, last string) (bool
 		from = "(" + pos
 	}
 	page := c.pendingPage()
-	// XPENDING first: the entries in flight are few, so the XRANGE that
-	// follows asks for one more than those, not for a page (a lost store
-	// behind by 200k entries costs a short read, not a long one).
 	pend, err := c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
 		Stream: key, Group: c.cfg.Group, Start: from, End: last, Count: page + 1,
 	}).Result()
 	if err != nil {
 		return false, err
 	}
-	if len(pend) == 0 || int64(len(pend)) > page {
+	if int64(len(pend)) > page {
 		return false, nil
 	}
-	msgs, err := c.rdb.XRangeN(ctx, key, from, last, int64(len(pend))+1).Result()
+	msgs, err := c.rdb.XRangeN(ctx, key, from, last, page+1).Result()
 	if err != nil {
 		return false, err
 	}
-	if len(msgs) == 0 || len(msgs) > len(pend) {
+	if len(msgs) == 0 || int64(len(msgs)) > page {
 		return false, nil
 	}
 	held := make(map[string]bool, len(pend))
 	for _, p := range pend {
 		held[p.ID] = true
 	}
+	var acked []string
 	for _, m := range msgs {
 		if !held[m.ID] {
-			return false, nil
+			acked = append(acked, m.ID)
+		}
+	}
+	if len(acked) == 0 {
+		return true, nil
+	}
+	// Acked without a line: a dead letter (malformed, poison, conflict)
+	// is acked and never stored, and a catch-up would only refuse it
+	// again. Under traffic with bad entries one is often in the range.
+	dead, err := c.rdb.ZMScore(ctx, deadPositionsKey(c.cfg.DeadKey(key)), acked...).Result()
+	if err != nil {
+		return false, err
+	}
+	for _, sc := range dead {
+		if sc == 0 {
+			return false, nil // not a dead letter: a line this store lacks
 		}
 	}
 	return true, nil

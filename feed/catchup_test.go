@@ -3,6 +3,8 @@ package feed_test
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
 )
 
 // TestCatchUpOnlyWhenMissing: a store behind its group only by entries a
@@ -20,10 +23,12 @@ func TestCatchUpOnlyWhenMissing(t *testing.T) {
 	cases := []struct {
 		name    string
 		acked   int // of the 20 entries after the store's position, how many a peer acked
+		dead    int // how many of those acked were dead letters
 		catchUp bool
 	}{
-		{name: "behind by pending only", acked: 0, catchUp: false},
-		{name: "acked entries missing", acked: 5, catchUp: true},
+		{name: "behind by pending only", catchUp: false},
+		{name: "behind by pending and dead letters", acked: 2, dead: 2, catchUp: false},
+		{name: "acked entries missing", acked: 5, dead: 1, catchUp: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,6 +50,13 @@ func TestCatchUpOnlyWhenMissing(t *testing.T) {
 			// Then it read 20 more and died with them in hand, having acked
 			// tc.acked of them in another store (this one lacks them).
 			held := readAs(t, rdb, s, "peer", 20)
+			for _, id := range held[:tc.dead] {
+				ms, _, _ := strings.Cut(id, "-")
+				score, _ := strconv.ParseFloat(ms, 64)
+				if err := rdb.ZAdd(ctx, event.DeadKeyOf(s)+":pos", redis.Z{Score: score, Member: id}).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
 			ack(t, rdb, s, held[:tc.acked]...)
 
 			var rec recorder
@@ -53,7 +65,7 @@ func TestCatchUpOnlyWhenMissing(t *testing.T) {
 			cfg.Position = func(context.Context, string) (string, error) { return pos, nil }
 			c := mustOpen(t, cfg)
 			waitFor(t, 10*time.Second, "pending reclaimed and acked", func() bool {
-				return pending(t, rdb, s) == 0 && len(rec.ids()) >= 20
+				return pending(t, rdb, s) == 0 && len(rec.ids()) >= 20-tc.acked
 			})
 			st := c.Stats()
 			if !tc.catchUp {
@@ -62,8 +74,8 @@ func TestCatchUpOnlyWhenMissing(t *testing.T) {
 				}
 				for i, id := range evts {
 					want := 1
-					if i < 10 {
-						want = 0 // in the store already: never re-read
+					if i < 10+tc.dead {
+						want = 0 // in the store already, or a dead letter: never re-read
 					}
 					if n := rec.count(id); n != want {
 						t.Errorf("entry %d handed %d times, want %d", i, n, want)
