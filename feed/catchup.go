@@ -8,37 +8,91 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// catchUpPages is the most XRANGE pages (of Count entries) catch-up hands
+// to the handler in one loop turn, so a store far behind (a lost file, a
+// new host) does not hold up the rest of the turn: the own pending lists,
+// claims and reads of the streams already caught go on between pages.
+const catchUpPages = 10
+
 // catchUpAll catches the store up with the group on every open stream not
-// caught up since it was discovered (Config.Position). It runs before
-// anything new is read, so a store's position never jumps past a hole.
+// caught up since it was discovered (Config.Position), at most catchUpPages
+// pages per turn, the streams with entries pending first, and otherwise
+// finishing the stream it started before another one, so streams come back
+// one by one. A stream not yet caught is neither read
+// nor recovered nor claimed (streamState.readable): the store's position
+// moves to the highest position of each committed batch, so committing a
+// newer entry of it first would put its position past entries it still
+// lacks, and a crash then would hide them from the next catch-up.
 func (c *Consumer) catchUpAll() error {
+	c.catching = false
 	if c.cfg.Position == nil {
+		for _, st := range c.work {
+			st.caught = true
+		}
 		return nil
 	}
-	streams, entries := 0, 0
-	// Only the work set: a stream enters it through the group door, so a
-	// new or re-discovered stream is caught up before it is read, and a
-	// quiet one costs nothing here.
-	for _, st := range c.work {
+	budget := catchUpPages
+	try := func(st *streamState) error {
 		if !st.open || st.caught {
-			continue
+			return nil
 		}
-		n, done, err := c.catchUp(st)
+		if budget <= 0 && st.catchLast != "" {
+			c.catching = true
+			return nil
+		}
+		// With the budget spent, a stream not yet looked at is still
+		// looked at (a few short reads): most are not behind at all and
+		// are free to be read at once.
+		n, pages, done, err := c.catchUp(st, budget)
+		budget -= pages
+		st.catchN += n
 		if err != nil || c.stopping() {
 			return err
 		}
-		if done {
-			st.caught = true
+		if !done {
+			c.catching = true
+			if st.catchLast != "" && c.catchCur == nil {
+				c.catchCur = st // the next turn goes on with it first
+			}
+			return nil
 		}
-		if n > 0 {
-			streams++
-			entries += n
+		st.caught = true
+		if st.catchN > 0 {
+			c.catchStreams++
+			c.catchEntries += st.catchN
+		}
+		st.catchN = 0
+		return nil
+	}
+	// Only the work set: a stream enters it through the group door, so a
+	// new or re-discovered stream is caught up before it is read, and a
+	// quiet one costs nothing here. First the streams with entries pending
+	// (a dead peer's or our own wait for the catch-up to end), then the
+	// stream begun last turn, then the rest.
+	cur := c.catchCur
+	c.catchCur = nil
+	for _, st := range c.work {
+		if st.pending && st.catchLast != "" {
+			if err := try(st); err != nil {
+				return err
+			}
 		}
 	}
-	if entries > 0 {
-		// One line per pass, however many streams it took.
-		c.log.Warn("store was behind its group; caught up from the streams", "streams", streams, "entries", entries)
-		c.note(fmt.Sprintf("store was behind its group: %d entries of %d streams re-read and stored", entries, streams))
+	if cur != nil && c.work[cur.key] == cur {
+		if err := try(cur); err != nil {
+			return err
+		}
+	}
+	for _, st := range c.work {
+		if err := try(st); err != nil {
+			return err
+		}
+	}
+	if !c.catching && c.catchEntries > 0 {
+		// One line per catch-up, however many streams and turns it took.
+		c.log.Warn("store was behind its group; caught up from the streams", "streams", c.catchStreams, "entries", c.catchEntries)
+		c.note(fmt.Sprintf("store was behind its group: %d entries of %d streams re-read and stored", c.catchEntries, c.catchStreams))
+		c.catchStreams, c.catchEntries = 0, 0
 	}
 	return nil
 }
@@ -48,37 +102,78 @@ func (c *Consumer) catchUpAll() error {
 // no XREADGROUP, no XACK, no dead letter, so the group and its other
 // consumers are unaffected, and the handler's idempotence makes a repeat
 // harmless. Entries the handler refuses are left to the reader law (they
-// are pending or dead-lettered already). done is false when the stream
-// must be tried again (its group is gone).
-func (c *Consumer) catchUp(st *streamState) (n int, done bool, err error) {
+// are pending or dead-lettered already). It hands at most budget pages and
+// keeps its cursor in st (catchNext, catchLast) for the next turn; done is
+// false when the stream must be tried again (pages left, its group gone).
+func (c *Consumer) catchUp(st *streamState, budget int) (n, pages int, done bool, err error) {
+	if st.catchLast == "" {
+		start, last, behind, done, err := c.catchUpPlan(st)
+		if err != nil || !behind {
+			return 0, 0, done, err
+		}
+		st.catchNext, st.catchLast = start, last
+	}
+	for pages < budget && !c.stopping() {
+		rctx, rcancel := context.WithTimeout(c.ctx, 10*time.Second)
+		msgs, err := c.rdb.XRangeN(rctx, st.key, st.catchNext, st.catchLast, c.cfg.Count).Result()
+		rcancel()
+		if err != nil {
+			c.fail("catchup", err)
+			return n, pages, false, err
+		}
+		c.ok()
+		if len(msgs) == 0 {
+			st.catchNext, st.catchLast = "", ""
+			return n, pages, true, nil
+		}
+		if err := c.catchUpBatch(st.key, msgs); err != nil {
+			return n, pages, false, err
+		}
+		pages++
+		n += len(msgs)
+		c.stats.caughtUp.Add(int64(len(msgs)))
+		lastID := msgs[len(msgs)-1].ID
+		if cmpID(lastID, st.catchLast) >= 0 {
+			st.catchNext, st.catchLast = "", ""
+			return n, pages, true, nil
+		}
+		st.catchNext = "(" + lastID
+	}
+	return n, pages, false, nil
+}
+
+// catchUpPlan decides whether st's store is behind its group and from
+// where a catch-up starts: behind reports a range to re-read (start, last);
+// otherwise done is false when the stream must be tried again (its group
+// is gone).
+func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, done bool, err error) {
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
 	pos, err := c.cfg.Position(ctx, st.key)
 	if err != nil {
-		return 0, false, fmt.Errorf("feed: store position of %s: %w", st.key, err)
+		return "", "", false, false, fmt.Errorf("feed: store position of %s: %w", st.key, err)
 	}
 	groups, err := c.rdb.XInfoGroups(ctx, st.key).Result()
 	if err != nil {
 		c.fail("catchup", err)
 		if serverError(err) {
 			c.reopen(st, err)
-			return 0, false, nil
+			return "", "", false, false, nil
 		}
-		return 0, false, err
+		return "", "", false, false, err
 	}
-	last := ""
 	for _, g := range groups {
 		if g.Name == c.cfg.Group {
 			last = g.LastDeliveredID
 		}
 	}
 	if last == "" || last == "0-0" || (pos != "" && cmpID(pos, last) >= 0) {
-		return 0, true, nil
+		return "", "", false, true, nil
 	}
 	info, err := c.rdb.XInfoStream(ctx, st.key).Result()
 	if err != nil {
 		c.fail("catchup", err)
-		return 0, false, err
+		return "", "", false, false, err
 	}
 	c.ok()
 	if trimmedPast(info, pos) {
@@ -93,37 +188,99 @@ func (c *Consumer) catchUp(st *streamState) (n int, done bool, err error) {
 		c.note(fmt.Sprintf("gap: %s lost entries after the store's position %s (the stream now starts at %s); their lines cannot be recovered",
 			gameOf(st.key), have, info.FirstEntry.ID))
 	}
-	start := "-"
+	if !trimmedPast(info, pos) {
+		only, err := c.onlyPending(ctx, st.key, pos, last)
+		if err != nil {
+			c.fail("catchup", err)
+			return "", "", false, false, err
+		}
+		if only {
+			// Every entry the store lacks is still in someone's hands: the
+			// reader law hands it over (recover, claim), so nothing to do.
+			c.stats.catchUpSkipped.Add(1)
+			return "", "", false, true, nil
+		}
+	}
+	start = "-"
 	if pos != "" {
 		ms, _ := splitID(pos)
 		back := uint64(c.cfg.CatchUpLookback.Milliseconds())
 		start = fmt.Sprintf("%d-0", ms-min(ms, back))
 	}
-	for !c.stopping() {
-		rctx, rcancel := context.WithTimeout(c.ctx, 10*time.Second)
-		msgs, err := c.rdb.XRangeN(rctx, st.key, start, last, c.cfg.Count).Result()
-		rcancel()
-		if err != nil {
-			c.fail("catchup", err)
-			return n, false, err
-		}
-		c.ok()
-		if len(msgs) == 0 {
-			break
-		}
-		if err := c.catchUpBatch(st.key, msgs); err != nil {
-			return n, false, err
-		}
-		n += len(msgs)
-		c.stats.caughtUp.Add(int64(len(msgs)))
-		lastID := msgs[len(msgs)-1].ID
-		if cmpID(lastID, last) >= 0 {
-			break
-		}
-		start = "(" + lastID
-	}
-	return n, !c.stopping(), nil
+	return start, last, true, false, nil
 }
+
+// onlyPending reports whether every entry of key after pos ("": from the
+// start) up to last is pending in the group, so the store lacks nothing the
+// reader law will not deliver: it is a page of XPENDING compared with a
+// page of XRANGE over the same range, and the entries acked there looked
+// up in the dead positions set (ZMSCORE); each command is single-key, so
+// cluster-safe. A range longer than a page, or any entry there that is
+// acked without a dead letter (by a consumer whose commit this store does
+// not have), answers false and the stream is caught up. Under live traffic the group's last-delivered id is
+// ahead of the store only by the entries in flight at the host's other
+// consumers, so an ordinary restart costs two short reads, not a re-read of
+// the lookback window.
+//
+// Entries below pos are not looked at: in a store that went on being
+// written (a restart), nothing below its position was acked without being
+// committed to it. Only an older copy (a restored backup) can lack an entry
+// below its position that was pending when it was taken and acked since;
+// such a copy is behind the entries its successor committed and acked
+// after it, so this check fails and the catch-up's lookback covers them.
+func (c *Consumer) onlyPending(ctx context.Context, key, pos, last string) (bool, error) {
+	from := "-"
+	if pos != "" {
+		from = "(" + pos
+	}
+	page := c.pendingPage()
+	pend, err := c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: key, Group: c.cfg.Group, Start: from, End: last, Count: page + 1,
+	}).Result()
+	if err != nil {
+		return false, err
+	}
+	if int64(len(pend)) > page {
+		return false, nil
+	}
+	msgs, err := c.rdb.XRangeN(ctx, key, from, last, page+1).Result()
+	if err != nil {
+		return false, err
+	}
+	if len(msgs) == 0 || int64(len(msgs)) > page {
+		return false, nil
+	}
+	held := make(map[string]bool, len(pend))
+	for _, p := range pend {
+		held[p.ID] = true
+	}
+	var acked []string
+	for _, m := range msgs {
+		if !held[m.ID] {
+			acked = append(acked, m.ID)
+		}
+	}
+	if len(acked) == 0 {
+		return true, nil
+	}
+	// Acked without a line: a dead letter (malformed, poison, conflict)
+	// is acked and never stored, and a catch-up would only refuse it
+	// again. Under traffic with bad entries one is often in the range.
+	dead, err := c.rdb.ZMScore(ctx, deadPositionsKey(c.cfg.DeadKey(key)), acked...).Result()
+	if err != nil {
+		return false, err
+	}
+	for _, sc := range dead {
+		if sc == 0 {
+			return false, nil // not a dead letter: a line this store lacks
+		}
+	}
+	return true, nil
+}
+
+// pendingPage is the most entries onlyPending compares: ten reads' worth,
+// more than a host's consumers hold in flight on one stream.
+func (c *Consumer) pendingPage() int64 { return 10 * c.cfg.Count }
 
 // catchUpBatch hands one XRANGE page to the handler; an Unavailable
 // verdict holds the page as the reader law does (pause, retry in hand).

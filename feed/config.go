@@ -139,7 +139,10 @@ type Config struct {
 	// is behind the group's last-delivered id is caught up when it is
 	// discovered, before anything new is read from it: its entries from
 	// Position (less CatchUpLookback) to the last-delivered id are handed
-	// to the handler, never acked and never dead-lettered (docs/reader-law.md).
+	// to the handler, never acked and never dead-lettered, a few pages per
+	// loop turn; the stream is not read, recovered or claimed until then.
+	// A store behind only by entries still pending (or dead-lettered) is
+	// not re-read: the reader law brings them (docs/reader-law.md).
 	Position func(ctx context.Context, stream string) (string, error)
 	// CatchUpLookback widens a catch-up below the store's position by this
 	// much stream time, for entries that were still pending when an older

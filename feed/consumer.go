@@ -44,9 +44,17 @@ type Consumer struct {
 	sample    *sampler
 
 	// Owned by the loop goroutine.
-	streams     map[string]*streamState // every known stream
-	work        map[string]*streamState // the read set: streams with a reason to be read
-	found       int                     // games discovered since the last log line
+	streams map[string]*streamState // every known stream
+	work    map[string]*streamState // the read set: streams with a reason to be read
+	found   int                     // games discovered since the last log line
+
+	// Catch-up across turns (catchup.go): some stream is still behind, the
+	// one being caught up (finished first), and what the whole catch-up
+	// has re-read so far (one log line at its end).
+	catching                   bool
+	catchCur                   *streamState
+	catchStreams, catchEntries int
+
 	sweep       sweepState
 	pollRound   int  // the poll's current round over the known streams (pollNext)
 	perSlot     bool // group multi-key reads per hash slot (a cluster)

@@ -65,7 +65,11 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 				// A group made here has delivered nothing yet, so the
 				// store cannot be behind it: no catch-up (a new host
 				// meeting thousands of games pays no round trip per game).
-				st.caught = true
+				// A catch-up under way goes on: it reads the stream, not
+				// the group, and the store still lacks the rest of it.
+				if st.catchLast == "" {
+					st.caught = true
+				}
 			}
 			// Pending and lag tell whether to recover and what to read.
 			st.inspect = true

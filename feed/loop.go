@@ -128,7 +128,12 @@ func (c *Consumer) turn() error {
 			return err
 		}
 	}
-	return c.readHot(now, c.blockFor(now))
+	wait := c.blockFor(now)
+	if c.catching {
+		// Pages of a catch-up are left: do not block on the hot streams.
+		wait = time.Millisecond
+	}
+	return c.readHot(now, wait)
 }
 
 // blockFor is how long the blocking read may wait: Block, and with a

@@ -31,7 +31,8 @@ const (
 // it (once per start and after every group door creation), many streams
 // per XREADGROUP.
 func (c *Consumer) recoverAll() error {
-	sts := c.pick(func(st *streamState) bool { return st.open && !st.inspect && st.recover })
+	// Not before the stream is caught up: see catchUpAll.
+	sts := c.pick(func(st *streamState) bool { return st.open && st.caught && !st.inspect && st.recover })
 	for _, g := range c.groups(sts) {
 		if err := c.recoverGroup(g); err != nil || c.stopping() {
 			return err

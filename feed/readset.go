@@ -16,8 +16,9 @@ import (
 // while one of these holds:
 //
 //   - pinned: a static stream (Config.Streams), always read;
-//   - needDoor, inspect, recover: it is on its way in (group door, census of
-//     its pending and lag, own pending list);
+//   - needDoor, inspect, recover, not caught: it is on its way in (group
+//     door, census of its pending and lag, the store's catch-up, own
+//     pending list);
 //   - due: it has entries to read now (woken, lag seen, a full read);
 //   - pending: the group has pending entries on it (claimed and counted);
 //   - hot: its registry score is recent or it delivered lately, so it is in
@@ -41,11 +42,16 @@ type streamState struct {
 	pending  bool // the group has pending entries here
 	seenOpen bool // the group existed once: a creation is a re-creation
 	caught   bool // the store was caught up with the group (catchup.go)
-	gauged   bool // pending and lag gauges carry this game's label
-	hotUntil time.Time
-	score    float64 // last registry score seen (unix ms of the last event)
-	seenPass int     // the sweep pass that last listed it
-	polled   int     // the poll round that last read it
+	// A catch-up under way across turns (catchup.go): the XRANGE start of
+	// its next page, the group's last-delivered id it runs to, and the
+	// entries it handed so far.
+	catchNext, catchLast string
+	catchN               int
+	gauged               bool // pending and lag gauges carry this game's label
+	hotUntil             time.Time
+	score                float64 // last registry score seen (unix ms of the last event)
+	seenPass             int     // the sweep pass that last listed it
+	polled               int     // the poll round that last read it
 
 	doorErr     error
 	doorBackoff backoff.Backoff
@@ -56,11 +62,14 @@ func (st *streamState) hot(now time.Time) bool { return st.pinned || now.Before(
 
 // busy reports whether the stream has a reason to stay in the work set.
 func (st *streamState) busy(now time.Time) bool {
-	return st.pinned || st.needDoor || st.inspect || st.recover || st.due || st.pending || now.Before(st.hotUntil)
+	return st.pinned || st.needDoor || st.inspect || st.recover || st.due || st.pending || (st.open && !st.caught) || st.catchLast != "" ||
+		now.Before(st.hotUntil)
 }
 
 // readable reports whether ">" reads may go to the stream.
-func (st *streamState) readable() bool { return st.open && !st.inspect && !st.recover }
+// readable reports whether the stream may be read with ">" and claimed: a
+// stream whose store is not yet caught up is not (catchUpAll).
+func (st *streamState) readable() bool { return st.open && st.caught && !st.inspect && !st.recover }
 
 func gameOf(stream string) string {
 	g, _ := event.GameOfKey(stream)

@@ -26,6 +26,7 @@ type Stats struct {
 	Pauses           int64 // times the consumer paused on an Unavailable verdict
 	DeadDuplicates   int64 // dead letters not written: one exists for that stream position
 	CaughtUp         int64 // entries handed to the handler by catch-up
+	CatchUpSkipped   int64 // streams behind their group only by pending entries: no re-read
 	Gaps             int64 // streams found trimmed past what the store has
 	Polled           int64 // polls of every stream that found entries the registry beat missed
 	Lingered         int64 // small batches that waited Config.Linger for more
@@ -50,7 +51,7 @@ type counters struct {
 
 	acked, failed, panics, claimed, keptAlive, malformed   atomic.Int64
 	claimDeleted, consumersDeleted, pauses, deadDuplicates atomic.Int64
-	caughtUp, gaps, polled, lingered                       atomic.Int64
+	caughtUp, gaps, polled, lingered, catchUpSkipped       atomic.Int64
 
 	known, working, hot atomic.Int64 // gauges of the read set, not counters
 }
@@ -76,6 +77,7 @@ func (c *counters) snapshot() Stats {
 		Pauses:           c.pauses.Load(),
 		DeadDuplicates:   c.deadDuplicates.Load(),
 		CaughtUp:         c.caughtUp.Load(),
+		CatchUpSkipped:   c.catchUpSkipped.Load(),
 		Gaps:             c.gaps.Load(),
 		Polled:           c.polled.Load(),
 		Lingered:         c.lingered.Load(),
