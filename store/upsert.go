@@ -152,6 +152,14 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 		return err
 	}
 	defer tx.Rollback()
+	// BEGIN (the lock wait) and COMMIT watch ctx. The statements between
+	// them wait for no one (BEGIN IMMEDIATE took the write lock), so they
+	// run on a context the driver does not watch: on a cancellable one it
+	// starts a goroutine and a progress handler around every statement,
+	// which made small batches cost more than their rows did
+	// (docs/benchmarks.md). A cancellation is still seen between
+	// statements (database/sql rolls the transaction back) and at COMMIT.
+	ctx = context.WithoutCancel(ctx)
 	s := db.stmts.bind(ctx, tx)
 	now := time.Now().UnixNano()
 	for i := range evs {
