@@ -391,9 +391,19 @@ func savePositions(ctx context.Context, s *boundStmts, evs []Event, rows []prepa
 			top[evs[i].Game] = pos{ms, seq}
 		}
 	}
-	for _, g := range order {
-		p := top[g]
-		if _, err := s.get(stPosition).ExecContext(ctx, g, int64(p.ms), int64(p.seq)); err != nil {
+	// One multi-row upsert for the batch's games (each appears once), as
+	// for games and players: a statement per game made a batch of events
+	// of many games pay a statement each.
+	args := make([]any, 0, 3*min(len(order), multiSQL[mPosition].maxRows))
+	for len(order) > 0 {
+		chunk := order[:multiSQL[mPosition].chunk(len(order))]
+		order = order[len(chunk):]
+		args = args[:0]
+		for _, g := range chunk {
+			p := top[g]
+			args = append(args, g, int64(p.ms), int64(p.seq))
+		}
+		if _, err := s.rows(mPosition, len(chunk)).ExecContext(ctx, args...); err != nil {
 			return err
 		}
 	}
