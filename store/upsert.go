@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -159,6 +160,7 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 	// which made small batches cost more than their rows did
 	// (docs/benchmarks.md). A cancellation is still seen between
 	// statements (database/sql rolls the transaction back) and at COMMIT.
+	live := ctx
 	ctx = context.WithoutCancel(ctx)
 	s := db.stmts.bind(ctx, tx)
 	now := time.Now().UnixNano()
@@ -172,11 +174,17 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 	} else {
 		err = db.wholeBatch(ctx, s, evs, rows, res, now)
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		if err = savePositions(ctx, s, evs, rows, res); err != nil {
+			err = fmt.Errorf("positions: %w", err)
+		}
 	}
-	if err := savePositions(ctx, s, evs, rows, res); err != nil {
-		return fmt.Errorf("positions: %w", err)
+	if err != nil {
+		if live.Err() != nil {
+			// The transaction was rolled back under a statement: say why.
+			return live.Err()
+		}
+		return err
 	}
 	return tx.Commit()
 }
@@ -329,7 +337,9 @@ func (db *DB) entryByEntry(ctx context.Context, s *boundStmts, evs []Event, rows
 			return seq, nil
 		}()
 		if err != nil {
-			if Unavailable(err) || ctx.Err() != nil {
+			// ErrTxDone: the caller's context ended and database/sql
+			// rolled the transaction back (the statements do not watch it).
+			if Unavailable(err) || errors.Is(err, sql.ErrTxDone) {
 				return err
 			}
 			if _, rerr := s.get(stRollbackTo).ExecContext(ctx); rerr != nil {
