@@ -23,7 +23,10 @@ func BenchmarkUpsert(b *testing.B) {
 			name += fmt.Sprintf("/games=%d", games)
 		}
 		b.Run(name, func(b *testing.B) {
-			ctx := context.Background()
+			// Cancellable, as the renderer's run context is: the driver
+			// then watches it around every statement.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			db := MustOpen(b, "")
 			tmpl := genGames(b, 9, 4)
 			m := event.NewMinter(3)

@@ -75,6 +75,20 @@ func TestPosition(t *testing.T) {
 	if p, _ := db.Position(ctx, "g"); p != "1000-0" {
 		t.Errorf("position %q, want 1000-0 (numeric order, not text)", p)
 	}
+	// One batch over several games (one statement for all of them): each
+	// game moves to its own highest position, and g, behind, stays.
+	var batch []store.Event
+	for i, pos := range []string{"5-1", "7-0", "5-2", "999-9", "6-0"} {
+		e := ev(pos)
+		e.Game = []string{"a", "b", "a", "g", "c"}[i]
+		batch = append(batch, e)
+	}
+	mustUpsert(t, db, batch)
+	for game, want := range map[string]string{"a": "5-2", "b": "7-0", "c": "6-0", "g": "1000-0"} {
+		if p, _ := db.Position(ctx, game); p != want {
+			t.Errorf("game %s: position %q, want %s", game, p, want)
+		}
+	}
 }
 
 // TestCheckFile: a deleted or replaced file is reported, and Upsert

@@ -10,9 +10,10 @@ import (
 // Multi-row statements, each prepared at Open for every power of two up to
 // its max rows, so any batch is a few statements whatever its size.
 const (
-	mInsert = iota // events: the lines
-	mGame          // games: folded effects, one row per game
-	mPlayer        // players: folded effects, one row per player
+	mInsert   = iota // events: the lines
+	mGame            // games: folded effects, one row per game
+	mPlayer          // players: folded effects, one row per player
+	mPosition        // positions: the batch's highest stream position per game
 	mCount
 )
 
@@ -78,6 +79,12 @@ var multiSQL = [mCount]multiRow{
 			guesses = guesses + excluded.guesses`,
 		maxRows: 64,
 	},
+	mPosition: {
+		head:    `INSERT INTO positions (game, ms, seq) VALUES `,
+		cols:    3,
+		tail:    ` ON CONFLICT (game) DO UPDATE SET ms = excluded.ms, seq = excluded.seq WHERE (excluded.ms, excluded.seq) > (positions.ms, positions.seq)`,
+		maxRows: 32,
+	},
 }
 
 // sql returns the statement for n rows.
@@ -112,7 +119,6 @@ const (
 	stMaxSeq
 	stSince
 	stPayload
-	stPosition
 	stCount
 )
 
@@ -123,9 +129,6 @@ var fixedSQL = [stCount]string{
 	stMaxSeq:     `SELECT coalesce(max(seq), 0) FROM events`,
 	stSince:      `SELECT seq, game, evt_id FROM events WHERE seq > ? ORDER BY seq`,
 	stPayload:    `SELECT payload FROM events WHERE game = ? AND evt_id = ?`,
-	stPosition: `INSERT INTO positions (game, ms, seq) VALUES (?, ?, ?)
-		ON CONFLICT (game) DO UPDATE SET ms = excluded.ms, seq = excluded.seq
-		WHERE (excluded.ms, excluded.seq) > (positions.ms, positions.seq)`,
 }
 
 // writeStmts are prepared once on the writer pool (one connection), so

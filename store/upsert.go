@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -152,6 +153,15 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 		return err
 	}
 	defer tx.Rollback()
+	// BEGIN (the lock wait) and COMMIT watch ctx. The statements between
+	// them wait for no one (BEGIN IMMEDIATE took the write lock), so they
+	// run on a context the driver does not watch: on a cancellable one it
+	// starts a goroutine and a progress handler around every statement,
+	// which made small batches cost more than their rows did
+	// (docs/benchmarks.md). A cancellation is still seen between
+	// statements (database/sql rolls the transaction back) and at COMMIT.
+	live := ctx
+	ctx = context.WithoutCancel(ctx)
 	s := db.stmts.bind(ctx, tx)
 	now := time.Now().UnixNano()
 	for i := range evs {
@@ -164,11 +174,17 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 	} else {
 		err = db.wholeBatch(ctx, s, evs, rows, res, now)
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		if err = savePositions(ctx, s, evs, rows, res); err != nil {
+			err = fmt.Errorf("positions: %w", err)
+		}
 	}
-	if err := savePositions(ctx, s, evs, rows, res); err != nil {
-		return fmt.Errorf("positions: %w", err)
+	if err != nil {
+		if live.Err() != nil {
+			// The transaction was rolled back under a statement: say why.
+			return live.Err()
+		}
+		return err
 	}
 	return tx.Commit()
 }
@@ -321,7 +337,9 @@ func (db *DB) entryByEntry(ctx context.Context, s *boundStmts, evs []Event, rows
 			return seq, nil
 		}()
 		if err != nil {
-			if Unavailable(err) || ctx.Err() != nil {
+			// ErrTxDone: the caller's context ended and database/sql
+			// rolled the transaction back (the statements do not watch it).
+			if Unavailable(err) || errors.Is(err, sql.ErrTxDone) {
 				return err
 			}
 			if _, rerr := s.get(stRollbackTo).ExecContext(ctx); rerr != nil {
@@ -383,9 +401,19 @@ func savePositions(ctx context.Context, s *boundStmts, evs []Event, rows []prepa
 			top[evs[i].Game] = pos{ms, seq}
 		}
 	}
-	for _, g := range order {
-		p := top[g]
-		if _, err := s.get(stPosition).ExecContext(ctx, g, int64(p.ms), int64(p.seq)); err != nil {
+	// One multi-row upsert for the batch's games (each appears once), as
+	// for games and players: a statement per game made a batch of events
+	// of many games pay a statement each.
+	args := make([]any, 0, 3*min(len(order), multiSQL[mPosition].maxRows))
+	for len(order) > 0 {
+		chunk := order[:multiSQL[mPosition].chunk(len(order))]
+		order = order[len(chunk):]
+		args = args[:0]
+		for _, g := range chunk {
+			p := top[g]
+			args = append(args, g, int64(p.ms), int64(p.seq))
+		}
+		if _, err := s.rows(mPosition, len(chunk)).ExecContext(ctx, args...); err != nil {
 			return err
 		}
 	}
