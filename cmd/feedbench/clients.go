@@ -82,7 +82,7 @@ func runBroadcaster(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("feedbench broadcaster", flag.ContinueOnError)
 	redisURL := fs.String("redis", "", "Redis URL to subscribe to")
 	addr := fs.String("http", "127.0.0.1:0", "listen address")
-	engine := fs.String("engine", bench.EngineStd, "sockets on: std (net/http + coder/websocket), nbio (nbio's server), nbio-std (net/http handshake, nbio poller)")
+	engine := fs.String("engine", bench.EngineStd, "sockets on: std (net/http + coder/websocket) or nbio-std (net/http handshake, nbio poller)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ type FanoutConfig struct {
 	// broadcaster") in the same run.
 	Baseline bool
 	// PollEngines are the poller engines of the bare broadcaster
-	// (EngineNbio, EngineNbioStd) also measured in the same run, after
+	// (EngineNbioStd) also measured in the same run, after
 	// the baseline.
 	PollEngines []string
 	// RendererNbio, with a Renderer binary, measures last a renderer run
@@ -383,7 +383,6 @@ func (r FanoutResult) Rows() []Row {
 
 // pollEngineNames say what each poller engine is, for the table.
 var pollEngineNames = map[string]string{
-	EngineNbio:    "nbio's HTTP server and websocket, epoll",
 	EngineNbioStd: "net/http handshake, socket handed to an nbio epoll poller",
 }
 
