@@ -186,7 +186,15 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 		}
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		if live.Err() != nil && errors.Is(err, sql.ErrTxDone) {
+			// database/sql rolled the transaction back when ctx ended,
+			// before COMMIT could run: nothing was committed.
+			return live.Err()
+		}
+		return err
+	}
+	return nil
 }
 
 // wholeBatch is the fast path: no per-entry failure is expected, so the
