@@ -137,9 +137,13 @@ func TestBrowserReconnect(t *testing.T) {
 	ids := make(chan []string, 1)
 	go func() { // the writer keeps writing through the crash
 		defer close(done)
-		for i := 0; !stop.Load(); i++ {
+		// At most 450 lines: the page keeps 500 in its DOM (web's DOMLines),
+		// and this test compares the whole timeline. A restart waits up to
+		// 7 s for the killed process's lease, so 30 ms pacing still writes
+		// through all of it.
+		for i := 0; !stop.Load() && i < 450; i++ {
 			w.chat("bob", fmt.Sprintf("msg %d", i))
-			time.Sleep(20 * time.Millisecond) // pacing of the writer, not synchronisation
+			time.Sleep(30 * time.Millisecond) // pacing of the writer, not synchronisation
 		}
 		ids <- w.ids
 	}()
