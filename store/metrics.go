@@ -28,7 +28,12 @@ var (
 		Name: "codemojex_store_checkpoints_total",
 		Help: "Background WAL checkpoints run (PASSIVE, off the write path).",
 	})
-	upsertBatchSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+	boardReads = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemojex_store_board_reads_total",
+		Help: "ScoreboardAt calls, by whether the board cache served them (hit) or the file (miss).",
+	}, []string{"result"})
+	boardHits, boardMisses = boardReads.WithLabelValues("hit"), boardReads.WithLabelValues("miss")
+	upsertBatchSeconds     = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "codemojex_store_upsert_batch_seconds",
 		Help:    "Time to commit one Upsert batch, busy retries included.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),

@@ -72,6 +72,8 @@ type DB struct {
 
 	file fileID // the file opened at path (see CheckFile)
 
+	boards *boardCache // scoreboards kept in memory (see ScoreboardAt)
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -94,7 +96,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), fx: newEffects(), slow: opts.EntryByEntry}
+	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), fx: newEffects(), boards: newBoardCache(), slow: opts.EntryByEntry}
 
 	db.w, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, roleWriter))
 	if err != nil {

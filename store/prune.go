@@ -66,11 +66,18 @@ func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
 				return err
 			}
 		}
+		// Every process's board cache drops what it holds when it sees
+		// the count move (see boardCache).
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('deletes', '1')
+			ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`); err != nil {
+			return err
+		}
 		return tx.Commit()
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store: delete game %s: %w", game, err)
 	}
+	db.boards.drop()
 	db.dirty.Store(true)
 	return n, nil
 }

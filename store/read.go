@@ -211,15 +211,26 @@ const gameCols = `name, title, status, round, rounds, code_len, palette, winner,
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanGame(s scanner) (Game, error) {
+// scanGame scans gameCols, then any columns given in more.
+func scanGame(s scanner, more ...any) (Game, error) {
 	var g Game
 	var lastAt int64
-	err := s.Scan(&g.Name, &g.Title, &g.Status, &g.Round, &g.Rounds, &g.CodeLen, &g.Palette, &g.Winner,
-		&g.Events, &lastAt, &g.LastEvtID)
+	err := s.Scan(append([]any{&g.Name, &g.Title, &g.Status, &g.Round, &g.Rounds, &g.CodeLen, &g.Palette, &g.Winner,
+		&g.Events, &lastAt, &g.LastEvtID}, more...)...)
 	if lastAt != 0 {
 		g.LastAt = time.Unix(0, lastAt).UTC()
 	}
 	return g, err
+}
+
+const playerCols = `name, avatar, present, score, wins, guesses, last_guess, last_exact, last_near`
+
+// scanPlayer scans playerCols, then any columns given in more.
+func scanPlayer(s scanner, more ...any) (Player, error) {
+	var p Player
+	err := s.Scan(append([]any{&p.Name, &p.Avatar, &p.Present, &p.Score, &p.Wins, &p.Guesses,
+		&p.LastGuess, &p.LastExact, &p.LastNear}, more...)...)
+	return p, err
 }
 
 func gameRow(ctx context.Context, q querier, game string) (Game, error) {
@@ -231,26 +242,8 @@ func gameRow(ctx context.Context, q querier, game string) (Game, error) {
 }
 
 func scoreboard(ctx context.Context, q querier, game string) (Scoreboard, error) {
-	g, err := gameRow(ctx, q, game)
-	if err != nil {
-		return Scoreboard{}, err
-	}
-	rows, err := q.QueryContext(ctx, `SELECT name, avatar, present, score, wins, guesses, last_guess, last_exact, last_near
-		FROM players WHERE game = ? ORDER BY score DESC, name`, game)
-	if err != nil {
-		return Scoreboard{}, err
-	}
-	defer rows.Close()
-	sb := Scoreboard{Game: g, Players: []Player{}}
-	for rows.Next() {
-		var p Player
-		if err := rows.Scan(&p.Name, &p.Avatar, &p.Present, &p.Score, &p.Wins, &p.Guesses,
-			&p.LastGuess, &p.LastExact, &p.LastNear); err != nil {
-			return Scoreboard{}, err
-		}
-		sb.Players = append(sb.Players, p)
-	}
-	return sb, rows.Err()
+	b, err := readBoard(ctx, q, game)
+	return b.sb, err
 }
 
 // ID returns the store file's own random id, made when the file was

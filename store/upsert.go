@@ -169,10 +169,17 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 			res[i] = Result{}
 		}
 	}
+	var before, deletes int64
+	if err := s.get(stState).QueryRowContext(ctx).Scan(&before, &deletes); err != nil {
+		return fmt.Errorf("max seq: %w", err)
+	}
+	if err := db.boards.writerSync(ctx, tx, before, deletes); err != nil {
+		return fmt.Errorf("board cache: %w", err)
+	}
 	if perEntry {
 		err = db.entryByEntry(ctx, s, evs, rows, res, now)
 	} else {
-		err = db.wholeBatch(ctx, s, evs, rows, res, now)
+		err = db.wholeBatch(ctx, s, evs, rows, res, now, before)
 	}
 	if err == nil {
 		if err = savePositions(ctx, s, evs, rows, res); err != nil {
@@ -194,12 +201,26 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 		}
 		return err
 	}
+	after := before
+	var touched []string
+	for i := range res {
+		if res[i].Inserted {
+			after = max(after, res[i].Seq)
+			touched = append(touched, evs[i].Game)
+		}
+	}
+	if perEntry {
+		// db.fx holds only the last entry's effects: evict instead.
+		db.boards.committed(before, after, nil, touched)
+	} else {
+		db.boards.committed(before, after, db.fx, touched)
+	}
 	return nil
 }
 
 // wholeBatch is the fast path: no per-entry failure is expected, so the
 // batch goes in with as few statements as possible.
-func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows []prepared, res []Result, now int64) error {
+func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows []prepared, res []Result, now, before int64) error {
 	at := make(map[lineKey]int, len(evs)) // (game, EVT id) → first entry carrying it
 	pending := make([]int, 0, len(evs))
 	for i := range evs {
@@ -218,10 +239,6 @@ func (db *DB) wholeBatch(ctx context.Context, s *boundStmts, evs []Event, rows [
 	// lock, AUTOINCREMENT counting up). A chunk with some rows skipped may
 	// leave gaps (a skipped row can use up a seq), so its rows are looked
 	// up afterwards among those above the seq the batch started from.
-	var before int64
-	if err := s.get(stMaxSeq).QueryRowContext(ctx).Scan(&before); err != nil {
-		return fmt.Errorf("max seq: %w", err)
-	}
 	mixed := false
 	args := make([]any, 0, 10*min(len(pending), maxInsertRows))
 	for len(pending) > 0 {

@@ -22,16 +22,18 @@ type board struct {
 	hub     *hub      // the hub it was sent to
 	subs    int64     // and that hub's subscription count then
 	pending bool      // a change waits for sentAt + StateEvery
+	seq     int64     // the seq of the game's latest line handed off
 }
 
-// boardChanged notes that a line of game that can move the scoreboard was
-// handed off at now.
-func (t *tailer) boardChanged(ctx context.Context, game string, now time.Time) {
+// boardChanged notes that a line of game, of seq, that can move the
+// scoreboard was handed off at now.
+func (t *tailer) boardChanged(ctx context.Context, game string, seq int64, now time.Time) {
 	b := t.boards[game]
 	if b == nil {
 		b = &board{}
 		t.boards[game] = b
 	}
+	b.seq = max(b.seq, seq)
 	due := b.sentAt.Add(t.s.cfg.StateEvery)
 	if !now.Before(due) {
 		t.sendBoard(ctx, game, b, now)
@@ -51,7 +53,7 @@ func (t *tailer) sendBoard(ctx context.Context, game string, b *board, now time.
 		return
 	}
 	subs := h.subscriptions()
-	f, err := stateFrame(ctx, t.s.cfg.Store, game)
+	f, err := stateFrame(ctx, t.s.cfg.Store, game, b.seq)
 	if err != nil {
 		// The lines went out; a missing scoreboard refresh heals with
 		// the game's next line.

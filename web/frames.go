@@ -73,9 +73,10 @@ func lineFrame(l store.Line) frame {
 
 var resetFrame = encode(wireFrame{T: frameReset})
 
-// stateFrame renders game's scoreboard panel into a state frame.
-func stateFrame(ctx context.Context, st Store, game string) (frame, error) {
-	b, err := st.Scoreboard(ctx, game)
+// stateFrame renders game's scoreboard panel, as of seq at least, into a
+// state frame.
+func stateFrame(ctx context.Context, st Store, game string, seq int64) (frame, error) {
+	b, err := st.ScoreboardAt(ctx, game, seq)
 	if errors.Is(err, store.ErrNotFound) {
 		// Nothing stored yet: the panel of a game that has not started.
 		b, err = store.Scoreboard{Game: store.Game{Name: game, Status: event.StatusWaiting}}, nil

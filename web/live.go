@@ -213,7 +213,7 @@ func (ws *wsConn) backfill(after int64, storeID string) (int64, error) {
 	if after > max {
 		return 0, ws.reset("cursor ahead of store")
 	}
-	f, err := stateFrame(ctx, s.cfg.Store, ws.game)
+	f, err := stateFrame(ctx, s.cfg.Store, ws.game, max)
 	if err != nil {
 		return 0, ws.fail(err)
 	}

@@ -129,7 +129,7 @@ func (t *tailer) advance(seq int64) {
 func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 	now := time.Now()
 	var touched []string
-	seen := map[string]bool{}
+	seen := map[string]int64{} // touched game → its latest line's seq
 	for _, l := range lines {
 		if !l.At.IsZero() {
 			mTailLag.Observe(now.Sub(l.At).Seconds())
@@ -141,13 +141,15 @@ func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 		f := lineFrame(l)
 		t.s.countEncoded(frameLine)
 		t.s.countSlow(h.broadcast(f))
-		if changesScoreboard(l.Kind) && !seen[l.Game] {
-			seen[l.Game] = true
-			touched = append(touched, l.Game)
+		if changesScoreboard(l.Kind) {
+			if _, ok := seen[l.Game]; !ok {
+				touched = append(touched, l.Game)
+			}
+			seen[l.Game] = l.Seq
 		}
 	}
 	for _, game := range touched {
-		t.boardChanged(ctx, game, now)
+		t.boardChanged(ctx, game, seen[game], now)
 	}
 }
 

@@ -42,8 +42,9 @@ type Store interface {
 	Since(ctx context.Context, seq int64, limit int) ([]store.Line, error)
 	// MaxSeq returns the highest seq in the store (0 when empty).
 	MaxSeq(ctx context.Context) (int64, error)
-	// Scoreboard returns game's state for the scoreboard panel.
-	Scoreboard(ctx context.Context, game string) (store.Scoreboard, error)
+	// ScoreboardAt returns game's state for the scoreboard panel,
+	// reflecting at least every line up to seq.
+	ScoreboardAt(ctx context.Context, game string, seq int64) (store.Scoreboard, error)
 	// Game returns game's summary, or an error wrapping store.ErrNotFound.
 	Game(ctx context.Context, game string) (store.Game, error)
 	// Games returns every game's summary.

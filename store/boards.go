@@ -1,0 +1,333 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// deletesSQL reads the store's deletion count: DeleteGame bumps it, so a
+// process whose board cache predates a deletion (its own or another
+// process's) drops the cache instead of serving a deleted game's board.
+const deletesSQL = `coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'deletes'), 0)`
+
+// Bounds of the board cache. A gap wider than maxBoardGap seqs (a peer
+// wrote a lot since this process last looked) clears the cache rather than
+// scanning the gap for the games it touched.
+const (
+	maxCachedBoards = 4096
+	maxBoardGap     = 10000
+)
+
+// boardCache keeps the scoreboards of the games whose boards were asked
+// for, so that the state frame the web sends after a line costs no read:
+// at 1,000 events/s the tailer read and rendered about 400 boards a
+// second, a read transaction and two queries each, and the boards that
+// fell due together held the lines behind them (docs/benchmarks.md).
+//
+// The invariant: every cached board is its game's state as of the commit
+// that made seq validTo, with no deletion after deletes. Seqs grow in
+// commit order across the processes that share the file, so a snapshot
+// whose max seq is validTo holds nothing the cache does not. A commit of
+// this process moves the cache forward with the batch's effects (effects)
+// folded in; a commit of another process is a gap in seqs, and the games with lines in the gap
+// are evicted when a write or a read of this process next sees it.
+type boardCache struct {
+	mu      sync.Mutex
+	validTo int64
+	deletes int64
+	boards  map[string]*cachedBoard
+}
+
+func newBoardCache() *boardCache {
+	return &boardCache{boards: map[string]*cachedBoard{}}
+}
+
+// get returns a copy of game's board if it is cached and reflects every
+// line up to seq.
+func (c *boardCache) get(game string, seq int64) (Scoreboard, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.boards[game]
+	if b == nil || seq > c.validTo {
+		boardMisses.Inc()
+		return Scoreboard{}, false
+	}
+	boardHits.Inc()
+	return b.sb.clone(), true
+}
+
+// catchUpLocked brings the cache to the snapshot q reads, whose max seq is
+// cur and deletion count deletes, and reports whether the cache is now at
+// that snapshot. A reader's snapshot may be older than the cache; it is
+// then left alone. The writer's is never older (it holds the write lock),
+// so one that looks older means the seqs went back (a deletion of the
+// newest lines) and the cache is dropped.
+func (c *boardCache) catchUpLocked(ctx context.Context, q querier, cur, deletes int64, writer bool) (bool, error) {
+	switch {
+	case deletes < c.deletes || (cur < c.validTo && !writer):
+		return false, nil
+	case deletes > c.deletes || cur < c.validTo || cur-c.validTo > maxBoardGap:
+		clear(c.boards)
+	case cur > c.validTo && len(c.boards) > 0:
+		rows, err := q.QueryContext(ctx, `SELECT DISTINCT game FROM events WHERE seq > ? AND seq <= ?`, c.validTo, cur)
+		if err != nil {
+			return false, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var g string
+			if err := rows.Scan(&g); err != nil {
+				return false, err
+			}
+			delete(c.boards, g)
+		}
+		if err := rows.Err(); err != nil {
+			return false, err
+		}
+	}
+	c.validTo, c.deletes = cur, deletes
+	return true, nil
+}
+
+// fill caches board, read in the snapshot q reads (max seq cur, deletion
+// count deletes), once the cache has caught up with that snapshot.
+func (c *boardCache) fill(ctx context.Context, q querier, cur, deletes int64, board cachedBoard) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok, err := c.catchUpLocked(ctx, q, cur, deletes, false)
+	if err != nil || !ok {
+		return err
+	}
+	if len(c.boards) >= maxCachedBoards {
+		for g := range c.boards { // an arbitrary one: the cache only saves reads
+			delete(c.boards, g)
+			break
+		}
+	}
+	c.boards[board.sb.Game.Name] = &board
+	return nil
+}
+
+// writerSync catches the cache up with the writer's snapshot at the start
+// of a write transaction.
+func (c *boardCache) writerSync(ctx context.Context, q querier, cur, deletes int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.catchUpLocked(ctx, q, cur, deletes, true)
+	if err != nil {
+		clear(c.boards)
+	}
+	return err
+}
+
+// cachedBoard is a cached scoreboard with what its rows hold beyond the
+// panel: the EVT ids its newer-wins groups came from, so that a batch's
+// effects fold into it exactly as the upserts fold them into the rows
+// (statements.go), and TestBoardCacheAgreesWithFile holds the two to it.
+type cachedBoard struct {
+	sb                           Scoreboard
+	infoEvt, statusEvt, roundEvt string
+	evts                         []playerEvts // parallel to sb.Players
+}
+
+type playerEvts struct{ avatar, present, guess string }
+
+// readBoard reads game's board with its EVT ids.
+func readBoard(ctx context.Context, q querier, game string) (cachedBoard, error) {
+	var b cachedBoard
+	g, err := scanGame(q.QueryRowContext(ctx, `SELECT `+gameCols+`, info_evt, status_evt, round_evt
+		FROM games WHERE name = ?`, game), &b.infoEvt, &b.statusEvt, &b.roundEvt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return b, fmt.Errorf("%w: game %q", ErrNotFound, game)
+	}
+	if err != nil {
+		return b, err
+	}
+	b.sb = Scoreboard{Game: g, Players: []Player{}}
+	rows, err := q.QueryContext(ctx, `SELECT `+playerCols+`, avatar_evt, present_evt, guess_evt
+		FROM players WHERE game = ? ORDER BY score DESC, name`, game)
+	if err != nil {
+		return b, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e playerEvts
+		p, err := scanPlayer(rows, &e.avatar, &e.present, &e.guess)
+		if err != nil {
+			return b, err
+		}
+		b.sb.Players = append(b.sb.Players, p)
+		b.evts = append(b.evts, e)
+	}
+	return b, rows.Err()
+}
+
+// foldGame applies a batch's effects on the game row, as mGame does.
+func (b *cachedBoard) foldGame(g *gameFx) {
+	s := &b.sb.Game
+	if g.infoEvt > b.infoEvt {
+		b.infoEvt = g.infoEvt
+		s.Title, s.Rounds, s.CodeLen, s.Palette = g.title, g.rounds, g.codeLen, g.palette
+	}
+	if g.statusEvt > b.statusEvt {
+		b.statusEvt = g.statusEvt
+		s.Status, s.Winner = g.status, g.winner
+	}
+	if g.roundEvt > b.roundEvt {
+		b.roundEvt = g.roundEvt
+		s.Round = g.round
+	}
+	s.Events += g.events
+	s.LastEvtID = max(s.LastEvtID, g.lastEvtID)
+	if g.lastAt != 0 && (s.LastAt.IsZero() || g.lastAt > s.LastAt.UnixNano()) {
+		s.LastAt = time.Unix(0, g.lastAt).UTC()
+	}
+}
+
+// foldPlayer applies a batch's effects on one player row, as mPlayer
+// does; a new player's row is the batch's values.
+func (b *cachedBoard) foldPlayer(name string, f *playerFx) {
+	i := slices.IndexFunc(b.sb.Players, func(p Player) bool { return p.Name == name })
+	if i < 0 {
+		b.sb.Players = append(b.sb.Players, Player{
+			Name: name, Avatar: f.avatar, Present: f.present,
+			Score: f.score, Wins: f.wins, Guesses: f.guesses,
+			LastGuess: f.guess, LastExact: f.exact, LastNear: f.near,
+		})
+		b.evts = append(b.evts, playerEvts{f.avatarEvt, f.presentEvt, f.guessEvt})
+		return
+	}
+	p, e := &b.sb.Players[i], &b.evts[i]
+	if f.avatarEvt > e.avatar {
+		e.avatar, p.Avatar = f.avatarEvt, f.avatar
+	}
+	if f.presentEvt > e.present {
+		e.present, p.Present = f.presentEvt, f.present
+	}
+	if f.guessEvt > e.guess {
+		e.guess, p.LastGuess, p.LastExact, p.LastNear = f.guessEvt, f.guess, f.exact, f.near
+	}
+	p.Score += f.score
+	p.Wins += f.wins
+	p.Guesses += f.guesses
+}
+
+// sort puts the players back in the scoreboard's order.
+func (b *cachedBoard) sort() {
+	idx := make([]int, len(b.sb.Players))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(x, y int) int { return byScore(b.sb.Players[x], b.sb.Players[y]) })
+	ps, es := make([]Player, len(idx)), make([]playerEvts, len(idx))
+	for j, i := range idx {
+		ps[j], es[j] = b.sb.Players[i], b.evts[i]
+	}
+	b.sb.Players, b.evts = ps, es
+}
+
+// committed moves the cache past a commit of this process that ran on the
+// snapshot with max seq before, left max seq after and inserted lines of
+// the games touched, whose effects fx holds (nil when it does not hold
+// them all). A reader may have moved the cache past this commit already
+// (it saw it, and evicted the games in it); else fx folds into the cached
+// boards of the games it touched, or, without fx, those are evicted.
+func (c *boardCache) committed(before, after int64, fx *effects, touched []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.validTo != before || fx == nil {
+		for _, g := range touched {
+			delete(c.boards, g)
+		}
+		if c.validTo == before {
+			c.validTo = after
+		}
+		return
+	}
+	for name, g := range fx.games {
+		if b := c.boards[name]; b != nil {
+			b.foldGame(g)
+		}
+	}
+	resort := map[*cachedBoard]struct{}{}
+	for _, k := range fx.order {
+		if b := c.boards[k.game]; b != nil {
+			b.foldPlayer(k.name, fx.players[k])
+			resort[b] = struct{}{}
+		}
+	}
+	for b := range resort {
+		b.sort()
+	}
+	c.validTo = after
+}
+
+// byScore is the scoreboard's order: score descending, then name.
+func byScore(a, b Player) int {
+	if a.Score != b.Score {
+		if a.Score > b.Score {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// drop empties the cache: its file is no longer the one it describes.
+func (c *boardCache) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.boards)
+}
+
+func (b Scoreboard) clone() Scoreboard {
+	b.Players = slices.Clone(b.Players)
+	if b.Players == nil {
+		b.Players = []Player{}
+	}
+	return b
+}
+
+// ScoreboardAt returns game's scoreboard reflecting at least every line
+// with a seq up to seq: the state frame after a line of seq. It is served
+// from memory when this process has it (see boardCache), else read.
+func (db *DB) ScoreboardAt(ctx context.Context, game string, seq int64) (Scoreboard, error) {
+	if db.isClosed() {
+		return Scoreboard{}, ErrClosed
+	}
+	if b, ok := db.boards.get(game, seq); ok {
+		return b, nil
+	}
+	var sb Scoreboard
+	err := db.retryBusy(ctx, "scoreboard", func() error {
+		tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		var cur, deletes int64
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT max(seq) FROM events), 0), `+deletesSQL).Scan(&cur, &deletes); err != nil {
+			return err
+		}
+		b, err := readBoard(ctx, tx, game)
+		if err != nil {
+			return err
+		}
+		sb = b.sb.clone()
+		if err := db.boards.fill(ctx, tx, cur, deletes, b); err != nil {
+			// The board read is good; only the cache could not catch up.
+			db.log.Warn("store: board cache", "err", err)
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return Scoreboard{}, fmt.Errorf("store: scoreboard %s: %w", game, err)
+	}
+	return sb, nil
+}
