@@ -19,6 +19,7 @@ import (
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/pipeline"
+	"github.com/codemojex/feed/internal/renderer"
 	"github.com/codemojex/feed/store"
 )
 
@@ -107,7 +108,7 @@ func Throughput(ctx context.Context, cfg ThroughputConfig) (ThroughputResult, er
 		res.RatioCPU = append(res.RatioCPU, pipeCPU/rawCPU)
 		rawBefore, rawBeforeCPU = rawAfter, rawAfterCPU
 	}
-	res.LowRate, res.LowGames, res.LowLinger = 1000, 100, 2*time.Millisecond
+	res.LowRate, res.LowGames, res.LowLinger = 1000, 100, renderer.DefaultLinger
 	for i, linger := range []time.Duration{0, res.LowLinger, 5 * time.Millisecond} {
 		st, err := tr.paced(ctx, i, linger)
 		if err != nil {
