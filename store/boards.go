@@ -34,9 +34,10 @@ const (
 // that made seq validTo, with no deletion after deletes. Seqs grow in
 // commit order across the processes that share the file, so a snapshot
 // whose max seq is validTo holds nothing the cache does not. A commit of
-// this process moves the cache forward with the batch's effects (effects)
-// folded in; a commit of another process is a gap in seqs, and the games with lines in the gap
-// are evicted when a write or a read of this process next sees it.
+// this process moves the cache forward with the batch's effects folded in;
+// a commit of another process is a gap in seqs, and the games with lines
+// in the gap are evicted when a write or a read of this process next sees
+// it.
 type boardCache struct {
 	mu      sync.Mutex
 	validTo int64
@@ -67,42 +68,48 @@ func (c *boardCache) get(game string, seq int64) (Scoreboard, bool) {
 // that snapshot. A reader's snapshot may be older than the cache; it is
 // then left alone. The writer's is never older (it holds the write lock),
 // so one that looks older means the seqs went back (a deletion of the
-// newest lines) and the cache is dropped.
-func (c *boardCache) catchUpLocked(ctx context.Context, q querier, cur, deletes int64, writer bool) (bool, error) {
+// newest lines) and the cache is dropped. So is it when the gap cannot be
+// read: an empty cache is never wrong, and a write never fails for it.
+func (c *boardCache) catchUpLocked(ctx context.Context, q querier, cur, deletes int64, writer bool) bool {
 	switch {
 	case deletes < c.deletes || (cur < c.validTo && !writer):
-		return false, nil
+		return false
 	case deletes > c.deletes || cur < c.validTo || cur-c.validTo > maxBoardGap:
 		clear(c.boards)
 	case cur > c.validTo && len(c.boards) > 0:
-		rows, err := q.QueryContext(ctx, `SELECT DISTINCT game FROM events WHERE seq > ? AND seq <= ?`, c.validTo, cur)
-		if err != nil {
-			return false, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var g string
-			if err := rows.Scan(&g); err != nil {
-				return false, err
-			}
-			delete(c.boards, g)
-		}
-		if err := rows.Err(); err != nil {
-			return false, err
+		if err := c.evictGap(ctx, q, cur); err != nil {
+			clear(c.boards)
 		}
 	}
 	c.validTo, c.deletes = cur, deletes
-	return true, nil
+	return true
+}
+
+// evictGap evicts the games with lines in (validTo, cur]: the commits of
+// other processes since the cache last moved.
+func (c *boardCache) evictGap(ctx context.Context, q querier, cur int64) error {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT game FROM events WHERE seq > ? AND seq <= ?`, c.validTo, cur)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return err
+		}
+		delete(c.boards, g)
+	}
+	return rows.Err()
 }
 
 // fill caches board, read in the snapshot q reads (max seq cur, deletion
 // count deletes), once the cache has caught up with that snapshot.
-func (c *boardCache) fill(ctx context.Context, q querier, cur, deletes int64, board cachedBoard) error {
+func (c *boardCache) fill(ctx context.Context, q querier, cur, deletes int64, board cachedBoard) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ok, err := c.catchUpLocked(ctx, q, cur, deletes, false)
-	if err != nil || !ok {
-		return err
+	if !c.catchUpLocked(ctx, q, cur, deletes, false) {
+		return
 	}
 	if len(c.boards) >= maxCachedBoards {
 		for g := range c.boards { // an arbitrary one: the cache only saves reads
@@ -111,19 +118,14 @@ func (c *boardCache) fill(ctx context.Context, q querier, cur, deletes int64, bo
 		}
 	}
 	c.boards[board.sb.Game.Name] = &board
-	return nil
 }
 
 // writerSync catches the cache up with the writer's snapshot at the start
 // of a write transaction.
-func (c *boardCache) writerSync(ctx context.Context, q querier, cur, deletes int64) error {
+func (c *boardCache) writerSync(ctx context.Context, q querier, cur, deletes int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, err := c.catchUpLocked(ctx, q, cur, deletes, true)
-	if err != nil {
-		clear(c.boards)
-	}
-	return err
+	c.catchUpLocked(ctx, q, cur, deletes, true)
 }
 
 // cachedBoard is a cached scoreboard with what its rows hold beyond the
@@ -320,10 +322,7 @@ func (db *DB) ScoreboardAt(ctx context.Context, game string, seq int64) (Scorebo
 			return err
 		}
 		sb = b.sb.clone()
-		if err := db.boards.fill(ctx, tx, cur, deletes, b); err != nil {
-			// The board read is good; only the cache could not catch up.
-			db.log.Warn("store: board cache", "err", err)
-		}
+		db.boards.fill(ctx, tx, cur, deletes, b)
 		return tx.Commit()
 	})
 	if err != nil {

@@ -173,9 +173,7 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 	if err := s.get(stState).QueryRowContext(ctx).Scan(&before, &deletes); err != nil {
 		return fmt.Errorf("max seq: %w", err)
 	}
-	if err := db.boards.writerSync(ctx, tx, before, deletes); err != nil {
-		return fmt.Errorf("board cache: %w", err)
-	}
+	db.boards.writerSync(ctx, tx, before, deletes)
 	if perEntry {
 		err = db.entryByEntry(ctx, s, evs, rows, res, now)
 	} else {
