@@ -99,8 +99,14 @@ type latencyPhase struct {
 	ServerCPU time.Duration
 	// CPU used over the measured window, in cores: the server (this
 	// process when in-process), this process (clients and writer), Redis.
-	RendererCores, BenchCores, RedisCores float64
+	RendererCores, BenchCores, RedisCores float64 // Handoff is the renderer's handoffMetric over the measured window
+	// (empty for the broadcaster).
+	Handoff histogram
 }
+
+// handoffMetric is the renderer's histogram of the time from an event's
+// "at" (set just before its XADD) to its line's hand-off to the hubs.
+const handoffMetric = "codemojex_web_tail_lag_seconds"
 
 // latencyRun connects the clients to srv, writes with w and measures.
 func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w *Writer, cpuProfile, dump string) (latencyPhase, error) {
@@ -122,6 +128,9 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	if err != nil {
 		return res, err
 	}
+	// The renderer's own view of the hand-off (the broadcaster has none):
+	// whether the tail is before the websockets or in them.
+	hand0, handErr := scrapeHistogram(ctx, srv.URL(), handoffMetric)
 	rend0, _ := ProcCPU(srv.Pid())
 	self0, redis0 := SelfCPU(), mustCPU(st.redis.Pid())
 	from := time.Now()
@@ -149,6 +158,11 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 		lat, _ := Latencies(w, sw.Deliveries())
 		return len(lat) >= res.Expected, nil
 	})
+	if handErr == nil {
+		if hand1, err := scrapeHistogram(ctx, srv.URL(), handoffMetric); err == nil {
+			res.Handoff = hand1.since(hand0)
+		}
+	}
 	lat, _ := Latencies(w, sw.Deliveries())
 	res.WindowP99 = windowP99(w, from, time.Second, sw.Deliveries())
 	if dump != "" {
@@ -192,6 +206,8 @@ func (r LatencyResult) Rows() []Row {
 			Target: "p99 < 25 ms", Met: verdict(ok)},
 		{Bench: "latency", Metric: fmt.Sprintf("p99 of each second of the run (%d seconds): best / median / worst", len(r.WindowP99)),
 			Value: r.windows()},
+		{Bench: "latency", Metric: "… of it, XADD → line handed to the hubs, as the renderer measures it (" + handoffMetric + " over the window; bucket upper bounds)",
+			Value: r.handoff()},
 		{Bench: "latency", Metric: "deliveries received / expected (clients dropped)",
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
 		{Bench: "latency", Metric: "websocket frames received per line delivered (line + scoreboard state frames)",
@@ -251,6 +267,16 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// handoff is the Handoff row's value.
+func (r LatencyResult) handoff() string {
+	h := r.Handoff
+	if h.count() == 0 {
+		return "—"
+	}
+	d := func(q float64) string { return ms(time.Duration(h.quantile(q) * float64(time.Second))) }
+	return fmt.Sprintf("p50 ≤ %s · p99 ≤ %s (%.0f lines)", d(0.5), d(0.99), h.count())
 }
 
 func (r LatencyResult) where() string {

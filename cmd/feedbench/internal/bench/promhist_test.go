@@ -1,0 +1,49 @@
+package bench
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// TestScrapeHistogram reads a real client_golang histogram off its
+// /metrics page twice and takes the quantiles of what came between.
+func TestScrapeHistogram(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lag_seconds", Buckets: []float64{.001, .01, .1}})
+	reg.MustRegister(h)
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	ctx := context.Background()
+
+	h.Observe(5) // before the window: must not count
+	before, err := scrapeHistogram(ctx, srv.URL, "lag_seconds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 98 {
+		h.Observe(.0005)
+	}
+	h.Observe(.05)
+	h.Observe(.05)
+	after, err := scrapeHistogram(ctx, srv.URL, "lag_seconds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := after.since(before)
+	if n := w.count(); n != 100 {
+		t.Fatalf("count %v, want 100", n)
+	}
+	if q := w.quantile(.5); q != .001 {
+		t.Errorf("p50 bound %v, want 0.001", q)
+	}
+	if q := w.quantile(.99); q != .1 {
+		t.Errorf("p99 bound %v, want 0.1", q)
+	}
+	if _, err := scrapeHistogram(ctx, srv.URL, "absent_seconds"); err == nil {
+		t.Error("a histogram the page does not have scraped without error")
+	}
+}
