@@ -177,7 +177,7 @@ func TestForeignHostRefused(t *testing.T) {
 			t.Errorf("websocket with Host %s: HTTP %d (%v), want %d", tt.host, got, err, tt.want)
 		}
 	}
-	for _, path := range []string{"/status", "/api/status", "/metrics"} {
+	for _, path := range []string{"/status", "/api/status", "/metrics", "/debug/pprof/"} {
 		if resp, _ := e.get(path, "Host", "evil.example"); resp.StatusCode != http.StatusMisdirectedRequest {
 			t.Errorf("%s with Host evil.example: %d, want 421", path, resp.StatusCode)
 		}

@@ -3,6 +3,7 @@ package web
 import (
 	"crypto/subtle"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -48,6 +49,14 @@ func (s *Server) routes() http.Handler {
 			r.Get("/fragments/status", s.statusFragment)
 			r.Get("/api/status", s.apiStatus)
 			r.Handle("/metrics", promhttp.Handler())
+			// Profiles and execution traces of the running process: what
+			// docs/benchmarks.md reads a missed figure with.
+			r.HandleFunc("/debug/pprof/", pprof.Index)
+			r.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			r.HandleFunc("/debug/pprof/trace", pprof.Trace)
+			r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			r.HandleFunc("/debug/pprof/{profile}", pprof.Index)
 		})
 	})
 	return r

@@ -125,6 +125,10 @@ func TestAdminToken(t *testing.T) {
 		{"bearer", "s3cret", "/status", "Bearer s3cret", 200},
 		{"query token", "s3cret", "/status?token=s3cret", "", 200},
 		{"metrics with bearer", "s3cret", "/metrics", "Bearer s3cret", 200},
+		{"profiles refused", "s3cret", "/debug/pprof/", "", 401},
+		{"a named profile refused", "s3cret", "/debug/pprof/heap", "", 401},
+		{"a trace refused", "s3cret", "/debug/pprof/trace?seconds=1", "", 401},
+		{"profiles with bearer", "s3cret", "/debug/pprof/goroutine?debug=1", "Bearer s3cret", 200},
 		{"game pages stay public", "s3cret", "/games/g1", "", 200},
 		{"health stays public", "s3cret", "/healthz", "", 200},
 	}
