@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
 	"github.com/codemojex/feed/web"
 )
@@ -94,4 +95,53 @@ func TestStateFrameUnchangedNotSent(t *testing.T) {
 	w2.lines(3)
 	e.own(e.db, g.ev(t, event.KindPlayerLeft, "player", "ada"))
 	waitFor(t, 5*time.Second, "a state frame after a subscription", func() bool { return e.srv.Stats().StatesEncoded > before.StatesEncoded })
+}
+
+// State frames follow a peer's writes too. Two renderers of a host share
+// the store, and the store keeps boards in memory: a peer's commit shows
+// only as a gap in seqs, which must evict the boards it touched. Here each
+// peer write is followed by an own write before the tailer hears of it (no
+// doorbell, no poll), so the own commit is the first to see the gap; after
+// it, the state frames must come to show what a fresh read of the file
+// shows, the peer's change included.
+func TestStateFramesFollowPeers(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) {
+		c.StateEvery = 10 * time.Millisecond
+		c.TailEvery = time.Hour
+	})
+	peer := e.MustOpenPeer()
+	g := e.gen("g1")
+	w := e.dial("g1", 0)
+	type write struct {
+		kind string
+		kv   []string
+	}
+	pairs := []struct{ peer, own write }{
+		{write{event.KindPlayerJoined, []string{"player", "brian", "avatar", "🐼"}},
+			write{event.KindPlayerJoined, []string{"player", "ada", "avatar", "🦊"}}},
+		{write{event.KindGuess, []string{"player", "brian", "guess", "🍒🥝🍋🫐", "exact", "3", "near", "0"}},
+			write{event.KindGuess, []string{"player", "ada", "guess", "🍎🍌🍇🍓", "exact", "1", "near", "2"}}},
+		{write{event.KindRoundWon, []string{"player", "brian", "round", "1", "points", "10"}},
+			write{event.KindChat, []string{"player", "ada", "text", "gg"}}},
+		{write{event.KindPlayerLeft, []string{"player", "brian"}},
+			write{event.KindRoundWon, []string{"player", "ada", "round", "2", "points", "30"}}},
+	}
+	for i, p := range pairs {
+		if _, err := peer.Upsert(context.Background(), []store.Event{g.ev(t, p.peer.kind, p.peer.kv...)}); err != nil {
+			t.Fatal(err)
+		}
+		e.own(e.db, g.ev(t, p.own.kind, p.own.kv...))
+		want := e.boardHTML("g1")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			f, err := w.read(time.Until(deadline))
+			if err != nil {
+				t.Fatalf("pair %d (the peer's %s, then an own %s): no state frame shows the store's board: %v\nwant %s",
+					i, p.peer.kind, p.own.kind, err, want)
+			}
+			if f.T == "state" && f.HTML == want {
+				break
+			}
+		}
+	}
 }
