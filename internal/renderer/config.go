@@ -14,10 +14,10 @@ import (
 )
 
 // DefaultLinger is -linger's default. At 1,000 events/s over 100 games a
-// 2 ms linger cut the store's CPU per event, but its wait and the second
-// read it costs sat in every line's path: against 1 ms, interleaved runs
-// gave p99 31–60 ms against 17–38 ms, for 2–8 % less renderer CPU per
-// frame (docs/benchmarks.md, issue 14).
+// linger cuts the store's CPU per event, but its wait and the second read
+// it costs sit in every line's path: in interleaved runs 2 ms gave an
+// XADD → frame p99 of 31–60 ms and 1 ms 17–38 ms, for 1–8 % more renderer
+// CPU per frame (docs/benchmarks.md, issue 14).
 const DefaultLinger = time.Millisecond
 
 // Config is the renderer's configuration: every flag with its environment
