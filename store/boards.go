@@ -11,10 +11,12 @@ import (
 	"time"
 )
 
-// deletesSQL reads the store's deletion count: DeleteGame bumps it, so a
-// process whose board cache predates a deletion (its own or another
-// process's) drops the cache instead of serving a deleted game's board.
-const deletesSQL = `coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'deletes'), 0)`
+// stateSQL reads what the board cache is kept against: the store's max
+// seq, and its deletion count, which DeleteGame bumps so that a process
+// whose cache predates a deletion (its own or another process's) drops the
+// cache instead of serving a deleted game's board.
+const stateSQL = `SELECT coalesce((SELECT max(seq) FROM events), 0),
+	coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'deletes'), 0)`
 
 // Bounds of the board cache. A gap wider than maxBoardGap seqs (a peer
 // wrote a lot since this process last looked) clears the cache rather than
@@ -60,7 +62,7 @@ func (c *boardCache) get(game string, seq int64) (Scoreboard, bool) {
 		return Scoreboard{}, false
 	}
 	boardHits.Inc()
-	return b.sb.clone(), true
+	return b.board(), true
 }
 
 // catchUpLocked brings the cache to the snapshot q reads, whose max seq is
@@ -117,7 +119,7 @@ func (c *boardCache) fill(ctx context.Context, q querier, cur, deletes int64, bo
 			break
 		}
 	}
-	c.boards[board.sb.Game.Name] = &board
+	c.boards[board.game.Name] = &board
 }
 
 // writerSync catches the cache up with the writer's snapshot at the start
@@ -133,12 +135,24 @@ func (c *boardCache) writerSync(ctx context.Context, q querier, cur, deletes int
 // effects fold into it exactly as the upserts fold them into the rows
 // (statements.go), and TestBoardCacheAgreesWithFile holds the two to it.
 type cachedBoard struct {
-	sb                           Scoreboard
+	game                         Game
 	infoEvt, statusEvt, roundEvt string
-	evts                         []playerEvts // parallel to sb.Players
+	players                      []cachedPlayer // by score desc, then name
 }
 
-type playerEvts struct{ avatar, present, guess string }
+type cachedPlayer struct {
+	Player
+	avatarEvt, presentEvt, guessEvt string
+}
+
+// board returns a copy of the panel's part.
+func (b *cachedBoard) board() Scoreboard {
+	sb := Scoreboard{Game: b.game, Players: make([]Player, len(b.players))}
+	for i, p := range b.players {
+		sb.Players[i] = p.Player
+	}
+	return sb
+}
 
 // readBoard reads game's board with its EVT ids.
 func readBoard(ctx context.Context, q querier, game string) (cachedBoard, error) {
@@ -151,7 +165,7 @@ func readBoard(ctx context.Context, q querier, game string) (cachedBoard, error)
 	if err != nil {
 		return b, err
 	}
-	b.sb = Scoreboard{Game: g, Players: []Player{}}
+	b.game = g
 	rows, err := q.QueryContext(ctx, `SELECT `+playerCols+`, avatar_evt, present_evt, guess_evt
 		FROM players WHERE game = ? ORDER BY score DESC, name`, game)
 	if err != nil {
@@ -159,20 +173,18 @@ func readBoard(ctx context.Context, q querier, game string) (cachedBoard, error)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var e playerEvts
-		p, err := scanPlayer(rows, &e.avatar, &e.present, &e.guess)
-		if err != nil {
+		var cp cachedPlayer
+		if cp.Player, err = scanPlayer(rows, &cp.avatarEvt, &cp.presentEvt, &cp.guessEvt); err != nil {
 			return b, err
 		}
-		b.sb.Players = append(b.sb.Players, p)
-		b.evts = append(b.evts, e)
+		b.players = append(b.players, cp)
 	}
 	return b, rows.Err()
 }
 
 // foldGame applies a batch's effects on the game row, as mGame does.
 func (b *cachedBoard) foldGame(g *gameFx) {
-	s := &b.sb.Game
+	s := &b.game
 	if g.infoEvt > b.infoEvt {
 		b.infoEvt = g.infoEvt
 		s.Title, s.Rounds, s.CodeLen, s.Palette = g.title, g.rounds, g.codeLen, g.palette
@@ -195,43 +207,31 @@ func (b *cachedBoard) foldGame(g *gameFx) {
 // foldPlayer applies a batch's effects on one player row, as mPlayer
 // does; a new player's row is the batch's values.
 func (b *cachedBoard) foldPlayer(name string, f *playerFx) {
-	i := slices.IndexFunc(b.sb.Players, func(p Player) bool { return p.Name == name })
+	i := slices.IndexFunc(b.players, func(p cachedPlayer) bool { return p.Name == name })
 	if i < 0 {
-		b.sb.Players = append(b.sb.Players, Player{
-			Name: name, Avatar: f.avatar, Present: f.present,
-			Score: f.score, Wins: f.wins, Guesses: f.guesses,
-			LastGuess: f.guess, LastExact: f.exact, LastNear: f.near,
+		b.players = append(b.players, cachedPlayer{
+			Player: Player{
+				Name: name, Avatar: f.avatar, Present: f.present,
+				Score: f.score, Wins: f.wins, Guesses: f.guesses,
+				LastGuess: f.guess, LastExact: f.exact, LastNear: f.near,
+			},
+			avatarEvt: f.avatarEvt, presentEvt: f.presentEvt, guessEvt: f.guessEvt,
 		})
-		b.evts = append(b.evts, playerEvts{f.avatarEvt, f.presentEvt, f.guessEvt})
 		return
 	}
-	p, e := &b.sb.Players[i], &b.evts[i]
-	if f.avatarEvt > e.avatar {
-		e.avatar, p.Avatar = f.avatarEvt, f.avatar
+	p := &b.players[i]
+	if f.avatarEvt > p.avatarEvt {
+		p.avatarEvt, p.Avatar = f.avatarEvt, f.avatar
 	}
-	if f.presentEvt > e.present {
-		e.present, p.Present = f.presentEvt, f.present
+	if f.presentEvt > p.presentEvt {
+		p.presentEvt, p.Present = f.presentEvt, f.present
 	}
-	if f.guessEvt > e.guess {
-		e.guess, p.LastGuess, p.LastExact, p.LastNear = f.guessEvt, f.guess, f.exact, f.near
+	if f.guessEvt > p.guessEvt {
+		p.guessEvt, p.LastGuess, p.LastExact, p.LastNear = f.guessEvt, f.guess, f.exact, f.near
 	}
 	p.Score += f.score
 	p.Wins += f.wins
 	p.Guesses += f.guesses
-}
-
-// sort puts the players back in the scoreboard's order.
-func (b *cachedBoard) sort() {
-	idx := make([]int, len(b.sb.Players))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(x, y int) int { return byScore(b.sb.Players[x], b.sb.Players[y]) })
-	ps, es := make([]Player, len(idx)), make([]playerEvts, len(idx))
-	for j, i := range idx {
-		ps[j], es[j] = b.sb.Players[i], b.evts[i]
-	}
-	b.sb.Players, b.evts = ps, es
 }
 
 // committed moves the cache past a commit of this process that ran on the
@@ -265,7 +265,7 @@ func (c *boardCache) committed(before, after int64, fx *effects, touched []strin
 		}
 	}
 	for b := range resort {
-		b.sort()
+		slices.SortFunc(b.players, func(x, y cachedPlayer) int { return byScore(x.Player, y.Player) })
 	}
 	c.validTo = after
 }
@@ -281,19 +281,11 @@ func byScore(a, b Player) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// drop empties the cache: its file is no longer the one it describes.
+// drop empties the cache: this process deleted a game.
 func (c *boardCache) drop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.boards)
-}
-
-func (b Scoreboard) clone() Scoreboard {
-	b.Players = slices.Clone(b.Players)
-	if b.Players == nil {
-		b.Players = []Player{}
-	}
-	return b
 }
 
 // ScoreboardAt returns game's scoreboard reflecting at least every line
@@ -314,14 +306,14 @@ func (db *DB) ScoreboardAt(ctx context.Context, game string, seq int64) (Scorebo
 		}
 		defer tx.Rollback()
 		var cur, deletes int64
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT max(seq) FROM events), 0), `+deletesSQL).Scan(&cur, &deletes); err != nil {
+		if err := tx.QueryRowContext(ctx, stateSQL).Scan(&cur, &deletes); err != nil {
 			return err
 		}
 		b, err := readBoard(ctx, tx, game)
 		if err != nil {
 			return err
 		}
-		sb = b.sb.clone()
+		sb = b.board()
 		db.boards.fill(ctx, tx, cur, deletes, b)
 		return tx.Commit()
 	})

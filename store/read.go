@@ -243,7 +243,10 @@ func gameRow(ctx context.Context, q querier, game string) (Game, error) {
 
 func scoreboard(ctx context.Context, q querier, game string) (Scoreboard, error) {
 	b, err := readBoard(ctx, q, game)
-	return b.sb, err
+	if err != nil {
+		return Scoreboard{}, err
+	}
+	return b.board(), nil
 }
 
 // ID returns the store file's own random id, made when the file was

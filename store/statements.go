@@ -126,7 +126,7 @@ var fixedSQL = [stCount]string{
 	stSavepoint:  `SAVEPOINT entry`,
 	stRelease:    `RELEASE entry`,
 	stRollbackTo: `ROLLBACK TO entry`,
-	stState:      `SELECT coalesce((SELECT max(seq) FROM events), 0), ` + deletesSQL,
+	stState:      stateSQL,
 	stSince:      `SELECT seq, game, evt_id FROM events WHERE seq > ? ORDER BY seq`,
 	stPayload:    `SELECT payload FROM events WHERE game = ? AND evt_id = ?`,
 }
