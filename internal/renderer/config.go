@@ -13,12 +13,16 @@ import (
 	"github.com/codemojex/feed/web"
 )
 
-// DefaultLinger is -linger's default. At 1,000 events/s over 100 games a
-// linger cuts the store's CPU per event, but its wait and the second read
-// it costs sit in every line's path: in interleaved runs 2 ms gave an
-// XADD → frame p99 of 31–60 ms and 1 ms 17–38 ms, for 1–8 % more renderer
-// CPU per frame (docs/benchmarks.md, issue 14).
-const DefaultLinger = time.Millisecond
+// DefaultLinger is -linger's default. A linger cuts the store's CPU per
+// event at low rates, but its wait and the second read it costs sit in
+// every line's path: at 1,000 events/s over 100 games, 1 ms gave an
+// XADD → frame p99 of 17–38 ms against 2 ms's 31–60 ms. It stays at 2 ms
+// because 1 ms cost the drain of many small streams a fifth of its rate
+// (20,000 games × 3 events: 0.51× the 200-game rate against 0.65×, at the
+// edge of the ≥ 50 % that e2e/TestManyGamesCostFollowsActivity holds);
+// set -linger 1ms where few, busy games and the tail matter more
+// (docs/benchmarks.md, issue 14).
+const DefaultLinger = 2 * time.Millisecond
 
 // Config is the renderer's configuration: every flag with its environment
 // fallback, in one place.
