@@ -23,7 +23,7 @@ type readAhead struct {
 	res    [][]redis.XStream // per group of keys
 	errs   []error
 	batch  []delivery                    // decoded (delivery.decoded)
-	todo   []string                      // stream+"\x00"+position of the entries prepared, in order
+	todo   []entryRef                    // the entries prepared, in order
 	commit func(context.Context) []error // nil: nothing prepared
 }
 
@@ -35,15 +35,8 @@ func (c *Consumer) readKeys(keys [][]string) *readAhead {
 	pipe := c.rdb.Pipeline()
 	cmds := make([]*redis.XStreamSliceCmd, len(keys))
 	for i, ks := range keys {
-		args := make([]string, 0, 2*len(ks))
-		args = append(args, ks...)
-		for range ks {
-			args = append(args, ">")
-		}
-		cmds[i] = pipe.XReadGroup(ctx, &redis.XReadGroupArgs{
-			Group: c.cfg.Group, Consumer: c.cfg.Consumer,
-			Streams: args, Count: c.cfg.Count, Block: -1,
-		})
+		cmds[i] = c.xreadNoBlock(ctx, ks)
+		_ = pipe.Process(ctx, cmds[i])
 	}
 	_, _ = pipe.Exec(ctx)
 	r := &readAhead{res: make([][]redis.XStream, len(keys)), errs: make([]error, len(keys))}
@@ -65,7 +58,8 @@ func (c *Consumer) readKeys(keys [][]string) *readAhead {
 // then takes it as usual.
 func (c *Consumer) readAhead(keys [][]string) *readAhead {
 	r := c.readKeys(keys)
-	var ms []Message
+	ms := make([]Message, 0, len(r.batch))
+	r.todo = make([]entryRef, 0, len(r.batch))
 	for i := range r.batch {
 		d := &r.batch[i]
 		d.msg, d.decErr = Decode(d.stream, d.x)
@@ -73,7 +67,7 @@ func (c *Consumer) readAhead(keys [][]string) *readAhead {
 		d.decoded = true
 		if d.decErr == nil && !c.overPoison(d.attempts) {
 			ms = append(ms, d.msg)
-			r.todo = append(r.todo, d.stream+"\x00"+d.x.ID)
+			r.todo = append(r.todo, entryRef{d.stream, d.x.ID})
 		}
 	}
 	if len(ms) > 0 {
@@ -85,6 +79,9 @@ func (c *Consumer) readAhead(keys [][]string) *readAhead {
 	return r
 }
 
+// entryRef names an entry: its stream and its position there.
+type entryRef struct{ stream, id string }
+
 // commitFor returns the prepared commit if it covers exactly todo, in
 // order; else nil (the batch handler takes todo).
 func (r *readAhead) commitFor(todo []delivery) func(context.Context) []error {
@@ -92,7 +89,7 @@ func (r *readAhead) commitFor(todo []delivery) func(context.Context) []error {
 		return nil
 	}
 	for i, d := range todo {
-		if r.todo[i] != d.stream+"\x00"+d.x.ID {
+		if r.todo[i] != (entryRef{d.stream, d.x.ID}) {
 			return nil
 		}
 	}

@@ -23,6 +23,7 @@ type Consumer struct {
 	handle BatchHandler
 	lease  *lease
 	stats  counters
+	args   argsCache // of non-blocking reads
 
 	stop     chan struct{} // closed by Close: stop reading
 	stopOnce sync.Once

@@ -37,7 +37,7 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 	var s settlement
 	// Trimmed while pending: the entry is gone, only its id is left. Ack it
 	// so it never comes back; nothing can be handled.
-	live := batch[:0:0]
+	live := make([]delivery, 0, len(batch))
 	for _, d := range batch {
 		if d.x.Values == nil {
 			s.ack(d.stream, d.x.ID, true)
@@ -57,7 +57,7 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 	}
 	c.stats.delivered.add(path, int64(len(live)))
 
-	var todo []delivery
+	todo := make([]delivery, 0, len(live))
 	for _, d := range live {
 		m, err := d.msg, d.decErr
 		if !d.decoded {

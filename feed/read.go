@@ -272,9 +272,12 @@ func (c *Consumer) readDone(sts []*streamState, res []redis.XStream, now time.Ti
 // the order of keys.
 func appendEntries(batch []delivery, keys []string, res []redis.XStream) []delivery {
 	got := make(map[string][]redis.XMessage, len(res))
+	n := 0
 	for _, s := range res {
 		got[s.Stream] = s.Messages
+		n += len(s.Messages)
 	}
+	batch = slices.Grow(batch, n)
 	for _, k := range keys {
 		for _, x := range got[k] {
 			batch = append(batch, delivery{stream: k, x: x, attempts: 1})

@@ -38,7 +38,9 @@ type wireFrame struct {
 // line once per watched game and the bytes live until every client wrote
 // them.
 func encode(f wireFrame) []byte {
-	n := 32 + len(f.T) + len(f.ID) + len(f.HTML) + len(f.HTML)/16
+	// HTML's escapes are nearly all the quotes of its attributes: sized
+	// for them, the frame is one allocation, not a regrowth and a copy.
+	n := 32 + len(f.T) + len(f.ID) + len(f.HTML) + strings.Count(f.HTML, `"`) + len(f.HTML)/64
 	b := make([]byte, 0, n)
 	b = append(b, `{"t":`...)
 	b = jsonstr.Append(b, f.T)
@@ -73,6 +75,14 @@ func lineFrame(l store.Line) frame {
 
 var resetFrame = encode(wireFrame{T: frameReset})
 
+// scoreboardBase and scoreboardPerPlayer size a state frame's panel: a little
+// more than the panel's markup (about 520 bytes) and one player's row
+// (about 560 with a four-symbol guess). A longer panel only grows once more.
+const (
+	scoreboardBase      = 768
+	scoreboardPerPlayer = 640
+)
+
 // stateFrame renders game's scoreboard panel, as of seq at least, into a
 // state frame.
 func stateFrame(ctx context.Context, st Store, game string, seq int64) (frame, error) {
@@ -85,6 +95,9 @@ func stateFrame(ctx context.Context, st Store, game string, seq int64) (frame, e
 		return frame{}, err
 	}
 	var sb strings.Builder
+	// Sized for the panel up front: templ flushes its buffer into sb in
+	// pieces, and each growth was another copy of the panel.
+	sb.Grow(scoreboardBase + scoreboardPerPlayer*len(b.Players))
 	if err := templates.Scoreboard(b).Render(ctx, &sb); err != nil {
 		return frame{}, err
 	}

@@ -272,6 +272,8 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 	s := ws.s
 	ping := time.NewTicker(s.cfg.PingEvery)
 	defer ping.Stop()
+	g := newWriteGuard(ws.hardClose)
+	defer g.t.Stop()
 	for {
 		select {
 		case <-gone.Done():
@@ -285,7 +287,7 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 			return
 		case <-c.ready:
 			var err error
-			if last, err = ws.flush(c, last); err != nil {
+			if last, err = ws.flush(c, last, g); err != nil {
 				if errors.Is(err, context.DeadlineExceeded) && !isClosed(c.slow) {
 					// Stuck in a write for WriteTimeout: as slow as a full queue.
 					s.countSlow(1)
@@ -304,25 +306,37 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 	}
 }
 
-// flush writes every frame queued in c, in order, and returns the seq of the
-// last line written (or sent before). Lines at or below last were sent by the
-// backfill and are dropped. Every frame gets WriteTimeout: one timer for the
-// batch, restarted per frame, drops the connection when a write is stuck,
-// and the write fails with context.DeadlineExceeded. The writes themselves
+// writeGuard drops a connection whose write is stuck: one timer per socket,
+// armed for each frame and stopped between flushes. The writes themselves
 // take no context with a deadline: coder/websocket registers a
 // context.AfterFunc per write for one (allocation per frame per client, the
 // fan-out's hottest path), and closes the connection when it fires, which
-// is what the timer does.
-func (ws *wsConn) flush(c *client, last int64) (int64, error) {
+// is what the timer does; a timer per flush was still one allocation per
+// client per line (docs/benchmarks.md, "Garbage and the tail").
+type writeGuard struct {
+	t     *time.Timer
+	stuck atomic.Bool
+}
+
+func newWriteGuard(hardClose func()) *writeGuard {
+	g := &writeGuard{}
+	g.t = time.AfterFunc(time.Hour, func() { g.stuck.Store(true); hardClose() })
+	g.t.Stop()
+	return g
+}
+
+// flush writes every frame queued in c, in order, and returns the seq of the
+// last line written (or sent before). Lines at or below last were sent by the
+// backfill and are dropped. Every frame gets WriteTimeout (g): a stuck write
+// drops the connection, and the write fails with context.DeadlineExceeded.
+func (ws *wsConn) flush(c *client, last int64, g *writeGuard) (int64, error) {
 	batch := c.drain()
 	if len(batch) == 0 {
 		// A wake-up for frames an earlier drain already took.
 		return last, nil
 	}
 	timeout := ws.s.cfg.WriteTimeout
-	var stuck atomic.Bool
-	t := time.AfterFunc(timeout, func() { stuck.Store(true); ws.hardClose() })
-	defer t.Stop()
+	defer g.t.Stop()
 	var lines, states int64
 	defer func() { ws.s.countSentN(lines, states) }()
 	for _, f := range batch {
@@ -330,9 +344,9 @@ func (ws *wsConn) flush(c *client, last int64) (int64, error) {
 		if f.seq != 0 && f.seq <= last {
 			continue
 		}
-		t.Reset(timeout)
+		g.t.Reset(timeout)
 		if err := ws.conn.Write(context.Background(), websocket.MessageText, f.data); err != nil {
-			if stuck.Load() {
+			if g.stuck.Load() {
 				return last, fmt.Errorf("web: write stuck for %v: %w", timeout, context.DeadlineExceeded)
 			}
 			return last, err

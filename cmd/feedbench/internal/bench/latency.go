@@ -102,6 +102,29 @@ type latencyPhase struct {
 	RendererCores, BenchCores, RedisCores float64 // Handoff is the renderer's handoffMetric over the measured window
 	// (empty for the broadcaster).
 	Handoff histogram
+	// Garbage is the renderer's heap allocation and GC cycles over the
+	// window (zero for the broadcaster, and for an in-process renderer,
+	// whose heap is shared with the clients).
+	Garbage garbage
+}
+
+// garbage is what the Go runtime of a server reports on its /metrics page:
+// bytes allocated on the heap and GC cycles, between two scrapes. GC cycles
+// matter to the tail: their concurrent marking takes a quarter of the CPU
+// while it runs, and on a busy machine the lines that arrive meanwhile
+// queue (docs/benchmarks.md, "Garbage and the tail").
+type garbage struct {
+	Bytes, Cycles float64
+}
+
+var garbageMetrics = []string{"go_memstats_alloc_bytes_total", "go_gc_duration_seconds_count"}
+
+func scrapeGarbage(ctx context.Context, base string) (garbage, error) {
+	vs, err := scrapeValues(ctx, base, garbageMetrics...)
+	if err != nil {
+		return garbage{}, err
+	}
+	return garbage{Bytes: vs[garbageMetrics[0]], Cycles: vs[garbageMetrics[1]]}, nil
 }
 
 // handoffMetric is the renderer's histogram of the time from an event's
@@ -131,12 +154,18 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	// The renderer's own view of the hand-off (the broadcaster has none):
 	// whether the tail is before the websockets or in them.
 	hand0, handErr := scrapeHistogram(ctx, srv.URL(), handoffMetric)
+	garb0, garbErr := scrapeGarbage(ctx, srv.URL())
 	rend0, _ := ProcCPU(srv.Pid())
 	self0, redis0 := SelfCPU(), mustCPU(st.redis.Pid())
 	from := time.Now()
 	sent, err := w.Paced(ctx, cfg.Rate, cfg.Duration)
 	wall := time.Since(from).Seconds()
 	rend1, _ := ProcCPU(srv.Pid())
+	if garbErr == nil && cfg.Renderer != "" {
+		if garb1, err := scrapeGarbage(ctx, srv.URL()); err == nil {
+			res.Garbage = garbage{Bytes: garb1.Bytes - garb0.Bytes, Cycles: garb1.Cycles - garb0.Cycles}
+		}
+	}
 	res.ServerCPU = rend1 - rend0
 	res.RendererCores = res.ServerCPU.Seconds() / wall
 	res.BenchCores = (SelfCPU() - self0).Seconds() / wall
@@ -208,6 +237,8 @@ func (r LatencyResult) Rows() []Row {
 			Value: r.windows()},
 		{Bench: "latency", Metric: "… of it, XADD → line handed to the hubs, as the renderer measures it (" + handoffMetric + " over the window; bucket upper bounds)",
 			Value: r.handoff()},
+		{Bench: "latency", Metric: "… the renderer's garbage over the window: heap allocated per line written; GC cycles (go_memstats_alloc_bytes_total, go_gc_duration_seconds_count)",
+			Value: r.garbage()},
 		{Bench: "latency", Metric: "deliveries received / expected (clients dropped)",
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
 		{Bench: "latency", Metric: "websocket frames received per line delivered (line + scoreboard state frames)",
@@ -277,6 +308,16 @@ func (r LatencyResult) handoff() string {
 	}
 	d := func(q float64) string { return ms(time.Duration(h.quantile(q) * float64(time.Second))) }
 	return fmt.Sprintf("p50 ≤ %s · p99 ≤ %s (%.0f lines)", d(0.5), d(0.99), h.count())
+}
+
+// garbage is the garbage row's value.
+func (r LatencyResult) garbage() string {
+	g := r.Garbage
+	if g.Cycles == 0 && g.Bytes == 0 || r.Sent == 0 {
+		return "—"
+	}
+	secs := r.Cfg.Duration.Seconds()
+	return fmt.Sprintf("%.1f KiB per line; %.0f GC cycles (%.1f a second)", g.Bytes/1024/float64(r.Sent), g.Cycles, g.Cycles/secs)
 }
 
 func (r LatencyResult) where() string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,49 +22,87 @@ type histogram struct {
 // scrapeHistogram reads histogram name (one without labels of its own)
 // from the /metrics page at base.
 func scrapeHistogram(ctx context.Context, base, name string) (histogram, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return histogram{}, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return histogram{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return histogram{}, fmt.Errorf("GET %s/metrics: %s", base, resp.Status)
-	}
 	var h histogram
 	prefix := name + `_bucket{le="`
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), prefix)
+	err := scrapeLines(ctx, base, func(text string) error {
+		line, ok := strings.CutPrefix(text, prefix)
 		if !ok {
-			continue
+			return nil
 		}
 		bound, count, ok := strings.Cut(line, `"} `)
 		if !ok {
-			continue
+			return nil
 		}
 		le, err := strconv.ParseFloat(bound, 64) // "+Inf" parses as +Inf
 		if err != nil {
-			return histogram{}, fmt.Errorf("%s: bucket %q: %w", name, bound, err)
+			return fmt.Errorf("%s: bucket %q: %w", name, bound, err)
 		}
 		n, err := strconv.ParseFloat(count, 64)
 		if err != nil {
-			return histogram{}, fmt.Errorf("%s: count %q: %w", name, count, err)
+			return fmt.Errorf("%s: count %q: %w", name, count, err)
 		}
 		h.le, h.cum = append(h.le, le), append(h.cum, n)
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return histogram{}, err
 	}
 	if len(h.le) == 0 {
 		return histogram{}, fmt.Errorf("%s: not on %s/metrics", name, base)
 	}
 	return h, nil
+}
+
+// scrapeValues reads the samples of names, metrics without labels, from the
+// /metrics page at base; each must be there.
+func scrapeValues(ctx context.Context, base string, names ...string) (map[string]float64, error) {
+	vs := make(map[string]float64, len(names))
+	err := scrapeLines(ctx, base, func(text string) error {
+		name, value, ok := strings.Cut(text, " ")
+		if !ok || !slices.Contains(names, name) {
+			return nil
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return fmt.Errorf("%s: value %q: %w", name, value, err)
+		}
+		vs[name] = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if _, ok := vs[n]; !ok {
+			return nil, fmt.Errorf("%s: not on %s/metrics", n, base)
+		}
+	}
+	return vs, nil
+}
+
+// scrapeLines calls fn with each line of the /metrics page at base.
+func scrapeLines(ctx context.Context, base string, fn func(string) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s/metrics: %s", base, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if err := fn(sc.Text()); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
 }
 
 // since is what was observed between o and h, two scrapes of one

@@ -3,9 +3,11 @@ package bench
 import (
 	"context"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -47,3 +49,35 @@ func TestScrapeHistogram(t *testing.T) {
 		t.Error("a histogram the page does not have scraped without error")
 	}
 }
+
+// TestScrapeGarbage reads the Go runtime's allocation and GC counters off a
+// real client_golang page with its Go collector, and they move with a GC.
+func TestScrapeGarbage(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	ctx := context.Background()
+
+	before, err := scrapeGarbage(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink = make([]byte, 1<<20)
+	runtime.GC()
+	after, err := scrapeGarbage(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.Bytes - before.Bytes; d < 1<<20 {
+		t.Errorf("allocated %v bytes between the scrapes, want ≥ 1 MiB", d)
+	}
+	if d := after.Cycles - before.Cycles; d < 1 {
+		t.Errorf("%v GC cycles between the scrapes, want ≥ 1", d)
+	}
+	if _, err := scrapeValues(ctx, srv.URL, "absent_total"); err == nil {
+		t.Error("a value the page does not have scraped without error")
+	}
+}
+
+var sink []byte
