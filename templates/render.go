@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,18 +54,24 @@ func RenderLine(kind string, payload map[string]string, at time.Time) (string, e
 func LineItemHTML(seq int64, evtID, kind, body string) string {
 	var b strings.Builder
 	b.Grow(len(body) + len(evtID) + len(kind) + 96)
-	b.WriteString(`<li id="`)
-	b.WriteString(html.EscapeString(evtID))
-	b.WriteString(`" data-seq="`)
-	b.WriteString(strconv.FormatInt(seq, 10))
-	b.WriteString(`" data-kind="`)
-	b.WriteString(html.EscapeString(kind))
-	b.WriteString(`" class="line line-`)
-	b.WriteString(KindClass(kind))
-	b.WriteString(`">`)
-	b.WriteString(body)
-	b.WriteString(`</li>`)
+	WriteLineItem(&b, seq, evtID, kind, body)
 	return b.String()
+}
+
+// WriteLineItem writes what LineItemHTML returns to w: the live path wraps
+// lines into pooled buffers, not into a string per line.
+func WriteLineItem(w io.StringWriter, seq int64, evtID, kind, body string) {
+	w.WriteString(`<li id="`)
+	w.WriteString(html.EscapeString(evtID))
+	w.WriteString(`" data-seq="`)
+	w.WriteString(strconv.FormatInt(seq, 10))
+	w.WriteString(`" data-kind="`)
+	w.WriteString(html.EscapeString(kind))
+	w.WriteString(`" class="line line-`)
+	w.WriteString(KindClass(kind))
+	w.WriteString(`">`)
+	w.WriteString(body)
+	w.WriteString(`</li>`)
 }
 
 // KindClass is the CSS class suffix of a kind: the kind itself when this

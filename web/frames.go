@@ -1,10 +1,12 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/jsonstr"
@@ -37,10 +39,16 @@ type wireFrame struct {
 // it a string), into one exactly sized allocation: the tailer encodes every
 // line once per watched game and the bytes live until every client wrote
 // them.
-func encode(f wireFrame) []byte {
+func encode(f wireFrame) []byte { return encodeHTML(f, nil) }
+
+// encodeHTML is encode with the html field's text in html when f.HTML is
+// empty: frames whose HTML was rendered into a pooled buffer (see
+// framePool).
+func encodeHTML(f wireFrame, html []byte) []byte {
 	// HTML's escapes are nearly all the quotes of its attributes: sized
 	// for them, the frame is one allocation, not a regrowth and a copy.
-	n := 32 + len(f.T) + len(f.ID) + len(f.HTML) + strings.Count(f.HTML, `"`) + len(f.HTML)/64
+	n := 32 + len(f.T) + len(f.ID) + len(f.HTML) + strings.Count(f.HTML, `"`) + len(f.HTML)/64 +
+		len(html) + bytes.Count(html, quote) + len(html)/64
 	b := make([]byte, 0, n)
 	b = append(b, `{"t":`...)
 	b = jsonstr.Append(b, f.T)
@@ -52,15 +60,42 @@ func encode(f wireFrame) []byte {
 		b = append(b, `,"id":`...)
 		b = jsonstr.Append(b, f.ID)
 	}
-	if f.HTML != "" {
+	switch {
+	case f.HTML != "":
 		b = append(b, `,"html":`...)
 		b = jsonstr.Append(b, f.HTML)
+	case len(html) > 0:
+		b = append(b, `,"html":`...)
+		b = jsonstr.AppendBytes(b, html)
 	}
 	if f.N != 0 {
 		b = append(b, `,"n":`...)
 		b = strconv.AppendInt(b, f.N, 10)
 	}
 	return append(b, '}')
+}
+
+var quote = []byte{'"'}
+
+// framePool holds the buffers frames' HTML is rendered into before
+// encodeHTML copies it into the frame: the frame is the one allocation a
+// line or a board costs the tailer.
+var framePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledFrame keeps a freak board (hundreds of players) from pinning a
+// large buffer in the pool.
+const maxPooledFrame = 64 << 10
+
+func getFrameBuf() *bytes.Buffer {
+	b := framePool.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
+}
+
+func putFrameBuf(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledFrame {
+		framePool.Put(b)
+	}
 }
 
 // lineItem wraps a stored line body in its <li>, the same markup the page
@@ -70,18 +105,13 @@ func lineItem(l store.Line) string {
 }
 
 func lineFrame(l store.Line) frame {
-	return frame{seq: l.Seq, data: encode(wireFrame{T: frameLine, Seq: l.Seq, ID: l.EvtID, HTML: lineItem(l)})}
+	b := getFrameBuf()
+	defer putFrameBuf(b)
+	templates.WriteLineItem(b, l.Seq, l.EvtID, l.Kind, l.HTML)
+	return frame{seq: l.Seq, data: encodeHTML(wireFrame{T: frameLine, Seq: l.Seq, ID: l.EvtID}, b.Bytes())}
 }
 
 var resetFrame = encode(wireFrame{T: frameReset})
-
-// scoreboardBase and scoreboardPerPlayer size a state frame's panel: a little
-// more than the panel's markup (about 520 bytes) and one player's row
-// (about 560 with a four-symbol guess). A longer panel only grows once more.
-const (
-	scoreboardBase      = 768
-	scoreboardPerPlayer = 640
-)
 
 // stateFrame renders game's scoreboard panel, as of seq at least, into a
 // state frame.
@@ -94,12 +124,10 @@ func stateFrame(ctx context.Context, st Store, game string, seq int64) (frame, e
 	if err != nil {
 		return frame{}, err
 	}
-	var sb strings.Builder
-	// Sized for the panel up front: templ flushes its buffer into sb in
-	// pieces, and each growth was another copy of the panel.
-	sb.Grow(scoreboardBase + scoreboardPerPlayer*len(b.Players))
-	if err := templates.Scoreboard(b).Render(ctx, &sb); err != nil {
+	sb := getFrameBuf()
+	defer putFrameBuf(sb)
+	if err := templates.Scoreboard(b).Render(ctx, sb); err != nil {
 		return frame{}, err
 	}
-	return frame{data: encode(wireFrame{T: frameState, HTML: sb.String()})}, nil
+	return frame{data: encodeHTML(wireFrame{T: frameState}, sb.Bytes())}, nil
 }

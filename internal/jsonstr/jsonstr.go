@@ -5,7 +5,10 @@
 // before and after, browsers parsing frames), so there is one encoder.
 package jsonstr
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+	"unsafe"
+)
 
 const hexDigits = "0123456789abcdef"
 
@@ -18,6 +21,13 @@ func Append(b []byte, s string) []byte { return appendString(b, s, false) }
 // AppendHTMLSafe is Append with < > & escaped as \u003c \u003e \u0026, as
 // json.Marshal writes them.
 func AppendHTMLSafe(b []byte, s string) []byte { return appendString(b, s, true) }
+
+// AppendBytes is Append of the text in p, without copying it into a string
+// first: the websocket frames wrap HTML rendered into pooled buffers.
+func AppendBytes(b, p []byte) []byte {
+	// p is only read, and only during the call.
+	return appendString(b, unsafe.String(unsafe.SliceData(p), len(p)), false)
+}
 
 func appendString(b []byte, s string, html bool) []byte {
 	b = append(b, '"')

@@ -8,7 +8,7 @@ import (
 	"github.com/codemojex/feed/internal/jsonstr"
 )
 
-// FuzzAppend holds both forms byte for byte to encoding/json's.
+// FuzzAppend holds every form byte for byte to encoding/json's.
 func FuzzAppend(f *testing.F) {
 	for _, s := range []string{"", "plain", `"quoted" \ back`, "<script>&amp;</script>", "tab\tnl\nnul\x00\b\f\r",
 		"\u2028\u2029", "\xff\xfeinvalid", "🍎🍌‍👩", "\u202eevil", "\x7f", "\xed\xa0\x80surrogate"} {
@@ -31,6 +31,9 @@ func FuzzAppend(f *testing.F) {
 		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		if got := jsonstr.Append(nil, s); !bytes.Equal(got, want) {
 			t.Errorf("Append(%q)\n got %s\nwant %s", s, got, want)
+		}
+		if got := jsonstr.AppendBytes([]byte("x"), []byte(s)); !bytes.Equal(got, append([]byte("x"), want...)) {
+			t.Errorf("AppendBytes(%q)\n got %s\nwant x%s", s, got, want)
 		}
 	})
 }
