@@ -289,6 +289,10 @@ func recoverPeerOn(ctx context.Context, cfg RecoveryConfig, res *RecoveryResult,
 	return nil
 }
 
+// reclaimSlack is the time the survivor is given, after the first claim
+// beat past min-idle, to claim the dead peer's entries and commit them.
+const reclaimSlack = 500 * time.Millisecond
+
 // Rows are the table's recovery figures.
 func (r RecoveryResult) Rows() []Row {
 	c := r.Cfg
@@ -302,8 +306,8 @@ func (r RecoveryResult) Rows() []Row {
 			Value: r.CrashDrained.Round(time.Millisecond).String()},
 		{Bench: "recovery", Metric: fmt.Sprintf("peer SIGKILLed with %d entries in hand → all reclaimed by the survivor (-min-idle %v, -claim-every %v)",
 			r.PeerPending, c.MinIdle, c.ClaimEvery),
-			Value: r.PeerClaimed.Round(time.Millisecond).String(), Target: fmt.Sprintf("≤ min-idle + claim-every = %v", bound),
-			Met: verdict(r.PeerClaimed <= bound+500*time.Millisecond)},
+			Value: r.PeerClaimed.Round(time.Millisecond).String(), Target: fmt.Sprintf("≤ min-idle + claim-every = %v, + %v to claim and commit them", bound, reclaimSlack),
+			Met: verdict(r.PeerClaimed <= bound+reclaimSlack)},
 	}
 }
 
