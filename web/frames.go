@@ -36,9 +36,9 @@ type wireFrame struct {
 
 // encode marshals a frame as encoding/json would with HTML escaping off
 // (the payload is HTML meant for the page; JSON string escaping alone keeps
-// it a string), into one exactly sized allocation: the tailer encodes every
-// line once per watched game and the bytes live until every client wrote
-// them.
+// it a string), into one allocation sized for the frame: the tailer encodes
+// every line once per watched game and the bytes live until every client
+// wrote them.
 func encode(f wireFrame) []byte { return encodeHTML(f, nil) }
 
 // encodeHTML is encode with the html field's text in html when f.HTML is
