@@ -59,3 +59,9 @@ func ClientKey(s *Server, r *http.Request) string { return s.clientKey(r) }
 func EncodeFrame(t string, seq int64, id, html string, n int64) []byte {
 	return encode(wireFrame{T: t, Seq: seq, ID: id, HTML: html, N: n})
 }
+
+// EncodeFrameHTML is the encoder of frames whose HTML was rendered into a
+// buffer (line and state frames).
+func EncodeFrameHTML(t string, seq int64, id string, html []byte, n int64) []byte {
+	return encodeHTML(wireFrame{T: t, Seq: seq, ID: id, N: n}, html)
+}

@@ -38,9 +38,12 @@ var frameStrings = []string{
 func TestEncodeFrameMatchesEncodingJSON(t *testing.T) {
 	for _, s := range frameStrings {
 		for _, seq := range []int64{0, 1, 1 << 40} {
-			got := web.EncodeFrame("line", seq, s, s, seq/2)
-			if want := jsonFrame("line", seq, s, s, seq/2); !bytes.Equal(got, want) {
+			want := jsonFrame("line", seq, s, s, seq/2)
+			if got := web.EncodeFrame("line", seq, s, s, seq/2); !bytes.Equal(got, want) {
 				t.Fatalf("encode %q seq %d:\ngot  %s\nwant %s", s, seq, got, want)
+			}
+			if got := web.EncodeFrameHTML("line", seq, s, []byte(s), seq/2); !bytes.Equal(got, want) {
+				t.Fatalf("encode from a buffer %q seq %d:\ngot  %s\nwant %s", s, seq, got, want)
 			}
 		}
 	}
@@ -51,9 +54,12 @@ func FuzzEncodeFrame(f *testing.F) {
 		f.Add(s, int64(7))
 	}
 	f.Fuzz(func(t *testing.T, s string, seq int64) {
-		got := web.EncodeFrame("state", seq, s, s, seq)
-		if want := jsonFrame("state", seq, s, s, seq); !bytes.Equal(got, want) {
+		want := jsonFrame("state", seq, s, s, seq)
+		if got := web.EncodeFrame("state", seq, s, s, seq); !bytes.Equal(got, want) {
 			t.Fatalf("encode %q:\ngot  %s\nwant %s", s, got, want)
+		}
+		if got := web.EncodeFrameHTML("state", seq, s, []byte(s), seq); !bytes.Equal(got, want) {
+			t.Fatalf("encode from a buffer %q:\ngot  %s\nwant %s", s, got, want)
 		}
 	})
 }
