@@ -1,31 +1,20 @@
 package templates
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"html"
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/codemojex/feed/internal/bufpool"
 	"github.com/codemojex/feed/internal/emojiname"
 	"github.com/codemojex/feed/internal/event"
 )
-
-// maxPooledBuf keeps one freak line (a 10k-character hostile name) from
-// pinning a large buffer in the pool forever.
-const maxPooledBuf = 64 << 10
-
-var bufPool = sync.Pool{New: func() any {
-	b := new(bytes.Buffer)
-	b.Grow(1024)
-	return b
-}}
 
 // RenderLine renders the body of one timeline line (see Line) for the
 // store. It runs once per event on the renderer's hot path, so it renders
@@ -33,13 +22,8 @@ var bufPool = sync.Pool{New: func() any {
 // writer's clock (zero: no time shown). An error means rendering failed,
 // which is retryable, not a verdict on the event.
 func RenderLine(kind string, payload map[string]string, at time.Time) (string, error) {
-	b := bufPool.Get().(*bytes.Buffer)
-	b.Reset()
-	defer func() {
-		if b.Cap() <= maxPooledBuf {
-			bufPool.Put(b)
-		}
-	}()
+	b := bufpool.Get()
+	defer bufpool.Put(b)
 	if err := Line(kind, payload, at).Render(context.Background(), b); err != nil {
 		return "", fmt.Errorf("templates: render %s line: %w", kind, err)
 	}

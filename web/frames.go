@@ -6,8 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/codemojex/feed/internal/bufpool"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/jsonstr"
 	"github.com/codemojex/feed/store"
@@ -42,8 +42,7 @@ type wireFrame struct {
 func encode(f wireFrame) []byte { return encodeHTML(f, nil) }
 
 // encodeHTML is encode with the html field's text in html when f.HTML is
-// empty: frames whose HTML was rendered into a pooled buffer (see
-// framePool).
+// empty: frames whose HTML was rendered into a pooled buffer (bufpool).
 func encodeHTML(f wireFrame, html []byte) []byte {
 	// HTML's escapes are nearly all the quotes of its attributes: sized
 	// for them, the frame is one allocation, not a regrowth and a copy.
@@ -77,27 +76,6 @@ func encodeHTML(f wireFrame, html []byte) []byte {
 
 var quote = []byte{'"'}
 
-// framePool holds the buffers frames' HTML is rendered into before
-// encodeHTML copies it into the frame: the frame is the one allocation a
-// line or a board costs the tailer.
-var framePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledFrame keeps a freak board (hundreds of players) from pinning a
-// large buffer in the pool.
-const maxPooledFrame = 64 << 10
-
-func getFrameBuf() *bytes.Buffer {
-	b := framePool.Get().(*bytes.Buffer)
-	b.Reset()
-	return b
-}
-
-func putFrameBuf(b *bytes.Buffer) {
-	if b.Cap() <= maxPooledFrame {
-		framePool.Put(b)
-	}
-}
-
 // lineItem wraps a stored line body in its <li>, the same markup the page
 // renders server-side, so the script inserts it as is.
 func lineItem(l store.Line) string {
@@ -105,8 +83,8 @@ func lineItem(l store.Line) string {
 }
 
 func lineFrame(l store.Line) frame {
-	b := getFrameBuf()
-	defer putFrameBuf(b)
+	b := bufpool.Get()
+	defer bufpool.Put(b)
 	templates.WriteLineItem(b, l.Seq, l.EvtID, l.Kind, l.HTML)
 	return frame{seq: l.Seq, data: encodeHTML(wireFrame{T: frameLine, Seq: l.Seq, ID: l.EvtID}, b.Bytes())}
 }
@@ -124,8 +102,8 @@ func stateFrame(ctx context.Context, st Store, game string, seq int64) (frame, e
 	if err != nil {
 		return frame{}, err
 	}
-	sb := getFrameBuf()
-	defer putFrameBuf(sb)
+	sb := bufpool.Get()
+	defer bufpool.Put(sb)
 	if err := templates.Scoreboard(b).Render(ctx, sb); err != nil {
 		return frame{}, err
 	}
