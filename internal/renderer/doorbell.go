@@ -32,6 +32,32 @@ func (d *Doorbell) Ring(ctx context.Context, from string) error {
 	return d.Client.SPublish(ctx, d.Channel, from).Err()
 }
 
+// RingOnRequest rings, as from, after each request on req until ctx ends,
+// so that the committer that requests a ring does not wait for Redis: a
+// ring is one more round trip in the consumer's loop, before its XACK and
+// its next read. Requests that come while a ring is on its way are
+// answered by the next one: a ring only says that the store moved, and a
+// peer reads on from its own cursor. Each ring has a second, ctx or not,
+// so that the last commits before a shutdown are still rung.
+func (d *Doorbell) RingOnRequest(ctx context.Context, from string, req <-chan struct{}) {
+	for {
+		select {
+		case <-req:
+		case <-ctx.Done():
+			select {
+			case <-req: // the last one
+			default:
+				return
+			}
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		if err := d.Ring(rctx, from); err != nil && d.Logger != nil {
+			d.Logger.Debug("doorbell ring failed", "err", err)
+		}
+		cancel()
+	}
+}
+
 // Listen calls wake with the ringer's name for every ring until ctx ends. It subscribes again
 // whenever the subscription is lost: a connection error, or the server's
 // sunsubscribe when the channel's slot migrates to another master or its
