@@ -11,7 +11,7 @@ BENCH_ARGS   ?=
 GOIMPORTS  = $(GO) tool goimports -local github.com/codemojex/feed
 GO_SOURCES = $(shell git ls-files --cached --others --exclude-standard -- '*.go' ':!:*_templ.go')
 
-.PHONY: all run test test-valkey test-nbio bench chaos generate check-generate imports check-imports check-tidy build fmt vet clean distclean
+.PHONY: all run test test-valkey test-std bench chaos generate check-generate imports check-imports check-tidy build fmt vet clean distclean
 
 all: build
 
@@ -28,9 +28,9 @@ VALKEY_PKGS ?= ./feed/... ./e2e/... ./internal/redisconn/... ./internal/renderer
 test-valkey:
 	CODEMOJEX_REDIS_SERVER=valkey-server $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(VALKEY_PKGS)
 
-## test-nbio: the web package with every websocket on the nbio engine (-ws-engine nbio).
-test-nbio:
-	CODEMOJEX_WS_ENGINE=nbio $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./web/...
+## test-std: the web package with every websocket on the std engine (-ws-engine std; the default is nbio).
+test-std:
+	CODEMOJEX_WS_ENGINE=std $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./web/...
 
 ## bench: the benchmark suite (cmd/feedbench); writes docs/benchmarks.md. BENCH_ARGS=-quick for a short run.
 bench:

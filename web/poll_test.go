@@ -6,12 +6,12 @@ import (
 	"github.com/codemojex/feed/web"
 )
 
-// The websocket guarantees hold on the nbio engine too: the tests that
-// state them run again with Config.WSEngine "nbio" (MustOpenEnv reads
-// CODEMOJEX_WS_ENGINE). The whole package runs on it with
-// CODEMOJEX_WS_ENGINE=nbio (make test-nbio).
-func TestNbioEngine(t *testing.T) {
-	t.Setenv("CODEMOJEX_WS_ENGINE", web.WSEngineNbio)
+// The websocket guarantees hold on both engines: the package's tests run on
+// the default (nbio), and those that state the guarantees run again here
+// with Config.WSEngine "std" (MustOpenEnv reads CODEMOJEX_WS_ENGINE). The
+// whole package runs on std with CODEMOJEX_WS_ENGINE=std (make test-std).
+func TestStdEngine(t *testing.T) {
+	t.Setenv("CODEMOJEX_WS_ENGINE", web.WSEngineStd)
 	tests := []struct {
 		name string
 		run  func(*testing.T)

@@ -71,9 +71,9 @@ type Config struct {
 	// by internal/renderer). Nil: the tailer only polls every TailEvery.
 	Doorbell <-chan struct{}
 
-	// WSEngine serves the websockets: WSEngineStd (default), one
-	// goroutine per socket with coder/websocket, or WSEngineNbio, the
-	// socket handed to an nbio epoll poller after the handshake.
+	// WSEngine serves the websockets: WSEngineNbio (default), the socket
+	// handed to an nbio epoll poller after the handshake, or WSEngineStd,
+	// goroutines per socket with coder/websocket.
 	WSEngine string
 	// SendBuffer bounds, on the nbio engine, the bytes of a websocket the
 	// kernel has not taken yet; beyond it the client is closed as slow
@@ -162,7 +162,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.SendQueue, 1024)
 	setInt(&c.SendBuffer, 1<<20)
 	if c.WSEngine == "" {
-		c.WSEngine = WSEngineStd
+		c.WSEngine = WSEngineNbio
 	}
 	setInt(&c.MaxBacklog, 5000)
 	setInt(&c.PageLines, 100)

@@ -94,7 +94,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.String(&c.PublicHosts, "public-hosts", "FEED_PUBLIC_HOSTS", "", "host names the websocket and admin endpoints answer to, comma-separated (host, host:port, *.domain); empty: localhost, 127.0.0.1, ::1 and -http's host")
 	fs.String(&c.TrustedProxies, "trusted-proxies", "FEED_TRUSTED_PROXIES", "", "CIDR prefixes of reverse proxies whose X-Forwarded-For is believed, comma-separated; empty: none")
 	fs.Duration(&c.ResponseTimeout, "response-timeout", "FEED_RESPONSE_TIMEOUT", 30*time.Second, "time to write a whole non-websocket response; a client that does not read is cut off")
-	fs.String(&c.WSEngine, "ws-engine", "FEED_WS_ENGINE", "std", "websocket engine: std (a goroutine per socket, coder/websocket) or nbio (sockets on an epoll poller after the handshake; less memory per client)")
+	fs.String(&c.WSEngine, "ws-engine", "FEED_WS_ENGINE", web.WSEngineNbio, "websocket engine: nbio (sockets on an epoll poller after the handshake: less memory and CPU per client) or std (goroutines per socket, coder/websocket)")
 	fs.Int(&c.SendBuffer, "send-buffer", "FEED_SEND_BUFFER", 1<<20, "nbio engine: bytes of a websocket the kernel has not taken before the client is closed as slow")
 	fs.Int(&c.MaxClients, "max-clients", "FEED_MAX_CLIENTS", 10000, "websockets this replica holds at most")
 	fs.Int(&c.MaxSocketsPerClient, "max-sockets-per-client", "FEED_MAX_SOCKETS_PER_CLIENT", 64, "websockets one client address (IPv6: /64) holds at most")

@@ -49,9 +49,10 @@ type FanoutConfig struct {
 	// (EngineNbioStd) also measured in the same run, after
 	// the baseline.
 	PollEngines []string
-	// RendererNbio, with a Renderer binary, measures last a renderer run
-	// with -ws-engine nbio on the same store, in place of the first.
-	RendererNbio bool
+	// RendererOther, with a Renderer binary, measures last a renderer run
+	// with the other websocket engine (OtherEngine) on the same store, in
+	// place of the first.
+	RendererOther bool
 }
 
 // FanoutResult holds the fan-out figures: the renderer's and, when
@@ -59,9 +60,10 @@ type FanoutConfig struct {
 type FanoutResult struct {
 	Cfg FanoutConfig
 	fanoutPhase
-	Base  *fanoutPhase
-	Polls []PollPhase
-	Nbio  *fanoutPhase // the renderer with -ws-engine nbio
+	Base   *fanoutPhase
+	Polls  []PollPhase
+	Engine string       // the renderer's websocket engine (DefaultEngine)
+	Other  *fanoutPhase // the renderer with -ws-engine OtherEngine
 }
 
 // PollPhase is the fan-out figures of the bare broadcaster on a poller
@@ -88,7 +90,7 @@ type fanoutPhase struct {
 // at once and measures their delivery to every client. With Cfg.Baseline
 // it then does the same with the bare broadcaster.
 func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
-	res := FanoutResult{Cfg: cfg}
+	res := FanoutResult{Cfg: cfg, Engine: DefaultEngine()}
 	st, err := openStage(ctx, cfg.Renderer, cfg.Dir, "fanout", "fan", cfg.Games)
 	if err != nil {
 		return res, err
@@ -115,16 +117,17 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 		}
 		res.Polls = append(res.Polls, PollPhase{Engine: engine, fanoutPhase: ph})
 	}
-	if !cfg.RendererNbio || cfg.Renderer == "" {
+	if !cfg.RendererOther || cfg.Renderer == "" {
 		return res, nil
 	}
 	// The first renderer goes; a second one, under another consumer name
-	// (no lease to wait out) and on the same store, serves on nbio.
+	// (no lease to wait out) and on the same store, serves on the other
+	// engine.
 	if r, ok := st.rend.(*Renderer); ok {
 		r.Kill()
 	}
 	rn, err := StartRenderer(cfg.Renderer, RendererArgs{RedisURL: st.redis.URL(), DB: filepath.Join(cfg.Dir, "fanout.db"),
-		Consumer: "fan-nbio", LogDir: cfg.Dir, Extra: []string{"-ws-engine", "nbio"}})
+		Consumer: "fan-other", LogDir: cfg.Dir, Extra: []string{"-ws-engine", OtherEngine()}})
 	if err != nil {
 		return res, err
 	}
@@ -132,13 +135,13 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 	if err := rn.WaitReady(ctx, 30*time.Second); err != nil {
 		return res, err
 	}
-	fmt.Fprintf(cfg.Log, "fanout: renderer, -ws-engine nbio\n")
+	fmt.Fprintf(cfg.Log, "fanout: renderer, -ws-engine %s\n", OtherEngine())
 	// Each client backfills the seed line and the first renderer's rounds.
 	ph, err := fanoutRun(ctx, cfg, st, rn, NewWriter(st.rdb, st.mint, st.games), 1+cfg.Rounds, false)
 	if err != nil {
-		return res, fmt.Errorf("renderer on nbio: %w", err)
+		return res, fmt.Errorf("renderer on %s: %w", OtherEngine(), err)
 	}
-	res.Nbio = &ph
+	res.Other = &ph
 	return res, nil
 }
 
@@ -325,8 +328,8 @@ func (r FanoutResult) Rows() []Row {
 	per := float64(r.RSSConnected-r.RSSBefore) / float64(c.Clients) / 1024
 	perAfter := float64(r.RSSAfter-r.RSSBefore) / float64(c.Clients) / 1024
 	rows := []Row{
-		{Bench: "fan-out", Metric: fmt.Sprintf("renderer RSS per websocket client (%d clients over %d games, in a separate process; RSS %d → %d MiB)",
-			c.Clients, c.Games, r.RSSBefore>>20, r.RSSConnected>>20),
+		{Bench: "fan-out", Metric: fmt.Sprintf("renderer RSS per websocket client (-ws-engine %s; %d clients over %d games, in a separate process; RSS %d → %d MiB)",
+			r.Engine, c.Clients, c.Games, r.RSSBefore>>20, r.RSSConnected>>20),
 			Value: fmt.Sprintf("%.1f KiB", per), Target: "≤ 24 KiB", Met: verdict(per <= 24)},
 		{Bench: "fan-out", Metric: fmt.Sprintf("… after the delivery rounds (RSS %d MiB)", r.RSSAfter>>20),
 			Value: fmt.Sprintf("%.1f KiB", perAfter)},
@@ -367,13 +370,13 @@ func (r FanoutResult) Rows() []Row {
 					ms(p.Q.P50), ms(p.Q.P99), ms(p.Q.Max), ms(p.ToAll.P50), ms(p.ToAll.Max), p.Q.N, p.Expected, p.Dropped)},
 		)
 	}
-	if n := r.Nbio; n != nil {
+	if n := r.Other; n != nil {
+		other := OtherEngine()
 		rows = append(rows,
-			Row{Bench: "fan-out", Metric: fmt.Sprintf("memory per client: renderer -ws-engine nbio (RSS %d → %d MiB; %.1f KiB per client after the rounds)",
-				n.RSSBefore>>20, n.RSSConnected>>20, float64(n.RSSAfter-n.RSSBefore)/float64(c.Clients)/1024),
-				Value:  fmt.Sprintf("%.1f KiB (std engine %.1f)", perClient(*n, c.Clients), perClient(r.fanoutPhase, c.Clients)),
-				Target: "≤ 24 KiB", Met: verdict(perClient(*n, c.Clients) <= 24)},
-			Row{Bench: "fan-out", Metric: "renderer -ws-engine nbio: XADD → frame, every delivery; per round to the last client; deliveries (dropped)",
+			Row{Bench: "fan-out", Metric: fmt.Sprintf("memory per client: renderer -ws-engine %s, for comparison (RSS %d → %d MiB; %.1f KiB per client after the rounds)",
+				other, n.RSSBefore>>20, n.RSSConnected>>20, float64(n.RSSAfter-n.RSSBefore)/float64(c.Clients)/1024),
+				Value: fmt.Sprintf("%.1f KiB (%s engine %.1f)", perClient(*n, c.Clients), r.Engine, perClient(r.fanoutPhase, c.Clients))},
+			Row{Bench: "fan-out", Metric: fmt.Sprintf("renderer -ws-engine %s: XADD → frame, every delivery; per round to the last client; deliveries (dropped)", other),
 				Value: fmt.Sprintf("p50 %s · p99 %s · max %s; p50 %s · max %s; %d / %d (%d dropped)",
 					ms(n.Q.P50), ms(n.Q.P99), ms(n.Q.Max), ms(n.ToAll.P50), ms(n.ToAll.Max), n.Q.N, n.Expected, n.Dropped)},
 		)

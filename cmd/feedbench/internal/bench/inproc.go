@@ -12,6 +12,7 @@ import (
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/proc"
 	"github.com/codemojex/feed/internal/renderer"
+	"github.com/codemojex/feed/web"
 )
 
 // InProc is a renderer run in this process by internal/renderer, exactly as
@@ -46,6 +47,25 @@ func (p *InProc) Stop() {
 	if err := p.m.Close(); err != nil {
 		slog.Warn("bench: in-process renderer stop", "err", err)
 	}
+}
+
+// DefaultEngine is the websocket engine a renderer started without
+// -ws-engine serves with: its flag's default, or $FEED_WS_ENGINE, which
+// the renderer processes feedbench starts inherit.
+func DefaultEngine() string {
+	m := renderer.NewMain()
+	if err := m.ParseFlags(nil); err != nil {
+		return "?"
+	}
+	return m.Config.WSEngine
+}
+
+// OtherEngine is the engine that is not DefaultEngine, measured beside it.
+func OtherEngine() string {
+	if DefaultEngine() == web.WSEngineStd {
+		return web.WSEngineNbio
+	}
+	return web.WSEngineStd
 }
 
 // target is a renderer the latency and fan-out benchmarks talk to: a real

@@ -324,7 +324,7 @@ func (r LatencyResult) where() string {
 	if r.InProcess {
 		return "renderer wired in the feedbench process"
 	}
-	return "one renderer process"
+	return "one renderer process (-ws-engine " + DefaultEngine() + ")"
 }
 
 func (r LatencyResult) cpuString() string {
