@@ -249,11 +249,12 @@ func rawLoop(ctx context.Context, rdb redis.UniversalClient, keys []string, grou
 
 // pipelineLoop runs the renderer's consumer over the streams in a fresh
 // group, with the renderer's handler (pipeline.Pipeline into a fresh store,
-// doorbell PUBLISH after each committed batch), until it acked total.
+// the doorbell rung after each committed batch by a ringer goroutine, as
+// the renderer does), until it acked total.
 //
 // storeCPU, when not nil, gets the CPU time spent committing batches (the
 // store's Upsert: the prepared commit on its locked OS thread, less the
-// doorbell's PUBLISH), so that the store's cost per event can be compared
+// request for a ring), so that the store's cost per event can be compared
 // across rates on a loaded machine, where wall time inside Upsert is
 // mostly waiting for a core.
 func pipelineLoop(ctx context.Context, rdb redis.UniversalClient, keys []string, group, dbPath string, count int64, total int, linger time.Duration, storeCPU *time.Duration) (time.Duration, error) {
@@ -262,10 +263,21 @@ func pipelineLoop(ctx context.Context, rdb redis.UniversalClient, keys []string,
 		return 0, err
 	}
 	defer db.Close()
+	ringCtx, stopRinger := context.WithCancel(ctx)
+	ringReq := make(chan struct{}, 1)
+	ringer := make(chan struct{})
+	go func() {
+		defer close(ringer)
+		(&renderer.Doorbell{Client: rdb, Channel: event.DoorbellChannel(group)}).RingOnRequest(ringCtx, "bench", ringReq)
+	}()
+	defer func() { stopRinger(); <-ringer }()
 	var bell, spent time.Duration // commits run on the consumer's loop goroutine, one at a time
-	p := &pipeline.Pipeline{DB: db, Renderer: "bench", Committed: func(ctx context.Context, _ int) {
+	p := &pipeline.Pipeline{DB: db, Renderer: "bench", Committed: func(context.Context, int) {
 		t0 := threadCPU()
-		rdb.SPublish(ctx, event.DoorbellChannel(group), "bench")
+		select {
+		case ringReq <- struct{}{}:
+		default:
+		}
 		bell += threadCPU() - t0
 	}}
 	var failed atomic.Int64
@@ -369,7 +381,7 @@ func (r ThroughputResult) Rows() []Row {
 	rows := []Row{
 		{Bench: "throughput", Metric: fmt.Sprintf("raw XREADGROUP COUNT 100 + XACK over %d events in %d streams (median of %d runs around the pipeline runs)", r.Events, r.Games, len(r.Raw)),
 			Value: fmt.Sprintf("%.0f events/s", raw)},
-		{Bench: "throughput", Metric: fmt.Sprintf("full pipeline, one consumer (in-process): feed → validate → render → SQLite upsert → XACK → doorbell (median of %d)", len(r.Pipeline)),
+		{Bench: "throughput", Metric: fmt.Sprintf("full pipeline, one consumer (in-process): feed → validate → render → SQLite upsert → XACK, doorbell rung aside (median of %d)", len(r.Pipeline)),
 			Value: fmt.Sprintf("%.0f events/s", pipe), Target: "≥ 50,000 events/s", Met: verdict(pipe >= 50000)},
 		{Bench: "throughput", Metric: "pipeline / raw, each run against the mean of the raw runs around it (per run: " + perRound + ")",
 			Value: fmt.Sprintf("%.0f%%", 100*pipeRaw), Target: "≥ 40%", Met: verdict(pipeRaw >= 0.40)},
