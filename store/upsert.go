@@ -171,6 +171,11 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 	}
 	var before, deletes int64
 	if err := s.get(stState).QueryRowContext(ctx).Scan(&before, &deletes); err != nil {
+		if live.Err() != nil {
+			// ctx ended right after BEGIN: database/sql rolled the
+			// transaction back under the first statement.
+			return live.Err()
+		}
 		return fmt.Errorf("max seq: %w", err)
 	}
 	db.boards.writerSync(ctx, tx, before, deletes)
