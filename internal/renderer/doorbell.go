@@ -32,27 +32,46 @@ func (d *Doorbell) Ring(ctx context.Context, from string) error {
 	return d.Client.SPublish(ctx, d.Channel, from).Err()
 }
 
-// RingOnRequest rings, as from, after each request on req until ctx ends,
-// so that the committer that requests a ring does not wait for Redis: a
-// ring is one more round trip in the consumer's loop, before its XACK and
-// its next read. Requests that come while a ring is on its way are
-// answered by the next one: a ring only says that the store moved, and a
-// peer reads on from its own cursor. Each ring has a second, ctx or not,
-// so that the last commits before a shutdown are still rung.
-func (d *Doorbell) RingOnRequest(ctx context.Context, from string, req <-chan struct{}) {
+// Ringer rings a Doorbell from a goroutine of its own, on request, so that
+// the committer does not wait for Redis: a ring is one more round trip in
+// the consumer's loop, before its XACK and its next read. Requests that
+// come while a ring is on its way are answered by the next one: a ring
+// only says that the store moved, and a peer reads on from its own cursor.
+type Ringer struct {
+	bell *Doorbell
+	from string
+	req  chan struct{}
+}
+
+// NewRinger returns a Ringer that rings bell as from once Run runs.
+func NewRinger(bell *Doorbell, from string) *Ringer {
+	return &Ringer{bell: bell, from: from, req: make(chan struct{}, 1)}
+}
+
+// Request asks for a ring after this moment, without waiting.
+func (r *Ringer) Request() {
+	select {
+	case r.req <- struct{}{}:
+	default: // a ring is asked for already, and will come after this moment
+	}
+}
+
+// Run rings after each request until ctx ends. Each ring has a second,
+// ctx or not, so that the last commits before a shutdown are still rung.
+func (r *Ringer) Run(ctx context.Context) {
 	for {
 		select {
-		case <-req:
+		case <-r.req:
 		case <-ctx.Done():
 			select {
-			case <-req: // the last one
+			case <-r.req: // the last one
 			default:
 				return
 			}
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		if err := d.Ring(rctx, from); err != nil && d.Logger != nil {
-			d.Logger.Debug("doorbell ring failed", "err", err)
+		if err := r.bell.Ring(rctx, r.from); err != nil && r.bell.Logger != nil {
+			r.bell.Logger.Debug("doorbell ring failed", "err", err)
 		}
 		cancel()
 	}

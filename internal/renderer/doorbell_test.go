@@ -52,37 +52,34 @@ func TestDoorbellSingleNode(t *testing.T) {
 	}
 }
 
-// TestDoorbellRingOnRequest: a committer's request is rung by the ringer
-// goroutine, and a request still pending when the ringer stops is rung
-// before it returns.
-func TestDoorbellRingOnRequest(t *testing.T) {
+// TestRinger: a committer's request is rung by the ringer's goroutine, and
+// a request still pending when the ringer stops is rung before Run returns.
+func TestRinger(t *testing.T) {
 	rs := redistest.MustStart(t)
 	rdb := rs.Client(t)
 	bell := &renderer.Doorbell{Client: rdb, Channel: event.DoorbellChannel("host-a")}
 	rings := listen(t, bell)
 	heard(t, bell, rings, "before the ringer starts") // the listener is subscribed
 
-	req := make(chan struct{}, 1)
+	r := renderer.NewRinger(bell, "ringer")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); bell.RingOnRequest(ctx, "ringer", req) }()
+	go func() { defer close(done); r.Run(ctx) }()
 	for i := range 3 {
 		before := rings.Load()
-		req <- struct{}{}
+		r.Request()
 		wait.For(t, 10*time.Second, fmt.Sprintf("request %d to be rung", i), func() bool { return rings.Load() > before })
 	}
 	cancel()
 	<-done
 
 	before := rings.Load()
-	req <- struct{}{}
+	r.Request()
 	stopped, stop := context.WithCancel(context.Background())
 	stop()
-	bell.RingOnRequest(stopped, "ringer", req) // returns at once, after ringing
+	r.Run(stopped) // returns at once, after ringing
 	wait.For(t, 10*time.Second, "the pending request to be rung at stop", func() bool { return rings.Load() > before })
-	if len(req) != 0 {
-		t.Error("the pending request is still pending after the ringer stopped")
-	}
+	r.Run(stopped) // nothing pending: returns without ringing
 }
 
 // TestDoorbellCluster: on a cluster the listener keeps hearing rings after

@@ -42,7 +42,7 @@ type Main struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	doorbell chan struct{} // wakes this replica's tailer
-	ringReq  chan struct{} // asks the ringer to ring the peers (ring)
+	ringer   *Ringer       // rings the peers' doorbell (ring)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -55,7 +55,7 @@ type Main struct {
 
 // NewMain returns a Main with default configuration.
 func NewMain() *Main {
-	return &Main{doorbell: make(chan struct{}, 1), ringReq: make(chan struct{}, 1)}
+	return &Main{doorbell: make(chan struct{}, 1)}
 }
 
 // Addr returns the address the web server listens on (after Run).
@@ -91,8 +91,9 @@ func (m *Main) Run(ctx context.Context) error {
 
 	m.bell = &Doorbell{Client: m.rdb, Channel: event.DoorbellChannel(m.Config.Group), Logger: log}
 	if m.Config.Consume {
+		m.ringer = NewRinger(m.bell, m.Config.Consumer)
 		m.wg.Add(1)
-		go func() { defer m.wg.Done(); m.bell.RingOnRequest(runCtx, m.Config.Consumer, m.ringReq) }()
+		go func() { defer m.wg.Done(); m.ringer.Run(runCtx) }()
 		if err := m.openConsumer(ctx, log); err != nil {
 			return err
 		}
@@ -278,14 +279,8 @@ func (m *Main) handOff(lines []store.Line) {
 
 // ring asks for the host's doorbell to be rung after a committed batch,
 // for the peers (this replica's own tailer got the lines from handOff),
-// without waiting for it (Doorbell.RingOnRequest). A lost ring costs at
-// most a tail period.
-func (m *Main) ring(context.Context, int) {
-	select {
-	case m.ringReq <- struct{}{}:
-	default: // a ring is already asked for; it will cover this batch too
-	}
-}
+// without waiting for it (Ringer). A lost ring costs at most a tail period.
+func (m *Main) ring(context.Context, int) { m.ringer.Request() }
 
 func (m *Main) wake() {
 	select {
