@@ -3,12 +3,14 @@ package renderer_test
 import (
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/codemojex/feed/internal/renderer"
 	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/web"
 )
 
 // TestAdminNeedsTokenBeyondLoopback: a renderer that would listen beyond
@@ -68,23 +70,35 @@ func TestAdminNeedsTokenBeyondLoopback(t *testing.T) {
 	}
 }
 
-// TestWSEngineFlag: -ws-engine takes std or nbio and refuses anything else
-// at parse time, before the consumer starts (issue 14).
+// TestWSEngineFlag: -ws-engine takes std or nbio, nbio by default, and
+// refuses anything else at parse time, before the consumer starts (issue
+// 14).
 func TestWSEngineFlag(t *testing.T) {
 	tests := []struct {
 		args    []string
+		env     string // $FEED_WS_ENGINE
+		want    string
 		wantErr bool
 	}{
-		{nil, false},
-		{[]string{"-ws-engine", "std"}, false},
-		{[]string{"-ws-engine", "nbio"}, false},
-		{[]string{"-ws-engine", "epoll"}, true},
-		{[]string{"-ws-engine", "nbio", "-send-buffer", "0"}, true},
+		{nil, "", web.WSEngineNbio, false},
+		{nil, "std", web.WSEngineStd, false},
+		{[]string{"-ws-engine", "std"}, "", web.WSEngineStd, false},
+		{[]string{"-ws-engine", "nbio"}, "std", web.WSEngineNbio, false},
+		{[]string{"-ws-engine", "epoll"}, "", "", true},
+		{[]string{"-ws-engine", "nbio", "-send-buffer", "0"}, "", "", true},
 	}
 	for _, tt := range tests {
-		err := renderer.NewMain().ParseFlags(append([]string{"-db", "x.db"}, tt.args...))
+		t.Setenv("FEED_WS_ENGINE", tt.env)
+		if tt.env == "" {
+			os.Unsetenv("FEED_WS_ENGINE")
+		}
+		m := renderer.NewMain()
+		err := m.ParseFlags(append([]string{"-db", "x.db"}, tt.args...))
 		if (err != nil) != tt.wantErr {
-			t.Errorf("%q: %v, want error %v", tt.args, err, tt.wantErr)
+			t.Errorf("%q, $FEED_WS_ENGINE %q: %v, want error %v", tt.args, tt.env, err, tt.wantErr)
+		}
+		if err == nil && m.Config.WSEngine != tt.want {
+			t.Errorf("%q, $FEED_WS_ENGINE %q: engine %q, want %q", tt.args, tt.env, m.Config.WSEngine, tt.want)
 		}
 	}
 }

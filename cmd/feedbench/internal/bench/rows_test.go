@@ -1,10 +1,12 @@
 package bench_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
 	"github.com/codemojex/feed/cmd/feedbench/internal/bench"
+	"github.com/codemojex/feed/web"
 )
 
 // TestIdleVerdict checks the idle target: the many games may cost 3× the
@@ -62,5 +64,27 @@ func TestClusterVerdict(t *testing.T) {
 				t.Fatalf("verdicts %v, want [%v]", verdicts, tt.met)
 			}
 		})
+	}
+}
+
+// TestEngines: feedbench labels the renderer's engine as the renderer will
+// pick it (its default, or $FEED_WS_ENGINE, which the renderer processes
+// inherit) and compares it with the other one.
+func TestEngines(t *testing.T) {
+	for _, tt := range []struct{ env, def, other string }{
+		{"", web.WSEngineNbio, web.WSEngineStd},
+		{"std", web.WSEngineStd, web.WSEngineNbio},
+		{"nbio", web.WSEngineNbio, web.WSEngineStd},
+	} {
+		t.Setenv("FEED_WS_ENGINE", tt.env)
+		if tt.env == "" {
+			os.Unsetenv("FEED_WS_ENGINE")
+		}
+		if got := bench.DefaultEngine(); got != tt.def {
+			t.Errorf("$FEED_WS_ENGINE %q: DefaultEngine %q, want %q", tt.env, got, tt.def)
+		}
+		if got := bench.OtherEngine(); got != tt.other {
+			t.Errorf("$FEED_WS_ENGINE %q: OtherEngine %q, want %q", tt.env, got, tt.other)
+		}
 	}
 }
