@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -79,4 +80,27 @@ func TestLogsBoundUntrusted(t *testing.T) {
 			t.Errorf("log line of %d bytes: %.200q…", len(line), line)
 		}
 	}
+}
+
+// TestLogsServingEngine: the line that says the web server serves names
+// its websocket engine, so that an operator comparing replicas across a
+// switch of -ws-engine can tell them apart.
+func TestLogsServingEngine(t *testing.T) {
+	var logs syncBuffer
+	MustOpenEnv(t, func(c *web.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	want := os.Getenv("CODEMOJEX_WS_ENGINE") // MustOpenEnv's engine
+	if want == "" {
+		want = web.WSEngineNbio // the default
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `msg="web: serving"`) {
+			if !strings.Contains(line, "ws_engine="+want) {
+				t.Errorf("serving line %q does not name engine %s", line, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("no serving line in %q", logs.String())
 }

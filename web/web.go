@@ -334,7 +334,7 @@ func Open(cfg Config) (*Server, error) {
 			s.log.Error("web: serve", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
-	s.log.Info("web: serving", "addr", ln.Addr().String(), "seq", start)
+	s.log.Info("web: serving", "addr", ln.Addr().String(), "seq", start, "ws_engine", cfg.WSEngine)
 	return s, nil
 }
 
