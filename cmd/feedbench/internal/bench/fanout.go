@@ -60,10 +60,11 @@ type FanoutConfig struct {
 type FanoutResult struct {
 	Cfg FanoutConfig
 	fanoutPhase
-	Base   *fanoutPhase
-	Polls  []PollPhase
-	Engine string       // the renderer's websocket engine (DefaultEngine)
-	Other  *fanoutPhase // the renderer with -ws-engine OtherEngine
+	Base        *fanoutPhase
+	Polls       []PollPhase
+	Engine      string       // the renderer's websocket engine (DefaultEngine)
+	OtherEngine string       // the one measured beside it (OtherEngine)
+	Other       *fanoutPhase // the renderer with -ws-engine OtherEngine
 }
 
 // PollPhase is the fan-out figures of the bare broadcaster on a poller
@@ -90,7 +91,7 @@ type fanoutPhase struct {
 // at once and measures their delivery to every client. With Cfg.Baseline
 // it then does the same with the bare broadcaster.
 func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
-	res := FanoutResult{Cfg: cfg, Engine: DefaultEngine()}
+	res := FanoutResult{Cfg: cfg, Engine: DefaultEngine(), OtherEngine: OtherEngine()}
 	st, err := openStage(ctx, cfg.Renderer, cfg.Dir, "fanout", "fan", cfg.Games)
 	if err != nil {
 		return res, err
@@ -127,7 +128,7 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 		r.Kill()
 	}
 	rn, err := StartRenderer(cfg.Renderer, RendererArgs{RedisURL: st.redis.URL(), DB: filepath.Join(cfg.Dir, "fanout.db"),
-		Consumer: "fan-other", LogDir: cfg.Dir, Extra: []string{"-ws-engine", OtherEngine()}})
+		Consumer: "fan-other", LogDir: cfg.Dir, Extra: []string{"-ws-engine", res.OtherEngine}})
 	if err != nil {
 		return res, err
 	}
@@ -135,11 +136,11 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 	if err := rn.WaitReady(ctx, 30*time.Second); err != nil {
 		return res, err
 	}
-	fmt.Fprintf(cfg.Log, "fanout: renderer, -ws-engine %s\n", OtherEngine())
+	fmt.Fprintf(cfg.Log, "fanout: renderer, -ws-engine %s\n", res.OtherEngine)
 	// Each client backfills the seed line and the first renderer's rounds.
 	ph, err := fanoutRun(ctx, cfg, st, rn, NewWriter(st.rdb, st.mint, st.games), 1+cfg.Rounds, false)
 	if err != nil {
-		return res, fmt.Errorf("renderer on %s: %w", OtherEngine(), err)
+		return res, fmt.Errorf("renderer on %s: %w", res.OtherEngine, err)
 	}
 	res.Other = &ph
 	return res, nil
@@ -371,7 +372,7 @@ func (r FanoutResult) Rows() []Row {
 		)
 	}
 	if n := r.Other; n != nil {
-		other := OtherEngine()
+		other := r.OtherEngine
 		rows = append(rows,
 			Row{Bench: "fan-out", Metric: fmt.Sprintf("memory per client: renderer -ws-engine %s, for comparison (RSS %d → %d MiB; %.1f KiB per client after the rounds)",
 				other, n.RSSBefore>>20, n.RSSConnected>>20, float64(n.RSSAfter-n.RSSBefore)/float64(c.Clients)/1024),

@@ -253,9 +253,9 @@ func rawLoop(ctx context.Context, rdb redis.UniversalClient, keys []string, grou
 // the renderer does), until it acked total.
 //
 // storeCPU, when not nil, gets the CPU time spent committing batches (the
-// store's Upsert: the prepared commit on its locked OS thread), so that the store's cost per event can be compared
-// across rates on a loaded machine, where wall time inside Upsert is
-// mostly waiting for a core.
+// store's Upsert: the prepared commit on its locked OS thread), so that the
+// store's cost per event can be compared across rates on a loaded machine,
+// where wall time inside Upsert is mostly waiting for a core.
 func pipelineLoop(ctx context.Context, rdb redis.UniversalClient, keys []string, group, dbPath string, count int64, total int, linger time.Duration, storeCPU *time.Duration) (time.Duration, error) {
 	db, err := store.Open(ctx, dbPath)
 	if err != nil {
