@@ -229,30 +229,46 @@ func Symbols(s string) int {
 }
 
 // SplitEmoji splits an emoji string into its symbols, keeping joiners,
-// variation selectors and modifiers with the symbol they follow.
+// variation selectors and modifiers with the symbol they follow. The
+// symbols are substrings of s (a line renders them once per event, on the
+// hot path), except when s is not valid UTF-8: each bad byte then reads as
+// U+FFFD, as ranging over s does.
 func SplitEmoji(s string) []string {
+	if !utf8.ValidString(s) {
+		var b strings.Builder
+		for _, r := range s {
+			b.WriteRune(r)
+		}
+		s = b.String()
+	}
 	var out []string
+	start := 0 // of out's last symbol, when there is one
 	join := false
-	for _, r := range s {
+	for i, r := range s {
+		end := i + utf8.RuneLen(r)
 		switch {
 		case r == 0x200D:
 			if len(out) > 0 {
-				out[len(out)-1] += string(r)
+				out[len(out)-1] = s[start:end]
 			}
 			join = true
 			continue
 		case r >= 0xFE00 && r <= 0xFE0F, r >= 0x1F3FB && r <= 0x1F3FF:
 			if len(out) > 0 {
-				out[len(out)-1] += string(r)
+				out[len(out)-1] = s[start:end]
 				continue
 			}
 		}
 		if join && len(out) > 0 {
-			out[len(out)-1] += string(r)
+			// What follows a joiner extends the symbol before it. Runes
+			// only ever extend the symbol that ends right where they
+			// start, so the symbol stays one substring.
+			out[len(out)-1] = s[start:end]
 			join = false
 			continue
 		}
-		out = append(out, string(r))
+		start = i
+		out = append(out, s[i:end])
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package event_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -154,10 +155,66 @@ func TestValidate(t *testing.T) {
 }
 
 func TestSplitEmoji(t *testing.T) {
-	got := event.SplitEmoji("🍎👩🏽‍🚀❤️🍌")
-	if len(got) != 4 || got[0] != "🍎" || got[1] != "👩🏽‍🚀" || got[2] != "❤️" || got[3] != "🍌" {
-		t.Fatalf("SplitEmoji = %q", got)
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"🍎👩🏽‍🚀❤️🍌", []string{"🍎", "👩🏽‍🚀", "❤️", "🍌"}},
+		{"", nil},
+		{"a", []string{"a"}},
+		{"\u200d🍎🍌", []string{"🍎🍌"}},         // a leading joiner is dropped, and still joins
+		{"\ufe0f🍎", []string{"\ufe0f", "🍎"}}, // a leading selector is a symbol of its own
+		{"🍎\u200d", []string{"🍎\u200d"}},
+		{"👋🏿👋", []string{"👋🏿", "👋"}},
+		{"🍎\xff🍌", []string{"🍎", "\ufffd", "🍌"}}, // a bad byte reads as U+FFFD
+		{"\xff\xfe", []string{"\ufffd", "\ufffd"}},
 	}
+	for _, tt := range tests {
+		if got := event.SplitEmoji(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("SplitEmoji(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// FuzzSplitEmoji holds SplitEmoji, which slices its input, to the
+// rune-by-rune reference below, which builds each symbol anew.
+func FuzzSplitEmoji(f *testing.F) {
+	for _, s := range []string{"🍎👩🏽‍🚀❤️🍌", "\u200d\u200d🍎", "🇫🇷🇩🇪", "1️⃣#️⃣", "\xff\u200d\xfe", "🏴\U000E0067\U000E0062\U000E007F"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, want := event.SplitEmoji(s), splitEmojiReference(s)
+		if !slices.Equal(got, want) {
+			t.Fatalf("SplitEmoji(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+func splitEmojiReference(s string) []string {
+	var out []string
+	join := false
+	for _, r := range s {
+		switch {
+		case r == 0x200D:
+			if len(out) > 0 {
+				out[len(out)-1] += string(r)
+			}
+			join = true
+			continue
+		case r >= 0xFE00 && r <= 0xFE0F, r >= 0x1F3FB && r <= 0x1F3FF:
+			if len(out) > 0 {
+				out[len(out)-1] += string(r)
+				continue
+			}
+		}
+		if join && len(out) > 0 {
+			out[len(out)-1] += string(r)
+			join = false
+			continue
+		}
+		out = append(out, string(r))
+	}
+	return out
 }
 
 func TestAt(t *testing.T) {
