@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,9 +15,9 @@ import (
 
 // TestUpsertCancelled: a batch whose context ends while it is written
 // either commits whole or fails whole with the context's error (no entry
-// is blamed for it) and leaves no line behind. The statements inside the
-// transaction do not watch the context (see attempt), so this holds only
-// because database/sql rolls the transaction back and Upsert reports why.
+// is blamed for it) and leaves no line behind. The transaction does not
+// watch the context (see attempt): Upsert looks at it before BEGIN, after
+// it and before COMMIT, and rolls back when it has ended.
 func TestUpsertCancelled(t *testing.T) {
 	for _, slow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("entryByEntry=%v", slow), func(t *testing.T) {
@@ -73,4 +75,55 @@ func TestUpsertCancelled(t *testing.T) {
 			t.Logf("%d of 40 batches cancelled", failed)
 		})
 	}
+}
+
+// TestUpsertCancelledWhileLocked: a batch waiting for another connection's
+// write lock gives up soon after its context ends, with the context's
+// error and nothing stored, although the busy timeout is 5 s: the writer's
+// waits inside SQLite are capped (see attempt), and the retries between
+// them watch the context.
+func TestUpsertCancelledWhileLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "feed.db")
+	db := MustOpen(t, path)
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	holder, err := raw.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	m := event.NewMinter(6)
+	evs := []store.Event{mkEvent(t, m.Next(time.Now()), "g", "chat", time.Now(), "player", "ada", "text", "hi")}
+	retries := store.BusyRetries("upsert")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Cancelled while BEGIN waits for the lock: the batch starts at once,
+	// and SQLite's first refusal comes after writerBusyMax (250ms).
+	stop := time.AfterFunc(100*time.Millisecond, cancel)
+	defer stop.Stop()
+	start := time.Now()
+	_, err = db.Upsert(ctx, evs)
+	took := time.Since(start)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Upsert = %v, want context.Canceled", err)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("Upsert returned %v after it began, its context ended after 100ms (busy timeout 5 s)", took)
+	}
+	if store.BusyRetries("upsert") == retries {
+		t.Error("the batch never found the store busy: it did not wait for the lock")
+	}
+	if _, err := holder.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.Count(context.Background()); err != nil || n != 0 {
+		t.Fatalf("Count = %d, %v; want nothing stored", n, err)
+	}
+	mustUpsert(t, db, evs)
 }

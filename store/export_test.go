@@ -1,5 +1,7 @@
 package store
 
+import "github.com/prometheus/client_golang/prometheus/testutil"
+
 // Exported to the tests.
 var (
 	Compare      = compare
@@ -10,4 +12,9 @@ var (
 func BoardCached(db *DB, game string, seq int64) bool {
 	_, ok := db.boards.get(game, seq)
 	return ok
+}
+
+// BusyRetries is how many times op found the store busy, in this process.
+func BusyRetries(op string) float64 {
+	return testutil.ToFloat64(busyRetries.WithLabelValues(op))
 }

@@ -20,8 +20,9 @@ import (
 type Options struct {
 	// BusyTimeout is how long one statement waits for another process's
 	// lock inside SQLite before the store's own retry loop (with backoff
-	// and jitter) takes over. Default 5s. Tests set it tiny to exercise
-	// the retry loop.
+	// and jitter) takes over. Default 5s; the writer's waits are capped at
+	// 250ms, so that a batch's ended context is seen that soon (see
+	// Upsert). Tests set it tiny to exercise the retry loop.
 	BusyTimeout time.Duration
 	// ReadConns caps the read-only pool. Default 4.
 	ReadConns int
@@ -162,6 +163,12 @@ func (db *DB) setup(ctx context.Context) error {
 	return nil
 }
 
+// writerBusyMax bounds the writer connection's busy timeout: a batch's
+// BEGIN IMMEDIATE waits for another process's write lock inside SQLite,
+// where its context is not watched (see attempt), for at most this long;
+// then retryBusy backs off, watching the context, and begins again.
+const writerBusyMax = 250 * time.Millisecond
+
 // Connection roles: each gets the pragmas it needs.
 const (
 	roleWriter = iota
@@ -175,6 +182,9 @@ const (
 // Page caches are sized per role (the writer's index pages stay hot; a
 // reader touches a page of lines) to keep a renderer's memory modest.
 func dsn(abs string, busy time.Duration, role int) string {
+	if role == roleWriter {
+		busy = min(busy, writerBusyMax)
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")

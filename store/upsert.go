@@ -23,7 +23,10 @@ import (
 //
 // SQLITE_BUSY is retried with backoff until ctx ends; the returned error is
 // non-nil only when the whole batch failed (ctx, Close, I/O), and then every
-// Result carries it too. Upsert is safe for concurrent use; calls serialise
+// Result carries it too. ctx is seen before the batch's transaction begins,
+// once it has the write lock, and before it commits (a wait for another
+// process's lock is cut short within 250ms), not during its statements: a
+// batch whose ctx ends commits whole or not at all. Upsert is safe for concurrent use; calls serialise
 // on the process's writer connection.
 func (db *DB) Upsert(ctx context.Context, evs []Event) ([]Result, error) {
 	res := make([]Result, len(evs))
@@ -148,20 +151,31 @@ func (db *DB) upsertTx(ctx context.Context, evs []Event, rows []prepared, res []
 }
 
 func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []Result, perEntry bool) error {
+	// The transaction runs on a context that carries no cancellation, from
+	// BEGIN to COMMIT. On a cancellable one, database/sql starts a goroutine
+	// per transaction to roll it back, and the driver one per BEGIN, COMMIT
+	// and statement, with a progress handler: on the live path, at a few
+	// events per batch, those hand-offs between goroutines cost more CPU
+	// and tail latency than the batch's rows did (docs/benchmarks.md).
+	// Instead, ctx is looked at before BEGIN, after it and before COMMIT;
+	// an ended ctx rolls the batch back whole. The one wait in between,
+	// BEGIN IMMEDIATE's for another process's write lock, is bounded by the
+	// writer's busy timeout (writerBusyMax), after which retryBusy backs off
+	// and watches ctx. The statements wait for no one: the write lock is
+	// held, and in WAL mode COMMIT takes no other.
+	live := ctx
+	ctx = context.WithoutCancel(ctx)
+	if err := live.Err(); err != nil {
+		return err
+	}
 	tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	// BEGIN (the lock wait) and COMMIT watch ctx. The statements between
-	// them wait for no one (BEGIN IMMEDIATE took the write lock), so they
-	// run on a context the driver does not watch: on a cancellable one it
-	// starts a goroutine and a progress handler around every statement,
-	// which made small batches cost more than their rows did
-	// (docs/benchmarks.md). A cancellation is still seen between
-	// statements (database/sql rolls the transaction back) and at COMMIT.
-	live := ctx
-	ctx = context.WithoutCancel(ctx)
+	if err := live.Err(); err != nil {
+		return err // ended while BEGIN waited for the lock
+	}
 	s := db.stmts.bind(ctx, tx)
 	now := time.Now().UnixNano()
 	for i := range evs {
@@ -171,11 +185,6 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 	}
 	var before, deletes int64
 	if err := s.get(stState).QueryRowContext(ctx).Scan(&before, &deletes); err != nil {
-		if live.Err() != nil {
-			// ctx ended right after BEGIN: database/sql rolled the
-			// transaction back under the first statement.
-			return live.Err()
-		}
 		return fmt.Errorf("max seq: %w", err)
 	}
 	db.boards.writerSync(ctx, tx, before, deletes)
@@ -190,18 +199,12 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 		}
 	}
 	if err != nil {
-		if live.Err() != nil {
-			// The transaction was rolled back under a statement: say why.
-			return live.Err()
-		}
 		return err
 	}
+	if err := live.Err(); err != nil {
+		return err // rolled back: nothing of the batch is stored
+	}
 	if err := tx.Commit(); err != nil {
-		if live.Err() != nil && errors.Is(err, sql.ErrTxDone) {
-			// database/sql rolled the transaction back when ctx ended,
-			// before COMMIT could run: nothing was committed.
-			return live.Err()
-		}
 		return err
 	}
 	after := before
@@ -365,8 +368,8 @@ func (db *DB) entryByEntry(ctx context.Context, s *boundStmts, evs []Event, rows
 			return seq, nil
 		}()
 		if err != nil {
-			// ErrTxDone: the caller's context ended and database/sql
-			// rolled the transaction back (the statements do not watch it).
+			// ErrTxDone: the transaction itself is gone, which is no
+			// entry's fault.
 			if Unavailable(err) || errors.Is(err, sql.ErrTxDone) {
 				return err
 			}
