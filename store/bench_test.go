@@ -23,8 +23,8 @@ func BenchmarkUpsert(b *testing.B) {
 			name += fmt.Sprintf("/games=%d", games)
 		}
 		b.Run(name, func(b *testing.B) {
-			// Cancellable, as the renderer's run context is: the driver
-			// then watches it around every statement.
+			// Cancellable, as the renderer's run context is: a
+			// transaction watching it would start goroutines.
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			db := MustOpen(b, "")
