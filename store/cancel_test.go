@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -85,11 +84,7 @@ func TestUpsertCancelled(t *testing.T) {
 func TestUpsertCancelledWhileLocked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "feed.db")
 	db := MustOpen(t, path)
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := mustRaw(t, path)
 	holder, err := raw.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)

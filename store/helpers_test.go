@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -215,4 +216,16 @@ func inBatches(evs []store.Event, n int) [][]store.Event {
 		evs = evs[k:]
 	}
 	return out
+}
+
+// mustRaw opens a plain connection pool on the store file at path, beside
+// the store's own, for a test to change or lock the file behind its back.
+func mustRaw(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { raw.Close() })
+	return raw
 }

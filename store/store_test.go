@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -84,11 +83,7 @@ func TestUpsertEntryFailureIsItsOwn(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "feed.db")
 	db := MustOpen(t, path)
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := mustRaw(t, path)
 	for _, q := range []string{
 		`CREATE TRIGGER doomed_ins BEFORE INSERT ON games WHEN NEW.name = 'doomed' BEGIN SELECT RAISE(ABORT, 'boom'); END`,
 	} {
