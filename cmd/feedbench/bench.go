@@ -48,7 +48,7 @@ func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("feedbench", flag.ContinueOnError)
 	fs.BoolVar(&o.quick, "quick", false, "a smaller, faster run (sizes below are divided down unless set explicitly)")
-	fs.StringVar(&o.only, "only", "throughput,latency,fanout,recovery,cluster,idle", "benchmarks to run, comma-separated")
+	fs.StringVar(&o.only, "only", "throughput,latency,fanout,recovery,cluster,idle,manygames", "benchmarks to run, comma-separated")
 	fs.StringVar(&o.write, "write", "", "also write the table and this command to this Markdown file")
 	fs.StringVar(&o.dir, "dir", "", "scratch directory (default: a new temporary directory, removed at the end)")
 	fs.StringVar(&o.renderer, "renderer", "", "renderer binary (default: go build ./cmd/renderer into the scratch directory)")
@@ -181,7 +181,7 @@ func runBench(ctx context.Context, args []string) error {
 }
 
 // benchNames are the benchmarks in the order they run.
-var benchNames = []string{"throughput", "latency", "fanout", "recovery", "cluster", "idle"}
+var benchNames = []string{"throughput", "latency", "fanout", "recovery", "cluster", "idle", "manygames"}
 
 // runChild runs one benchmark in a fresh feedbench process, so that what
 // an earlier benchmark left in this process (a grown heap, caches, GC work)
@@ -299,6 +299,18 @@ func runOne(ctx context.Context, o *options, name string) ([]bench.Row, error) {
 		})
 		if err != nil {
 			return nil, fmt.Errorf("idle: %w", err)
+		}
+		return res.Rows(), nil
+	case "manygames":
+		rounds := 3
+		if o.quick {
+			rounds = 1
+		}
+		res, err := bench.ManyGames(ctx, bench.ManyGamesConfig{
+			Dir: o.dir, Renderer: o.renderer, Events: 60000, Few: 200, Many: 20000, Rounds: rounds, Log: logw,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("manygames: %w", err)
 		}
 		return res.Rows(), nil
 	}

@@ -4,7 +4,7 @@
 // starts its own redis-server and renderer processes; with -write it also
 // writes the table and the command that produced it to a Markdown file.
 //
-//	feedbench [-quick] [-only throughput,latency,fanout,recovery,cluster,idle] [-write docs/benchmarks.md]
+//	feedbench [-quick] [-only throughput,latency,fanout,recovery,cluster,idle,manygames] [-write docs/benchmarks.md]
 //	feedbench clients -n 10000 -url http://127.0.0.1:PORT ...   (the fan-out's client process)
 //	feedbench broadcaster -redis redis://127.0.0.1:PORT/0          (the bare broadcaster baseline)
 package main
