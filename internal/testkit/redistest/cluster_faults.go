@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -114,7 +115,7 @@ func (c *Cluster) moveSlot(ctx context.Context, slot int, to *Server) (int, erro
 		args := []any{"migrate", to.Host(), to.Port, "", 0, 5000, "keys"}
 		args = append(args, keys...)
 		if _, err := do(ctx, from, args...); err != nil {
-			return moved, fmt.Errorf("redistest: migrate slot %d to %s: %w", slot, to.Addr, err)
+			return moved, fmt.Errorf("redistest: migrate slot %d from %s to %s: %w (%s)", slot, from.Addr, to.Addr, err, whereKeys(ctx, keys, from, to))
 		}
 		moved += len(keys)
 	}
@@ -135,4 +136,30 @@ func (c *Cluster) moveSlot(ctx context.Context, slot int, to *Server) (int, erro
 		}
 	}
 	return moved, nil
+}
+
+// whereKeys describes, for a failed MIGRATE, each key's type and length on
+// both nodes: a BUSYKEY names no key, and the chaos run that meets one
+// cannot be rerun to look.
+func whereKeys(ctx context.Context, keys []any, nodes ...*Server) string {
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%v:", k)
+		for _, n := range nodes {
+			typ, err := do(ctx, n, "type", k)
+			if err != nil {
+				typ = err.Error()
+			}
+			fmt.Fprintf(&b, " %s %v", n.Addr, typ)
+			if typ == "stream" {
+				if l, err := do(ctx, n, "xlen", k); err == nil {
+					fmt.Fprintf(&b, " of %v", l)
+				}
+			}
+		}
+	}
+	return b.String()
 }
