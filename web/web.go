@@ -280,22 +280,13 @@ func Open(cfg Config) (*Server, error) {
 		cancel()
 		return nil, fmt.Errorf("web: read max seq: %w", err)
 	}
-	switch cfg.WSEngine {
-	case WSEngineStd:
-	case WSEngineNbio:
-		if s.poll, err = newPoller(s); err != nil {
-			cancel()
-			return nil, err
-		}
-		context.AfterFunc(ctx, s.poll.shutdown)
-	default:
+	if cfg.WSEngine != WSEngineStd && cfg.WSEngine != WSEngineNbio {
 		cancel()
 		return nil, fmt.Errorf("web: unknown websocket engine %q (want %s or %s)", cfg.WSEngine, WSEngineStd, WSEngineNbio)
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		cancel()
-		s.stopPoller()
 		return nil, fmt.Errorf("web: listen %s: %w", cfg.Addr, err)
 	}
 	s.ln = ln
@@ -303,8 +294,19 @@ func Open(cfg Config) (*Server, error) {
 	if !s.loopback && cfg.AdminToken == "" {
 		ln.Close()
 		cancel()
-		s.stopPoller()
 		return nil, fmt.Errorf("%w: %s: set an admin token, or listen on 127.0.0.1", ErrAdminExposed, ln.Addr())
+	}
+	// The nbio engine starts last, once nothing can fail: stopped right
+	// after its start, nbio 1.6.8's poller can miss the stop (its loop
+	// clears the flag the stop set) and spin forever, with Stop waiting
+	// for it. A CI run hung there once, on the admin-exposed path.
+	if cfg.WSEngine == WSEngineNbio {
+		if s.poll, err = newPoller(s); err != nil {
+			ln.Close()
+			cancel()
+			return nil, err
+		}
+		context.AfterFunc(ctx, s.poll.shutdown)
 	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
