@@ -33,7 +33,10 @@ type scaleCase struct {
 //   - every entry of both cases is acked (the drain rates are logged: their
 //     ratio, the issue's "≥ 50 %", is speed, and is measured against each
 //     other in `make bench`, feedbench's "many games" rows, not asserted
-//     here, where another package's tests run beside this one);
+//     here, where another package's tests run beside this one; the
+//     logged rates also carry the cost of the /metrics scrapes that watch
+//     the drain, a third of the renderer's CPU with 20,000 games' gauges,
+//     which feedbench avoids by looking at the store instead);
 //   - once every game has left the read set, the CPU of the renderer and
 //     Redis over 5s (from /proc/PID/stat) is at most 3× the 200-game figure
 //     plus 2% of a core;
