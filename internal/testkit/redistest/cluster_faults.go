@@ -2,10 +2,14 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The faults a test can cause on a Cluster: what a cluster goes through in
@@ -66,9 +70,12 @@ func (c *Cluster) MoveSlot(tb testing.TB, slot int, to *Server) int {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := c.moveSlot(ctx, slot, to)
+	n, replaced, err := c.moveSlot(ctx, slot, to)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if len(replaced) > 0 {
+		tb.Logf("redistest: slot %d: the target already held an identical copy of %s; moved with REPLACE", slot, strings.Join(replaced, ", "))
 	}
 	if err := c.waitStable(ctx, 0); err != nil {
 		tb.Fatal(err)
@@ -76,46 +83,59 @@ func (c *Cluster) MoveSlot(tb testing.TB, slot int, to *Server) int {
 	return n
 }
 
-func (c *Cluster) moveSlot(ctx context.Context, slot int, to *Server) (int, error) {
+func (c *Cluster) moveSlot(ctx context.Context, slot int, to *Server) (moved int, replaced []string, err error) {
 	owners, err := c.slotOwners(ctx, to)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	from := c.Node(owners[slot])
 	if from == nil {
-		return 0, fmt.Errorf("redistest: slot %d has no master", slot)
+		return 0, nil, fmt.Errorf("redistest: slot %d has no master", slot)
 	}
 	if from == to {
-		return 0, fmt.Errorf("redistest: slot %d is on %s already", slot, to.Addr)
+		return 0, nil, fmt.Errorf("redistest: slot %d is on %s already", slot, to.Addr)
 	}
 	fromID, err := nodeID(ctx, from)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	toID, err := nodeID(ctx, to)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if _, err := do(ctx, to, "cluster", "setslot", slot, "importing", fromID); err != nil {
-		return 0, fmt.Errorf("redistest: setslot %d importing on %s: %w", slot, to.Addr, err)
+		return 0, nil, fmt.Errorf("redistest: setslot %d importing on %s: %w", slot, to.Addr, err)
 	}
 	if _, err := do(ctx, from, "cluster", "setslot", slot, "migrating", toID); err != nil {
-		return 0, fmt.Errorf("redistest: setslot %d migrating on %s: %w", slot, from.Addr, err)
+		return 0, nil, fmt.Errorf("redistest: setslot %d migrating on %s: %w", slot, from.Addr, err)
 	}
-	moved := 0
 	for {
 		v, err := do(ctx, from, "cluster", "getkeysinslot", slot, 100)
 		if err != nil {
-			return moved, fmt.Errorf("redistest: getkeysinslot %d: %w", slot, err)
+			return moved, replaced, fmt.Errorf("redistest: getkeysinslot %d: %w", slot, err)
 		}
 		keys, _ := v.([]any)
 		if len(keys) == 0 {
 			break
 		}
 		args := []any{"migrate", to.Host(), to.Port, "", 0, 5000, "keys"}
-		args = append(args, keys...)
-		if _, err := do(ctx, from, args...); err != nil {
-			return moved, fmt.Errorf("redistest: migrate slot %d from %s to %s: %w (%s)", slot, from.Addr, to.Addr, err, whereKeys(ctx, keys, from, to))
+		_, err = do(ctx, from, append(args, keys...)...)
+		if err != nil && strings.Contains(err.Error(), "BUSYKEY") {
+			// As redis-cli --cluster does: a key already on the target
+			// with the same value (a MIGRATE whose RESTORE went through
+			// but whose reply was lost, retried by the source) moves with
+			// REPLACE; a different value is an error, described.
+			same, cmpErr := sameOnBoth(ctx, keys, from, to)
+			if cmpErr != nil {
+				err = fmt.Errorf("%w; %w", err, cmpErr)
+			} else {
+				args = []any{"migrate", to.Host(), to.Port, "", 0, 5000, "replace", "keys"}
+				_, err = do(ctx, from, append(args, keys...)...)
+				replaced = append(replaced, same...)
+			}
+		}
+		if err != nil {
+			return moved, replaced, fmt.Errorf("redistest: migrate slot %d from %s to %s: %w (%s)", slot, from.Addr, to.Addr, err, whereKeys(ctx, keys, from, to))
 		}
 		moved += len(keys)
 	}
@@ -132,10 +152,56 @@ func (c *Cluster) moveSlot(ctx context.Context, slot int, to *Server) (int, erro
 			continue
 		}
 		if _, err := do(ctx, s, "cluster", "setslot", slot, "node", toID); err != nil {
-			return moved, fmt.Errorf("redistest: setslot %d node on %s: %w", slot, s.Addr, err)
+			return moved, replaced, fmt.Errorf("redistest: setslot %d node on %s: %w", slot, s.Addr, err)
 		}
 	}
-	return moved, nil
+	return moved, replaced, nil
+}
+
+// keyOn is key's type and DUMP on node s, read after ASKING: the slot may
+// be importing there, and a plain read would answer MOVED.
+func keyOn(ctx context.Context, s *Server, key any) (typ, dump string, err error) {
+	rc := nodeClient(s)
+	defer rc.Close()
+	cn := rc.Conn()
+	defer cn.Close()
+	var t *redis.StatusCmd
+	var d *redis.StringCmd
+	_, err = cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "asking")
+		t = p.Type(ctx, fmt.Sprint(key))
+		p.Do(ctx, "asking")
+		d = p.Dump(ctx, fmt.Sprint(key))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", "", err
+	}
+	return t.Val(), d.Val(), nil
+}
+
+// sameOnBoth returns the keys that exist on both nodes, and an error
+// unless each has the same value on both.
+func sameOnBoth(ctx context.Context, keys []any, from, to *Server) ([]string, error) {
+	var both []string
+	for _, k := range keys {
+		_, a, err := keyOn(ctx, from, k)
+		if err != nil {
+			return nil, err
+		}
+		typ, b, err := keyOn(ctx, to, k)
+		if err != nil {
+			return nil, err
+		}
+		if typ == "none" {
+			continue
+		}
+		if a != b {
+			return nil, fmt.Errorf("redistest: %v differs on %s and %s", k, from.Addr, to.Addr)
+		}
+		both = append(both, fmt.Sprint(k))
+	}
+	return both, nil
 }
 
 // whereKeys describes, for a failed MIGRATE, each key's type and length on
@@ -149,17 +215,57 @@ func whereKeys(ctx context.Context, keys []any, nodes ...*Server) string {
 		}
 		fmt.Fprintf(&b, "%v:", k)
 		for _, n := range nodes {
-			typ, err := do(ctx, n, "type", k)
+			typ, dump, err := keyOn(ctx, n, k)
 			if err != nil {
 				typ = err.Error()
 			}
 			fmt.Fprintf(&b, " %s %v", n.Addr, typ)
+			if typ != "none" && err == nil {
+				fmt.Fprintf(&b, " (DUMP %d bytes, crc %08x)", len(dump), crc32.ChecksumIEEE([]byte(dump)))
+			}
 			if typ == "stream" {
-				if l, err := do(ctx, n, "xlen", k); err == nil {
-					fmt.Fprintf(&b, " of %v", l)
+				if v, err := askDo(ctx, n, "xinfo", "stream", k); err == nil {
+					fmt.Fprintf(&b, " %v", streamSummary(v))
 				}
 			}
 		}
 	}
 	return b.String()
+}
+
+// askDo runs one command on node s after ASKING.
+func askDo(ctx context.Context, s *Server, args ...any) (any, error) {
+	rc := nodeClient(s)
+	defer rc.Close()
+	cn := rc.Conn()
+	defer cn.Close()
+	var cmd *redis.Cmd
+	if _, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "asking")
+		cmd = p.Do(ctx, args...)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return cmd.Result()
+}
+
+// streamSummary picks length, last id and first and last entry ids from
+// an XINFO STREAM reply.
+func streamSummary(v any) string {
+	var parts []string
+	switch m := v.(type) {
+	case map[any]any:
+		for _, f := range []string{"length", "last-generated-id", "entries-added"} {
+			parts = append(parts, fmt.Sprintf("%s=%v", f, m[f]))
+		}
+	case []any:
+		for i := 0; i+1 < len(m); i += 2 {
+			switch m[i] {
+			case "length", "last-generated-id", "entries-added":
+				parts = append(parts, fmt.Sprintf("%v=%v", m[i], m[i+1]))
+			}
+		}
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
