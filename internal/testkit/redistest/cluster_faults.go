@@ -41,7 +41,7 @@ func (c *Cluster) Failover(tb testing.TB, master *Server) *Server {
 // given master a replica taken from another master (cluster nodes here
 // take over however long they were cut off: validity factor 0): seen in
 // TestRedisCluster's long form, where the next slot move then met the
-// stale keys (BUSYKEY) and the killed master's writes were gone.
+// stale keys (BUSYKEY).
 func (c *Cluster) KillMaster(tb testing.TB, master *Server) *Server {
 	tb.Helper()
 	replica := c.ReplicaOf(tb, master)
