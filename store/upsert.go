@@ -26,8 +26,8 @@ import (
 // Result carries it too. ctx is seen before the batch's transaction begins,
 // once it has the write lock, and before it commits (a wait for another
 // process's lock is cut short within 250ms), not during its statements: a
-// batch whose ctx ends commits whole or not at all. Upsert is safe for concurrent use; calls serialise
-// on the process's writer connection.
+// batch whose ctx ends commits whole or not at all. Upsert is safe for
+// concurrent use; calls serialise on the process's writer connection.
 func (db *DB) Upsert(ctx context.Context, evs []Event) ([]Result, error) {
 	res := make([]Result, len(evs))
 	if len(evs) == 0 {

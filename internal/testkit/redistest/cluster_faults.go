@@ -190,23 +190,17 @@ func (c *Cluster) moveSlot(ctx context.Context, slot int, to *Server) (moved int
 // keyOn is key's type and DUMP on node s, read after ASKING: the slot may
 // be importing there, and a plain read would answer MOVED.
 func keyOn(ctx context.Context, s *Server, key any) (typ, dump string, err error) {
-	rc := nodeClient(s)
-	defer rc.Close()
-	cn := rc.Conn()
-	defer cn.Close()
-	var t *redis.StatusCmd
-	var d *redis.StringCmd
-	_, err = cn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Do(ctx, "asking")
-		t = p.Type(ctx, fmt.Sprint(key))
-		p.Do(ctx, "asking")
-		d = p.Dump(ctx, fmt.Sprint(key))
-		return nil
-	})
+	t, err := askDo(ctx, s, "type", key)
+	if err != nil {
+		return "", "", err
+	}
+	d, err := askDo(ctx, s, "dump", key)
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", "", err
 	}
-	return t.Val(), d.Val(), nil
+	typ, _ = t.(string)
+	dump, _ = d.(string)
+	return typ, dump, nil
 }
 
 // sameOnBoth returns the keys that exist on both nodes, and an error

@@ -112,16 +112,9 @@ func runBackend(ctx context.Context, cfg ClusterConfig, name, url string) (Backe
 	// Timed until the store holds every line, looked at from outside (as
 	// the many-games drain is): a look at Redis costs one XINFO GROUPS per
 	// game, on the server the drain reads from.
-	if err := pollEvery(ctx, 5*time.Minute, 20*time.Millisecond, "every pre-filled entry stored", func() (bool, error) {
-		if rend.Exited() {
-			return false, fmt.Errorf("bench: renderer %s exited (see %s)", name, cfg.Dir)
-		}
-		n, err := probe.Lines(ctx)
-		return n >= int64(br.Events), err
-	}); err != nil {
-		return br, err
+	if br.Drain, err = probe.waitStored(ctx, rend, start, int64(br.Events), 5*time.Minute, cfg.Dir); err != nil {
+		return br, fmt.Errorf("%s: %w", name, err)
 	}
-	br.Drain = time.Since(start)
 	// Then, untimed, that the group has every entry acked.
 	if err := pollEvery(ctx, time.Minute, 100*time.Millisecond, "every pre-filled entry acked", func() (bool, error) {
 		return Drained(ctx, rdb, "feed", keys)

@@ -84,17 +84,10 @@ func drainShape(ctx context.Context, cfg ManyGamesConfig, round, games int) (flo
 	// scrape of the renderer's /metrics every 20 ms took a third of its CPU
 	// in the 20,000-game shape (its per-game gauges) and next to none in
 	// the 200-game one, so the look itself decided the ratio.
-	err = pollEvery(ctx, 3*time.Minute, 20*time.Millisecond, "every pre-filled entry stored", func() (bool, error) {
-		if rend.Exited() {
-			return false, fmt.Errorf("bench: renderer exited (see %s)", cfg.Dir)
-		}
-		n, err := probe.Lines(ctx)
-		return n >= total, err
-	})
+	took, err := probe.waitStored(ctx, rend, start, total, 3*time.Minute, cfg.Dir)
 	if err != nil {
 		return 0, err
 	}
-	took := time.Since(start)
 	// Then, untimed, that every entry was acked too and no line doubled.
 	err = pollEvery(ctx, 30*time.Second, 100*time.Millisecond, "every pre-filled entry acked", func() (bool, error) {
 		vs, err := scrapeValues(ctx, rend.URL(), "codemojex_feed_acked_total")

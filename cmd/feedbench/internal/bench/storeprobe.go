@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver, as the store registers it
 )
@@ -61,4 +62,17 @@ func (p *storeProbe) Close() error {
 		return nil
 	}
 	return p.db.Close()
+}
+
+// waitStored waits, looking every 20 ms, until the store holds at least n
+// lines or rend exits, and returns how long since start it took.
+func (p *storeProbe) waitStored(ctx context.Context, rend *Renderer, start time.Time, n int64, timeout time.Duration, logDir string) (time.Duration, error) {
+	err := pollEvery(ctx, timeout, 20*time.Millisecond, "every pre-filled entry stored", func() (bool, error) {
+		if rend.Exited() {
+			return false, fmt.Errorf("bench: renderer exited (see %s)", logDir)
+		}
+		got, err := p.Lines(ctx)
+		return got >= n, err
+	})
+	return time.Since(start), err
 }

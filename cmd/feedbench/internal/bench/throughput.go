@@ -372,13 +372,11 @@ func median(xs []float64) float64 {
 // each round's own ratio (the two loops of a round ran back to back).
 func (r ThroughputResult) Rows() []Row {
 	raw, pipe, pipeRaw := median(r.Raw), median(r.Pipeline), median(r.Ratio)
-	perRound := ""
+	pct := make([]float64, len(r.Ratio))
 	for i, x := range r.Ratio {
-		if i > 0 {
-			perRound += ", "
-		}
-		perRound += fmt.Sprintf("%.0f%%", 100*x)
+		pct[i] = 100 * x
 	}
+	perRound := joinFloats("%.0f%%", pct)
 	rows := []Row{
 		{Bench: "throughput", Metric: fmt.Sprintf("raw XREADGROUP COUNT 100 + XACK over %d events in %d streams (median of %d runs around the pipeline runs)", r.Events, r.Games, len(r.Raw)),
 			Value: fmt.Sprintf("%.0f events/s", raw)},
@@ -404,7 +402,7 @@ func (r ThroughputResult) Rows() []Row {
 			Value: fmt.Sprintf("%.1f µs", hi.perEvent())},
 		Row{Bench: "throughput", Metric: fmt.Sprintf("… paced, %.0f events/s over %d games for 3 s (the latency benchmark's rate; 100 seed events included), no linger (%.2f events per batch)", r.LowRate, r.LowGames, none.batch()),
 			Value: fmt.Sprintf("%.1f µs = %.1f× unpaced", none.perEvent(), ratio(none.perEvent(), hi.perEvent()))},
-		Row{Bench: "throughput", Metric: fmt.Sprintf("… paced, the renderer's -linger %v (%.2f events per batch; median of 3 runs: %s µs): store cost per event at a low rate / at a high rate", r.LowLinger, low.batch(), joinFloats(r.LowWithLingerRuns)),
+		Row{Bench: "throughput", Metric: fmt.Sprintf("… paced, the renderer's -linger %v (%.2f events per batch; median of 3 runs: %s µs): store cost per event at a low rate / at a high rate", r.LowLinger, low.batch(), joinFloats("%.1f", r.LowWithLingerRuns)),
 			Value:  fmt.Sprintf("%.1f µs = %.1f× unpaced", low.perEvent(), ratio(low.perEvent(), hi.perEvent())),
 			Target: "≤ 2×", Met: verdict(ratio(low.perEvent(), hi.perEvent()) <= 2)},
 		Row{Bench: "throughput", Metric: fmt.Sprintf("… paced, linger %v for comparison (%.2f events per batch)", r.LowLongerLinger, r.LowLonger.batch()),
@@ -412,11 +410,11 @@ func (r ThroughputResult) Rows() []Row {
 	)
 }
 
-// joinFloats writes fs with one decimal, comma-separated.
-func joinFloats(fs []float64) string {
+// joinFloats writes each of fs with format, comma-separated.
+func joinFloats(format string, fs []float64) string {
 	parts := make([]string, len(fs))
 	for i, f := range fs {
-		parts[i] = fmt.Sprintf("%.1f", f)
+		parts[i] = fmt.Sprintf(format, f)
 	}
 	return strings.Join(parts, ", ")
 }
