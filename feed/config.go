@@ -81,13 +81,14 @@ type Config struct {
 	// a blocking read when its context ends, so this bounds how long Close
 	// waits for the reader.
 	Block time.Duration
-	// Linger is how long a blocking read that came back with a small
-	// batch (no stream full) waits before it reads the same streams once
-	// more without blocking and hands both over as one batch (default 0:
-	// no wait). At a low rate each batch is otherwise one or two entries,
-	// and a batch handler that commits per batch pays a transaction per
-	// entry (docs/benchmarks.md, issue 14): a short linger trades this
-	// much latency for fewer, larger commits.
+	// Linger is how long the loop waits, after handing over a small batch
+	// of its blocking read (no stream full), before it blocks on the hot
+	// streams again (default 0: no wait). The entries written meanwhile
+	// then come in one read and one batch. At a low rate each batch is
+	// otherwise one or two entries, and a batch handler that commits per
+	// batch pays a transaction per entry (docs/benchmarks.md, issue 14):
+	// a short linger trades up to this much latency for fewer, larger
+	// commits. The first entry after a quiet spell does not wait.
 	Linger time.Duration
 	// Count is the COUNT of reads and claims, per stream (default 100).
 	Count int64

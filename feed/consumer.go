@@ -65,6 +65,7 @@ type Consumer struct {
 	nextClaim   time.Time
 	nextCensus  time.Time
 	nextHotLook time.Time           // censusHot
+	gatherUntil time.Time           // no blocking read before this (Linger)
 	unacked     map[string][]string // acks that failed, retried each turn
 	loopBackoff backoff.Backoff
 }

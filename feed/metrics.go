@@ -111,7 +111,7 @@ var metrics = counterset.New(
 		"Polls of every stream that found entries the registry beat had missed.",
 		func(c *counters) int64 { return c.polled.Load() }),
 	counterset.Counter("codemojex_feed_lingers_total",
-		"Small batches that waited the linger for more entries before their commit.",
+		"Blocking reads that waited the linger after a small batch, to gather the entries written meanwhile.",
 		func(c *counters) int64 { return c.lingered.Load() }),
 )
 

@@ -319,6 +319,16 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 	if gs := c.groups(sts); len(gs) > 1 {
 		return c.readSlots(sts, len(gs), wait)
 	}
+	// After a small batch the read waits out the linger first, so that
+	// the entries of those milliseconds come in this one read and one
+	// commit; the first entry after a quiet spell goes at once.
+	if d := time.Until(c.gatherUntil); d > 0 {
+		if !c.sleep(d) {
+			return nil
+		}
+		c.stats.lingered.Add(1)
+		wait = max(wait-d, time.Millisecond)
+	}
 	// go-redis waits BLOCK plus 10s for a blocking reply; a deadline just
 	// past BLOCK (honoured with ContextTimeoutEnabled) lets a silent Redis
 	// fail the turn, and a Close, in about a second instead.
@@ -340,24 +350,13 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	var lingerErr error
-	if c.cfg.Linger > 0 && len(dueOf(sts)) == 0 && c.sleep(c.cfg.Linger) {
-		batch, lingerErr = c.linger(sts, batch)
-	}
+	small := len(dueOf(sts)) == 0
 	// A backlog found by the blocking read is read ahead from here.
-	return c.chain(sts, nil, batch, lingerErr, time.Now())
-}
-
-// linger reads the hot streams sts once more without blocking, after
-// Linger, and appends what came to batch: one commit for the entries of
-// a few milliseconds instead of one per entry or two. A failed read keeps
-// batch as it is (its error is returned for the turn's backoff, after
-// batch is processed).
-func (c *Consumer) linger(sts []*streamState, batch []delivery) ([]delivery, error) {
-	gs := [][]*streamState{sts}
-	more, err := c.takeRead(gs, c.readKeys(keysOf(gs)), time.Now())
-	c.stats.lingered.Add(1)
-	return append(batch, more...), err
+	err = c.chain(sts, nil, batch, nil, time.Now())
+	if small && c.cfg.Linger > 0 {
+		c.gatherUntil = time.Now().Add(c.cfg.Linger)
+	}
+	return err
 }
 
 // readFailed handles the error of a read over sts. A server error (NOGROUP,

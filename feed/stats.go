@@ -29,7 +29,7 @@ type Stats struct {
 	CatchUpSkipped   int64 // streams behind their group only by pending entries: no re-read
 	Gaps             int64 // streams found trimmed past what the store has
 	Polled           int64 // polls of every stream that found entries the registry beat missed
-	Lingered         int64 // small batches that waited Config.Linger for more
+	Lingered         int64 // blocking reads that waited Config.Linger after a small batch
 
 	// The read set now (docs/reader-law.md, "The read set").
 	Known   int64 // streams known (the registry's games, or the static list)

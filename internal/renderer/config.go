@@ -87,7 +87,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Int64(&c.PoisonAfter, "poison-after", "FEED_POISON_AFTER", 5, "delivery count at which an entry is dead-lettered")
 	fs.Duration(&c.GamesRefresh, "games-refresh", "FEED_GAMES_REFRESH", 100*time.Millisecond, "registry beat: how often to look for games whose score moved (bounds the extra latency of a quiet game's next event)")
 	fs.Duration(&c.ActiveWindow, "active-window", "FEED_ACTIVE_WINDOW", 10*time.Second, "how long a game stays in the blocking read after its last event")
-	fs.Duration(&c.Linger, "linger", "FEED_LINGER", DefaultLinger, "after a read of a few entries, wait this long for more before the store commit (fewer, larger transactions at low rates; adds up to this much latency); 0 turns it off")
+	fs.Duration(&c.Linger, "linger", "FEED_LINGER", DefaultLinger, "after committing a read of a few entries, wait this long before the next read, so one store transaction takes the entries of those milliseconds (fewer, larger transactions at low rates; adds up to this much latency); 0 turns it off")
 	fs.Duration(&c.SweepEvery, "sweep-every", "FEED_SWEEP_EVERY", 5*time.Minute, "period of the slow full pass over the registry (pending entries on quiet games, idle consumers)")
 	fs.String(&c.AllowedOrigins, "allowed-origins", "FEED_ALLOWED_ORIGINS", "", "extra websocket origins (comma-separated host patterns); same host is always allowed")
 	fs.String(&c.AdminToken, "admin-token", "FEED_ADMIN_TOKEN", "", "token required for /status, /api/status, /metrics and /readyz details (empty: open, allowed on a loopback -http only)")

@@ -108,23 +108,24 @@ type latencyPhase struct {
 	Garbage garbage
 }
 
-// garbage is what the Go runtime of a server reports on its /metrics page:
-// bytes allocated on the heap and GC cycles, between two scrapes. GC cycles
-// matter to the tail: their concurrent marking takes a quarter of the CPU
-// while it runs, and on a busy machine the lines that arrive meanwhile
-// queue (docs/benchmarks.md, "Garbage and the tail").
+// garbage is what the renderer reports on its /metrics page, between two
+// scrapes: bytes allocated on the heap and GC cycles, and its store
+// commits. GC cycles matter to the tail: their concurrent marking takes a
+// quarter of the CPU while it runs, and on a busy machine the lines that
+// arrive meanwhile queue (docs/benchmarks.md, "Garbage and the tail").
+// Commits say how well the linger shares a transaction between lines.
 type garbage struct {
-	Bytes, Cycles float64
+	Bytes, Cycles, Commits float64
 }
 
-var garbageMetrics = []string{"go_memstats_alloc_bytes_total", "go_gc_duration_seconds_count"}
+var garbageMetrics = []string{"go_memstats_alloc_bytes_total", "go_gc_duration_seconds_count", "codemojex_store_upsert_batch_seconds_count"}
 
 func scrapeGarbage(ctx context.Context, base string) (garbage, error) {
 	vs, err := scrapeValues(ctx, base, garbageMetrics...)
 	if err != nil {
 		return garbage{}, err
 	}
-	return garbage{Bytes: vs[garbageMetrics[0]], Cycles: vs[garbageMetrics[1]]}, nil
+	return garbage{Bytes: vs[garbageMetrics[0]], Cycles: vs[garbageMetrics[1]], Commits: vs[garbageMetrics[2]]}, nil
 }
 
 // handoffMetric is the renderer's histogram of the time from an event's
@@ -163,7 +164,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	rend1, _ := ProcCPU(srv.Pid())
 	if garbErr == nil && cfg.Renderer != "" {
 		if garb1, err := scrapeGarbage(ctx, srv.URL()); err == nil {
-			res.Garbage = garbage{Bytes: garb1.Bytes - garb0.Bytes, Cycles: garb1.Cycles - garb0.Cycles}
+			res.Garbage = garbage{Bytes: garb1.Bytes - garb0.Bytes, Cycles: garb1.Cycles - garb0.Cycles, Commits: garb1.Commits - garb0.Commits}
 		}
 	}
 	res.ServerCPU = rend1 - rend0
@@ -239,6 +240,8 @@ func (r LatencyResult) Rows() []Row {
 			Value: r.handoff()},
 		{Bench: "latency", Metric: "… the renderer's garbage over the window: heap allocated per line written; GC cycles (go_memstats_alloc_bytes_total, go_gc_duration_seconds_count)",
 			Value: r.garbage()},
+		{Bench: "latency", Metric: "… lines per store commit over the window (codemojex_store_upsert_batch_seconds_count; the linger gathers them)",
+			Value: r.perCommit()},
 		{Bench: "latency", Metric: "deliveries received / expected (clients dropped)",
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
 		{Bench: "latency", Metric: "websocket frames received per line delivered (line + scoreboard state frames)",
@@ -318,6 +321,14 @@ func (r LatencyResult) garbage() string {
 	}
 	secs := r.Cfg.Duration.Seconds()
 	return fmt.Sprintf("%.1f KiB per line; %.0f GC cycles (%.1f a second)", g.Bytes/1024/float64(r.Sent), g.Cycles, g.Cycles/secs)
+}
+
+// perCommit is the lines-per-commit row's value.
+func (r LatencyResult) perCommit() string {
+	if r.Garbage.Commits == 0 || r.Sent == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f (%.0f commits)", float64(r.Sent)/r.Garbage.Commits, r.Garbage.Commits)
 }
 
 func (r LatencyResult) where() string {
