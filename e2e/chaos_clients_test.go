@@ -127,8 +127,8 @@ func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string
 	cl.mu.Lock()
 	cl.conns++
 	cl.mu.Unlock()
-	for {
-		_, b, err := conn.Read(ctx)
+	for n := 0; ; n++ {
+		typ, b, err := conn.Read(ctx)
 		if err != nil {
 			cl.mu.Lock()
 			cl.drops++
@@ -137,7 +137,14 @@ func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string
 		}
 		var f frame
 		if err := json.Unmarshal(b, &f); err != nil {
-			cl.errs.add("client %d (%s): bad frame %q: %v", cl.idx, cl.game, b, err)
+			cl.mu.Lock()
+			cursor := cl.cursor
+			cl.mu.Unlock()
+			// Where in the session and after which line, for the next
+			// look: one empty message in 944,034 frames was seen once
+			// (docs/benchmarks.md, 1 Dec 2026 evening).
+			cl.errs.add("client %d (%s) on %s: bad frame %q (%v, %d bytes; frame %d of the session, after seq %d from %d): %v",
+				cl.idx, cl.game, addr, b, typ, len(b), n, cursor, after, err)
 			continue
 		}
 		cl.frame(addr, f)

@@ -14,9 +14,10 @@ import (
 )
 
 // DefaultLinger is -linger's default. A linger cuts the store's CPU per
-// event at low rates, but its wait and the second read it costs sit in
-// every line's path: at 1,000 events/s over 100 games, 1 ms gave an
-// XADD → frame p99 of 17–38 ms against 2 ms's 31–60 ms. It stays at 2 ms
+// event at low rates, but its wait sits in the path of every line that
+// comes while the loop is busy: at 1,000 events/s over 100 games, 1 ms
+// gave an XADD → frame p99 of 17–38 ms against 2 ms's 31–60 ms (when the
+// linger still sat between two reads). It stays at 2 ms
 // because 1 ms cost the drain of many small streams a fifth of its rate
 // (20,000 games × 3 events: 0.51× the 200-game rate against 0.65×, at the
 // edge of the ≥ 50 % that e2e/TestManyGamesCostFollowsActivity holds);
