@@ -20,7 +20,7 @@ import (
 // linger still sat between two reads). It stays at 2 ms
 // because 1 ms cost the drain of many small streams a fifth of its rate
 // (20,000 games × 3 events: 0.51× the 200-game rate against 0.65×, at the
-// edge of the ≥ 50 % that e2e/TestManyGamesCostFollowsActivity holds);
+// edge of issue 10's ≥ 50 %, feedbench's "many games" row);
 // set -linger 1ms where few, busy games and the tail matter more
 // (docs/benchmarks.md, issue 14).
 const DefaultLinger = 2 * time.Millisecond
