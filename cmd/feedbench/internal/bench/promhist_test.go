@@ -51,10 +51,13 @@ func TestScrapeHistogram(t *testing.T) {
 }
 
 // TestScrapeGarbage reads the Go runtime's allocation and GC counters off a
-// real client_golang page with its Go collector, and they move with a GC.
+// real client_golang page with its Go collector, and they move with a GC;
+// and the store's commits, the count of its batch histogram.
 func TestScrapeGarbage(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector())
+	commits := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "codemojex_store_upsert_batch_seconds"})
+	reg.MustRegister(commits)
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
 	ctx := context.Background()
@@ -65,6 +68,8 @@ func TestScrapeGarbage(t *testing.T) {
 	}
 	sink = make([]byte, 1<<20)
 	runtime.GC()
+	commits.Observe(.001)
+	commits.Observe(.002)
 	after, err := scrapeGarbage(ctx, srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +79,9 @@ func TestScrapeGarbage(t *testing.T) {
 	}
 	if d := after.Cycles - before.Cycles; d < 1 {
 		t.Errorf("%v GC cycles between the scrapes, want ≥ 1", d)
+	}
+	if d := after.Commits - before.Commits; d != 2 {
+		t.Errorf("%v commits between the scrapes, want 2", d)
 	}
 	if _, err := scrapeValues(ctx, srv.URL, "absent_total"); err == nil {
 		t.Error("a value the page does not have scraped without error")
