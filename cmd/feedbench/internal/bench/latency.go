@@ -128,6 +128,11 @@ func scrapeGarbage(ctx context.Context, base string) (garbage, error) {
 	return garbage{Bytes: vs[garbageMetrics[0]], Cycles: vs[garbageMetrics[1]], Commits: vs[garbageMetrics[2]]}, nil
 }
 
+// since is what the counters moved from an earlier scrape to g.
+func (g garbage) since(before garbage) garbage {
+	return garbage{Bytes: g.Bytes - before.Bytes, Cycles: g.Cycles - before.Cycles, Commits: g.Commits - before.Commits}
+}
+
 // handoffMetric is the renderer's histogram of the time from an event's
 // "at" (set just before its XADD) to its line's hand-off to the hubs.
 const handoffMetric = "codemojex_web_tail_lag_seconds"
@@ -164,7 +169,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	rend1, _ := ProcCPU(srv.Pid())
 	if garbErr == nil && cfg.Renderer != "" {
 		if garb1, err := scrapeGarbage(ctx, srv.URL()); err == nil {
-			res.Garbage = garbage{Bytes: garb1.Bytes - garb0.Bytes, Cycles: garb1.Cycles - garb0.Cycles, Commits: garb1.Commits - garb0.Commits}
+			res.Garbage = garb1.since(garb0)
 		}
 	}
 	res.ServerCPU = rend1 - rend0

@@ -27,15 +27,8 @@ func newStoreProbe(path string) *storeProbe { return &storeProbe{path: path} }
 // no gap when every row of every insert goes in). A file or table that
 // does not exist yet reads as 0.
 func (p *storeProbe) Lines(ctx context.Context) (int64, error) {
-	if p.db == nil {
-		// mode=ro: a look must never create the file before the renderer
-		// does, nor take a write lock.
-		db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: p.path}).EscapedPath()+"?mode=ro")
-		if err != nil {
-			return 0, fmt.Errorf("bench: store probe: %w", err)
-		}
-		db.SetMaxOpenConns(1)
-		p.db = db
+	if err := p.open(); err != nil {
+		return 0, err
 	}
 	var n int64
 	if err := p.db.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) FROM events").Scan(&n); err != nil {
@@ -46,7 +39,7 @@ func (p *storeProbe) Lines(ctx context.Context) (int64, error) {
 
 // Count returns the number of rows in the events table.
 func (p *storeProbe) Count(ctx context.Context) (int64, error) {
-	if _, err := p.Lines(ctx); err != nil {
+	if err := p.open(); err != nil {
 		return 0, err
 	}
 	var n int64
@@ -54,6 +47,21 @@ func (p *storeProbe) Count(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("bench: store probe: count: %w", err)
 	}
 	return n, nil
+}
+
+// open opens the probe's connection on first use. mode=ro: a look must
+// never create the file before the renderer does, nor take a write lock.
+func (p *storeProbe) open() error {
+	if p.db != nil {
+		return nil
+	}
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: p.path}).EscapedPath()+"?mode=ro")
+	if err != nil {
+		return fmt.Errorf("bench: store probe: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	p.db = db
+	return nil
 }
 
 // Close closes the probe's connection.
