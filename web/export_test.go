@@ -10,6 +10,14 @@ func SetTestHookSubscribed(f func(game string)) (restore func()) {
 	return func() { testHookSubscribed = nil }
 }
 
+// SetTestHookReader installs f to run first in each std-engine websocket's
+// reader goroutine, and returns a func that removes it. Set it before
+// opening the server and remove it after closing it.
+func SetTestHookReader(f func()) (restore func()) {
+	testHookReader = f
+	return func() { testHookReader = nil }
+}
+
 // Mailbox is a websocket client's queue, for tests of its bound, order and
 // memory.
 type Mailbox struct{ c *client }

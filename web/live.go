@@ -1,9 +1,11 @@
 package web
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -88,7 +90,8 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		s.livePoll(w, r, game, key, after, r.URL.Query().Get("store"), release)
 		return
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowedOrigins})
+	hw := &hijackRecorder{ResponseWriter: w}
+	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowedOrigins})
 	if err != nil {
 		release()
 		s.wg.Done()
@@ -104,14 +107,32 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	// which saves a grown stack per websocket (the fan-out's memory).
 	go func() {
 		defer release()
-		s.serveSocket(conn, game, after, r.URL.Query().Get("store"))
+		s.serveSocket(conn, hw.conn, game, after, r.URL.Query().Get("store"))
 	}()
 }
 
+// hijackRecorder keeps the connection websocket.Accept hijacks, so that a
+// socket can be dropped without a close handshake whatever its reader is
+// doing (see wsConn.hardClose).
+type hijackRecorder struct {
+	http.ResponseWriter
+	conn net.Conn
+}
+
+// Hijack hijacks the wrapped ResponseWriter's connection and records it.
+func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	h.conn = conn
+	return conn, brw, err
+}
+
+// Unwrap lets http.ResponseController reach the wrapped ResponseWriter.
+func (h *hijackRecorder) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
 // serveSocket is a websocket's life after the handshake: hub subscription,
-// backfill, then the writer loop. It owns conn and the s.wg slot that live
-// took for it.
-func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, storeID string) {
+// backfill, then the writer loop. It owns conn (over the hijacked netConn)
+// and the s.wg slot that live took for it.
+func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string, after int64, storeID string) {
 	defer s.wg.Done()
 	defer conn.CloseNow()
 	// No middleware recovers this goroutine: a bug in one socket must not
@@ -124,15 +145,20 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 	conn.SetReadLimit(512)
 	// The socket's own life, not the request's nor the server's: shutdown is
 	// signalled through s.ctx so that the close can be a polite GoingAway.
-	// Cancelling readCtx tears the socket down at once (see closeWithin).
+	// Cancelling readCtx ends the reader; hardClose also closes the TCP
+	// connection, which ends whatever else waits on it (see closeWithin).
 	readCtx, cancelRead := context.WithCancel(context.Background())
 	defer cancelRead()
+	hardClose := func() {
+		cancelRead()
+		netConn.Close()
+	}
 
 	s.stats.clients.Add(1)
 	defer s.stats.clients.Add(-1)
 
 	c := newClient(s.cfg.SendQueue)
-	gone := readProbes(readCtx, conn, c)
+	gone := readProbes(readCtx, conn, c, testHookReader)
 	h := s.hubs.subscribe(game, c)
 	defer s.changed()
 	defer s.hubs.unsubscribe(h, c)
@@ -141,7 +167,7 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 		testHookSubscribed(game)
 	}
 
-	ws := &wsConn{s: s, conn: conn, game: game, hardClose: cancelRead}
+	ws := &wsConn{s: s, conn: conn, game: game, hardClose: hardClose}
 	last, err := ws.backfill(after, storeID)
 	if err != nil {
 		if !errors.Is(err, errReset) {
@@ -156,13 +182,22 @@ func (s *Server) serveSocket(conn *websocket.Conn, game string, after int64, sto
 // subscription and its backfill: the window where lines must not get lost.
 var testHookSubscribed func(game string)
 
+// testHookReader, when set by a test, runs first in a std-engine socket's
+// reader goroutine: a test can hold the reader back to see that the socket
+// still closes in time.
+var testHookReader func()
+
 // wsConn is one websocket from the point of view of its single writer.
 type wsConn struct {
-	s         *Server
-	conn      *websocket.Conn
-	poll      *pollSocket // instead of conn on the nbio engine (backfill only)
-	game      string
-	hardClose func() // drops the TCP connection without a handshake
+	s    *Server
+	conn *websocket.Conn
+	poll *pollSocket // instead of conn on the nbio engine (backfill only)
+	game string
+	// hardClose drops the TCP connection without a handshake. Cancelling
+	// the reader's context alone is not enough: coder/websocket closes the
+	// connection then only if a Read is under way, and a reader that has
+	// not yet started leaves Close waiting 5 s for the peer's close frame.
+	hardClose func()
 }
 
 // closeWithin closes with a status and reason, waiting at most grace for the
@@ -380,10 +415,13 @@ var probeFrame = frame{typ: frameProbe, data: encode(wireFrame{T: frameProbe})}
 // any frame, so a page that probes and never reads is a slow client. Any
 // other message closes the socket with StatusPolicyViolation. The returned
 // context ends when the socket does.
-func readProbes(ctx context.Context, conn *websocket.Conn, c *client) context.Context {
+func readProbes(ctx context.Context, conn *websocket.Conn, c *client, hook func()) context.Context {
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer cancel()
+		if hook != nil {
+			hook()
+		}
 		for {
 			typ, b, err := conn.Read(ctx)
 			if err != nil {

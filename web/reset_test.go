@@ -106,3 +106,43 @@ func TestLiveResetOtherStore(t *testing.T) {
 		c.CloseNow()
 	}
 }
+
+// TestLiveResetSilentPeer: a reset socket whose client does not answer the
+// close handshake ends within the server's close grace (1 s), on either
+// engine. On the std engine the socket's reader is held back too: cancelling
+// it then closed nothing, and coder/websocket waited its own 5 s for the
+// peer's close frame (a flake CI caught as "e2 has one client").
+func TestLiveResetSilentPeer(t *testing.T) {
+	for _, engine := range []string{web.WSEngineStd, web.WSEngineNbio} {
+		t.Run(engine, func(t *testing.T) {
+			hold, held := make(chan struct{}), make(chan struct{}, 1)
+			t.Cleanup(web.SetTestHookReader(func() {
+				select {
+				case held <- struct{}{}:
+				default:
+				}
+				<-hold
+			}))
+			t.Cleanup(func() { close(hold) })
+			e := MustOpenEnv(t, func(c *web.Config) { c.WSEngine = engine })
+			e.upsert(e.gen("g1").chats(t, 2)...)
+			w := e.dial("g1", 100)
+			if f := w.next(); f.T != "reset" {
+				t.Fatalf("first frame %+v, want a reset", f)
+			}
+			// Nothing reads the client until the server has let go: 3 s is
+			// the grace with room to spare, and 2 s short of the 5 s wait.
+			waitFor(t, 3*time.Second, "the reset socket to end", func() bool { return e.srv.Stats().Clients == 0 })
+			if engine == web.WSEngineStd {
+				select {
+				case <-held:
+				default:
+					t.Fatal("the reader hook did not run: the test did not hold the reader back")
+				}
+			}
+			if _, err := w.read(2 * time.Second); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Fatalf("after reset: %v, want the normal close the server sent", err)
+			}
+		})
+	}
+}
