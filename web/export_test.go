@@ -73,3 +73,6 @@ func EncodeFrame(t string, seq int64, id, html string, n int64) []byte {
 func EncodeFrameHTML(t string, seq int64, id string, html []byte, n int64) []byte {
 	return encodeHTML(wireFrame{T: t, Seq: seq, ID: id, N: n}, html)
 }
+
+// AppendTextFrame is the nbio engine's framing of a text message.
+func AppendTextFrame(b, data []byte) []byte { return appendTextFrame(b, data) }

@@ -88,6 +88,17 @@ func (s *Server) countSentN(lines, states int64) {
 	}
 }
 
+// countSentBy counts the frames of one write, by type (frameTypes' order),
+// and zeroes n.
+func (s *Server) countSentBy(n *[len(frameTypes)]int64) {
+	for i, v := range n {
+		if v > 0 {
+			s.stats.sent[i].Add(v)
+			n[i] = 0
+		}
+	}
+}
+
 // countSlow counts clients a hub dropped for a full queue.
 func (s *Server) countSlow(n int) {
 	if n > 0 {

@@ -293,33 +293,9 @@ func (ps *pollSocket) flush() {
 			ps.closeSlow(nil)
 			return
 		}
-		var lines, states int64
-		for _, f := range ps.c.drain() {
-			ps.c.took()
-			if f.seq != 0 && f.seq <= ps.last {
-				continue
-			}
-			if ps.unsent()+wireSize(f.data) > ps.p.limit {
-				ps.countSlowOnce()
-				ps.closeSlow(fmt.Errorf("web: %d bytes unsent", ps.unsent()))
-				s.countSentN(lines, states)
-				return
-			}
-			if err := ps.write(nbws.TextMessage, f.data); err != nil {
-				s.countSentN(lines, states)
-				return // nbio closed it; end runs
-			}
-			switch {
-			case f.seq != 0:
-				ps.last = f.seq
-				lines++
-			case f.typ == "":
-				states++
-			default:
-				s.countSent(f.typ)
-			}
+		if !ps.writeQueued() {
+			return
 		}
-		s.countSentN(lines, states)
 		ps.busy.Store(false)
 		if !ps.pending() || !ps.busy.CompareAndSwap(false, true) {
 			return
@@ -335,34 +311,6 @@ func (ps *pollSocket) pending() bool {
 	ps.c.mu.Lock()
 	defer ps.c.mu.Unlock()
 	return len(ps.c.queue) > 0
-}
-
-// write hands one message to nbio, which writes what the kernel takes now
-// and keeps the rest until the socket is writable.
-func (ps *pollSocket) write(typ nbws.MessageType, data []byte) error {
-	if ps.unsent() <= 0 {
-		ps.progress.Store(time.Now().UnixNano()) // the stall clock starts now
-	}
-	ps.queued.Add(wireSize(data))
-	return ps.conn.WriteMessage(typ, data)
-}
-
-// unsent is the bytes handed to nbio that the kernel has not taken. nbio's
-// own writes (pongs) are not counted in queued, which errs on the lenient
-// side.
-func (ps *pollSocket) unsent() int64 { return ps.queued.Load() - ps.written.Load() }
-
-// wireSize is a server frame's size on the wire: header and payload.
-func wireSize(data []byte) int64 {
-	n := int64(len(data))
-	switch {
-	case n < 126:
-		return n + 2
-	case n < 1<<16:
-		return n + 4
-	default:
-		return n + 10
-	}
 }
 
 // writeBackfill writes one backfill frame once the unsent bytes leave room

@@ -1,0 +1,142 @@
+package web
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	nbws "github.com/lesismal/nbio/nbhttp/websocket"
+)
+
+// maxGather bounds the frames one write of the nbio engine carries: a
+// writer that drained a long mailbox (a burst, a slow reader catching up)
+// writes it in pieces of about this size rather than one buffer of it all.
+const maxGather = 32 << 10
+
+// gatherPool lends the buffers a flush gathers its frames in. nbio copies
+// what the kernel does not take at once, so a buffer is free again as soon
+// as its write returns.
+var gatherPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, maxGather+4<<10)
+	return &b
+}}
+
+// appendTextFrame appends data as one unmasked, unfragmented websocket text
+// frame (RFC 6455, section 5.2: a server's frames are not masked); its size
+// is wireSize(data).
+func appendTextFrame(b, data []byte) []byte {
+	const finText = 0x81
+	switch n := len(data); {
+	case n < 126:
+		b = append(b, finText, byte(n))
+	case n < 1<<16:
+		b = append(b, finText, 126)
+		b = binary.BigEndian.AppendUint16(b, uint16(n))
+	default:
+		b = append(b, finText, 127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return append(b, data...)
+}
+
+// writeFrames hands frames already framed by appendTextFrame to the socket
+// in one write, so that a line and the scoreboard after it cost one system
+// call, not two (docs/benchmarks.md, "one write per wake-up"). The write
+// goes to the connection under the websocket: one Write of the nbio
+// connection is atomic against the others (its lock), and nbio's own
+// frames (pongs, close replies) and the sweep's pings are single Writes
+// too, so no frame is split by another.
+func (ps *pollSocket) writeFrames(b []byte) error {
+	if ps.unsent() <= 0 {
+		ps.progress.Store(time.Now().UnixNano()) // the stall clock starts now
+	}
+	ps.queued.Add(int64(len(b)))
+	_, err := ps.conn.UnderlayerConn().Write(b)
+	return err
+}
+
+// writeQueued writes the frames queued in the mailbox, in order, gathered
+// into as few writes as maxGather allows; frames are counted sent when
+// their write returns. It reports false when the socket is done: closed as
+// slow, or a write failed (nbio has closed it, and end runs).
+func (ps *pollSocket) writeQueued() bool {
+	s := ps.p.s
+	pb := gatherPool.Get().(*[]byte)
+	buf := (*pb)[:0]
+	defer func() {
+		if cap(buf) <= 2*maxGather { // not one freak frame's buffer
+			*pb = buf[:0]
+			gatherPool.Put(pb)
+		}
+	}()
+	var gathered [len(frameTypes)]int64 // by frame type, not yet written
+	write := func() bool {
+		if len(buf) == 0 {
+			return true
+		}
+		if ps.writeFrames(buf) != nil {
+			return false
+		}
+		buf = buf[:0]
+		s.countSentBy(&gathered)
+		return true
+	}
+	for _, f := range ps.c.drain() {
+		ps.c.took()
+		if f.seq != 0 && f.seq <= ps.last {
+			continue
+		}
+		if ps.unsent()+int64(len(buf))+wireSize(f.data) > ps.p.limit {
+			if write() {
+				ps.countSlowOnce()
+				ps.closeSlow(fmt.Errorf("web: %d bytes unsent", ps.unsent()))
+			}
+			return false
+		}
+		buf = appendTextFrame(buf, f.data)
+		typ := f.typ
+		switch {
+		case f.seq != 0:
+			ps.last = f.seq
+			typ = frameLine
+		case f.typ == "":
+			typ = frameState
+		}
+		if i := frameIndex(typ); i >= 0 {
+			gathered[i]++
+		}
+		if len(buf) >= maxGather && !write() {
+			return false
+		}
+	}
+	return write()
+}
+
+// write hands one message to nbio, which writes what the kernel takes now
+// and keeps the rest until the socket is writable.
+func (ps *pollSocket) write(typ nbws.MessageType, data []byte) error {
+	if ps.unsent() <= 0 {
+		ps.progress.Store(time.Now().UnixNano()) // the stall clock starts now
+	}
+	ps.queued.Add(wireSize(data))
+	return ps.conn.WriteMessage(typ, data)
+}
+
+// unsent is the bytes handed to nbio that the kernel has not taken. nbio's
+// own writes (pongs) are not counted in queued, which errs on the lenient
+// side.
+func (ps *pollSocket) unsent() int64 { return ps.queued.Load() - ps.written.Load() }
+
+// wireSize is a server frame's size on the wire: header and payload.
+func wireSize(data []byte) int64 {
+	n := int64(len(data))
+	switch {
+	case n < 126:
+		return n + 2
+	case n < 1<<16:
+		return n + 4
+	default:
+		return n + 10
+	}
+}
