@@ -13,6 +13,17 @@ type frame struct {
 	data []byte
 }
 
+// kind is f's frame type: a line, a state (the scoreboard), or its typ.
+func (f frame) kind() string {
+	switch {
+	case f.seq != 0:
+		return frameLine
+	case f.typ == "":
+		return frameState
+	}
+	return f.typ
+}
+
 // client is one websocket's mailbox: a queue that grows on demand up to a
 // bound instead of a channel preallocated at the bound. A long session that
 // once had a burst would otherwise keep SendQueue × 32 B resident per client;

@@ -88,9 +88,20 @@ func (s *Server) countSentN(lines, states int64) {
 	}
 }
 
-// countSentBy counts the frames of one write, by type (frameTypes' order),
-// and zeroes n.
-func (s *Server) countSentBy(n *[len(frameTypes)]int64) {
+// sentCount counts a writer's frames by type (frameTypes' order) until
+// countSentBy adds them to the Server's counters.
+type sentCount [len(frameTypes)]int64
+
+// add counts f; a type the Server does not count (a probe's answer) is
+// left out.
+func (n *sentCount) add(f frame) {
+	if i := frameIndex(f.kind()); i >= 0 {
+		n[i]++
+	}
+}
+
+// countSentBy adds the frames counted in n to the Server's and zeroes n.
+func (s *Server) countSentBy(n *sentCount) {
 	for i, v := range n {
 		if v > 0 {
 			s.stats.sent[i].Add(v)

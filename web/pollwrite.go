@@ -41,8 +41,8 @@ func appendTextFrame(b, data []byte) []byte {
 }
 
 // writeFrames hands frames already framed by appendTextFrame to the socket
-// in one write, so that a line and the scoreboard after it cost one system
-// call, not two (docs/benchmarks.md, "one write per wake-up"). The write
+// in one write: the frames a writer drained together cost one system call
+// (docs/benchmarks.md, "one write per wake-up"). The write
 // goes to the connection under the websocket: one Write of the nbio
 // connection is atomic against the others (its lock), and nbio's own
 // frames (pongs, close replies) and the sweep's pings are single Writes
@@ -70,7 +70,7 @@ func (ps *pollSocket) writeQueued() bool {
 			gatherPool.Put(pb)
 		}
 	}()
-	var gathered [len(frameTypes)]int64 // by frame type, not yet written
+	var gathered sentCount // not yet written
 	write := func() bool {
 		if len(buf) == 0 {
 			return true
@@ -95,16 +95,9 @@ func (ps *pollSocket) writeQueued() bool {
 			return false
 		}
 		buf = appendTextFrame(buf, f.data)
-		typ := f.typ
-		switch {
-		case f.seq != 0:
+		gathered.add(f)
+		if f.seq != 0 {
 			ps.last = f.seq
-			typ = frameLine
-		case f.typ == "":
-			typ = frameState
-		}
-		if i := frameIndex(typ); i >= 0 {
-			gathered[i]++
 		}
 		if len(buf) >= maxGather && !write() {
 			return false
