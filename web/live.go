@@ -372,8 +372,8 @@ func (ws *wsConn) flush(c *client, last int64, g *writeGuard) (int64, error) {
 	}
 	timeout := ws.s.cfg.WriteTimeout
 	defer g.t.Stop()
-	var lines, states int64
-	defer func() { ws.s.countSentN(lines, states) }()
+	var sent sentCount
+	defer ws.s.countSentBy(&sent)
 	for _, f := range batch {
 		c.took()
 		if f.seq != 0 && f.seq <= last {
@@ -386,11 +386,9 @@ func (ws *wsConn) flush(c *client, last int64, g *writeGuard) (int64, error) {
 			}
 			return last, err
 		}
+		sent.add(f)
 		if f.seq != 0 {
 			last = f.seq
-			lines++
-		} else {
-			states++
 		}
 	}
 	return last, nil

@@ -78,16 +78,6 @@ func (s *Server) countEncoded(typ string) { s.stats.encoded.add(typ, 1) }
 
 func (s *Server) countSent(typ string) { s.stats.sent.add(typ, 1) }
 
-// countSentN counts the line and state frames of one written batch.
-func (s *Server) countSentN(lines, states int64) {
-	if lines > 0 {
-		s.stats.sent.add(frameLine, lines)
-	}
-	if states > 0 {
-		s.stats.sent.add(frameState, states)
-	}
-}
-
 // sentCount counts a writer's frames by type (frameTypes' order) until
 // countSentBy adds them to the Server's counters.
 type sentCount [len(frameTypes)]int64

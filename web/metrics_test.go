@@ -121,3 +121,31 @@ func TestMetricsCountOnce(t *testing.T) {
 		t.Errorf("resets after a close = %v over the baseline, want 1", got)
 	}
 }
+
+// TestFramesSentByType: codemojex_web_frames_sent_total counts each frame
+// under its own type on either engine: two watchers of a game get a state
+// frame each and watching frames, and no watching frame is counted as a
+// state.
+func TestFramesSentByType(t *testing.T) {
+	for _, engine := range []string{web.WSEngineStd, web.WSEngineNbio} {
+		t.Run(engine, func(t *testing.T) {
+			sent := func(typ string) float64 {
+				return metric(t, "codemojex_web_frames_sent_total", map[string]string{"type": typ})
+			}
+			states, watching := sent("state"), sent("watching")
+			e := MustOpenEnv(t, func(c *web.Config) { c.WSEngine = engine })
+			w1 := e.dial("g1", 0)
+			if f := w1.next(); f.T != "state" {
+				t.Fatalf("first frame %+v, want the state", f)
+			}
+			w2 := e.dial("g1", 0)
+			if f := w2.next(); f.T != "state" {
+				t.Fatalf("first frame %+v, want the state", f)
+			}
+			w1.waitWatching(2)
+			waitFor(t, 5*time.Second, "two state frames and a watching frame counted", func() bool {
+				return sent("state")-states == 2 && sent("watching")-watching >= 1
+			})
+		})
+	}
+}
