@@ -67,7 +67,8 @@ func (t *tailer) sendBoard(ctx context.Context, game string, b *board, now time.
 	}
 	b.last, b.hub, b.subs = f.data, h, subs
 	t.s.countEncoded(frameState)
-	t.s.countSlow(h.broadcast(f))
+	t.s.countSlow(h.broadcastTo(f, &t.wakes))
+	t.wakes.spill()
 }
 
 // armBoards makes the tailer's board timer fire at due at the latest.
@@ -94,6 +95,7 @@ func (t *tailer) boardC() <-chan time.Time {
 // flushBoards sends the pending state frames that are due and re-arms the
 // timer for the rest.
 func (t *tailer) flushBoards(ctx context.Context) {
+	defer t.wakes.run()
 	t.boardDue = time.Time{}
 	now := time.Now()
 	var next time.Time

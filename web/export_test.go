@@ -76,3 +76,43 @@ func EncodeFrameHTML(t string, seq int64, id string, html []byte, n int64) []byt
 
 // AppendTextFrame is the nbio engine's framing of a text message.
 func AppendTextFrame(b, data []byte) []byte { return appendTextFrame(b, data) }
+
+// Fanout is a hub and a tailer's wake list, for tests of the tailer's
+// broadcast (broadcastTo and wakes.run).
+type Fanout struct {
+	h *hub
+	w wakes
+}
+
+// NewFanout returns a hub with no clients.
+func NewFanout() *Fanout {
+	return &Fanout{h: &hub{game: "g", clients: map[*client]struct{}{}}}
+}
+
+// Join subscribes a client with a SendQueue of size. With flush set it is
+// a client of the nbio engine, whose writer the tailer runs itself (flush
+// is called instead) and wake a goroutine's; without, the std engine's.
+func (f *Fanout) Join(size int, wake, flush func()) *Mailbox {
+	c := newClient(size)
+	c.wake, c.flush = wake, flush
+	f.h.clients[c] = struct{}{}
+	return &Mailbox{c}
+}
+
+// Broadcast offers a line frame with seq as the tailer does and returns how
+// many clients were dropped as slow.
+func (f *Fanout) Broadcast(seq int64) int { return f.h.broadcastTo(frame{seq: seq}, &f.w) }
+
+// Clients is how many clients the hub holds.
+func (f *Fanout) Clients() int { return len(f.h.clients) }
+
+// Run ends the tailer's pass: the writers of the clients it queued frames
+// for run.
+func (f *Fanout) Run() { f.w.run() }
+
+// Spill hands the pass's listed clients to a goroutine once they are
+// SpillAt, as the tailer does between broadcasts.
+func (f *Fanout) Spill() { f.w.spill() }
+
+// SpillAt is how many listed sockets a pass writes to on its own goroutine.
+const SpillAt = spillAt

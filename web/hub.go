@@ -44,6 +44,13 @@ type client struct {
 	// ready (and after the client turned slow): the nbio engine has no
 	// goroutine waiting on ready (see poll.go).
 	wake func()
+	// flush, when set (with wake), writes the queued frames on the
+	// caller's goroutine unless a writer holds the socket: the tailer's
+	// way to wake (see wakes).
+	flush func()
+	// pass is the tailer's last pass that listed c in its wakes; only
+	// the tailer's goroutine touches it.
+	pass uint64
 }
 
 func newClient(queue int) *client {
@@ -54,6 +61,16 @@ func newClient(queue int) *client {
 // counts what the writer has drained but not started to write, so a client
 // holds at most max unwritten frames, as a channel of max slots would.
 func (c *client) offer(f frame) bool {
+	if !c.put(f) {
+		return false
+	}
+	c.notify()
+	return true
+}
+
+// put queues f without waking the writer and reports whether it fit; a
+// client found full turns slow, and its writer is woken to close it.
+func (c *client) put(f frame) bool {
 	c.mu.Lock()
 	// pending only falls outside mu (the writer taking frames), so the
 	// check can only be too strict by frames taken meanwhile.
@@ -68,15 +85,19 @@ func (c *client) offer(f frame) bool {
 	c.pending.Add(1)
 	c.queue = append(c.queue, f)
 	c.mu.Unlock()
+	return true
+}
+
+// notify wakes the writer after frames were put.
+func (c *client) notify() {
 	if c.wake != nil {
 		c.wake()
-		return true
+		return
 	}
 	select {
 	case c.ready <- struct{}{}:
 	default: // the writer has a wake-up pending and will drain this too
 	}
-	return true
 }
 
 // drain hands the writer every queued frame in offer order and leaves the
@@ -117,6 +138,85 @@ func (h *hub) broadcast(f frame) (dropped int) {
 		}
 	}
 	return dropped
+}
+
+// broadcastTo is broadcast for the tailer: a client whose frames the
+// caller can write itself (the nbio engine's) is not woken but listed in
+// w, once per pass, and the tailer writes to it when its pass has queued
+// every frame (wakes.run). A pass's frames then cost no goroutine per
+// socket and frame, and a socket's frames of one pass mostly go in one
+// write (docs/benchmarks.md, "the tailer writes").
+func (h *hub) broadcastTo(f frame, w *wakes) (dropped int) {
+	if w.pass == 0 {
+		w.pass = 1 // a new client's pass is 0: not yet listed
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		if c.flush == nil {
+			if !c.offer(f) {
+				delete(h.clients, c)
+				dropped++
+			}
+			continue
+		}
+		if !c.put(f) {
+			delete(h.clients, c)
+			dropped++
+			continue
+		}
+		if c.pass != w.pass {
+			c.pass = w.pass
+			w.list = append(w.list, c)
+		}
+	}
+	return dropped
+}
+
+// wakes lists the clients a tailer's pass queued frames for without waking
+// them (see broadcastTo). It belongs to the tailer's goroutine.
+type wakes struct {
+	pass uint64
+	list []*client
+}
+
+// spillAt is how many listed sockets a pass writes to on the tailer's
+// goroutine: a pass that lists more hands each spillAt of them to a
+// goroutine as it goes, so that a burst to thousands of sockets is written
+// while its pass still queues frames, and on every core, as a goroutine
+// per socket did; the live path's passes, of tens of sockets, start none.
+const spillAt = 256
+
+// spill hands the listed clients to a goroutine that runs their writers
+// once they are spillAt. The tailer calls it between broadcasts (a writer
+// must not run under the hub's lock). A client that gets more frames in
+// the same pass is listed again: its writer, if still busy then, looks at
+// the mailbox again before it lets go.
+func (w *wakes) spill() {
+	if len(w.list) < spillAt {
+		return
+	}
+	part := w.list
+	w.list = nil
+	w.pass++
+	go flushAll(part)
+}
+
+// run ends a pass: it runs the listed clients' writers on the caller's
+// goroutine, holding no lock (a writer's close may unsubscribe its socket,
+// which takes the hub's). A client whose writer is busy is left to it;
+// that writer looks at the mailbox again before it lets go.
+func (w *wakes) run() {
+	flushAll(w.list)
+	clear(w.list)
+	w.list = w.list[:0]
+	w.pass++
+}
+
+func flushAll(cs []*client) {
+	for _, c := range cs {
+		c.flush()
+	}
 }
 
 // hubs is the replica's set of hubs, one per watched game.

@@ -196,6 +196,7 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 	p := s.poll
 	ps := &pollSocket{p: p, game: game, c: newClient(s.cfg.SendQueue), room: make(chan struct{}, 1)}
 	ps.c.wake = ps.wake
+	ps.c.flush = ps.flushHere
 	ps.busy.Store(true) // the backfill below is the first writer
 	up := nbws.NewUpgrader()
 	up.Engine = p.eng
@@ -266,6 +267,15 @@ func (ps *pollSocket) onMessage(c *nbws.Conn, typ nbws.MessageType, b []byte) {
 func (ps *pollSocket) wake() {
 	if ps.busy.CompareAndSwap(false, true) {
 		go ps.flush()
+	}
+}
+
+// flushHere runs the writer on the caller's goroutine unless one holds the
+// socket. nbio never blocks a write (what the kernel does not take it
+// keeps), so the tailer can write its pass's frames itself (see wakes).
+func (ps *pollSocket) flushHere() {
+	if ps.busy.CompareAndSwap(false, true) {
+		ps.flush()
 	}
 }
 

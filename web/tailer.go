@@ -19,6 +19,8 @@ type tailer struct {
 	boards     map[string]*board // by game: see board
 	boardTimer *time.Timer       // fires when a coalesced state frame is due
 	boardDue   time.Time         // when boardTimer fires; zero when disarmed
+
+	wakes wakes // the sockets a pass queued frames for (see broadcastTo)
 }
 
 func newTailer(s *Server, start int64) *tailer {
@@ -125,8 +127,10 @@ func (t *tailer) advance(seq int64) {
 
 // handOff encodes each line once and offers the shared bytes to every client
 // of its game's hub, then notes the games whose scoreboard may have moved
-// (see board: their state frames are coalesced).
+// (see board: their state frames are coalesced). Last, it writes what it
+// queued for the nbio engine's sockets itself (see wakes).
 func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
+	defer t.wakes.run()
 	now := time.Now()
 	var touched []string
 	seen := map[string]int64{} // touched game → its latest line's seq
@@ -140,7 +144,8 @@ func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 		}
 		f := lineFrame(l)
 		t.s.countEncoded(frameLine)
-		t.s.countSlow(h.broadcast(f))
+		t.s.countSlow(h.broadcastTo(f, &t.wakes))
+		t.wakes.spill()
 		if changesScoreboard(l.Kind) {
 			if _, ok := seen[l.Game]; !ok {
 				touched = append(touched, l.Game)
