@@ -67,8 +67,7 @@ func (t *tailer) sendBoard(ctx context.Context, game string, b *board, now time.
 	}
 	b.last, b.hub, b.subs = f.data, h, subs
 	t.s.countEncoded(frameState)
-	t.s.countSlow(h.broadcastTo(f, &t.wakes))
-	t.wakes.spill()
+	t.broadcast(h, f)
 }
 
 // armBoards makes the tailer's board timer fire at due at the latest.

@@ -126,34 +126,25 @@ type hub struct {
 // subscriptions returns how many clients have subscribed to h so far.
 func (h *hub) subscriptions() int64 { return h.subs.Load() }
 
-// broadcast offers f to every client; slow ones are dropped from the hub
-// (their own goroutine closes them). It returns how many were dropped.
-func (h *hub) broadcast(f frame) (dropped int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for c := range h.clients {
-		if !c.offer(f) {
-			delete(h.clients, c)
-			dropped++
-		}
-	}
-	return dropped
-}
+// broadcast offers f to every client and wakes their writers; slow ones
+// are dropped from the hub (their own goroutine closes them). It returns
+// how many were dropped.
+func (h *hub) broadcast(f frame) (dropped int) { return h.broadcastTo(f, nil) }
 
-// broadcastTo is broadcast for the tailer: a client whose frames the
-// caller can write itself (the nbio engine's) is not woken but listed in
-// w, once per pass, and the tailer writes to it when its pass has queued
+// broadcastTo is broadcast for the tailer: with w, a client whose frames
+// the caller can write itself (the nbio engine's) is not woken but listed
+// in w, once per pass, and the tailer writes to it when its pass has queued
 // every frame (wakes.run). A pass's frames then cost no goroutine per
 // socket and frame, and a socket's frames of one pass mostly go in one
 // write (docs/benchmarks.md, "the tailer writes").
 func (h *hub) broadcastTo(f frame, w *wakes) (dropped int) {
-	if w.pass == 0 {
+	if w != nil && w.pass == 0 {
 		w.pass = 1 // a new client's pass is 0: not yet listed
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := range h.clients {
-		if c.flush == nil {
+		if w == nil || c.flush == nil {
 			if !c.offer(f) {
 				delete(h.clients, c)
 				dropped++

@@ -118,6 +118,13 @@ func (t *tailer) poll(ctx context.Context) error {
 	}
 }
 
+// broadcast queues f for h's clients in the tailer's pass (see wakes) and
+// counts the clients dropped as slow.
+func (t *tailer) broadcast(h *hub, f frame) {
+	t.s.countSlow(h.broadcastTo(f, &t.wakes))
+	t.wakes.spill() // not under the hub's lock: a writer may take it
+}
+
 func (t *tailer) advance(seq int64) {
 	if seq > t.cursor {
 		t.cursor = seq
@@ -144,8 +151,7 @@ func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 		}
 		f := lineFrame(l)
 		t.s.countEncoded(frameLine)
-		t.s.countSlow(h.broadcastTo(f, &t.wakes))
-		t.wakes.spill()
+		t.broadcast(h, f)
 		if changesScoreboard(l.Kind) {
 			if _, ok := seen[l.Game]; !ok {
 				touched = append(touched, l.Game)
