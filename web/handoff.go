@@ -81,7 +81,6 @@ func (t *tailer) takeOwn(ctx context.Context) error {
 			// rest of the queue too.
 			return t.poll(ctx)
 		}
-		t.s.stats.handoffHits.Add(1)
 	}
 	return nil
 }
@@ -90,7 +89,8 @@ func (t *tailer) takeOwn(ctx context.Context) error {
 // the cursor (a store read got them first), their seqs run on from the
 // cursor without a hole, and reports whether it did. A hole may be a
 // peer's line not yet read, or a seq the store skipped: either way the
-// store knows, and the caller asks it.
+// store knows, and the caller asks it. A hit is counted before the
+// frames go out, so a client that has them sees it in Stats.
 func (t *tailer) direct(ctx context.Context, ls []store.Line) bool {
 	i := 0
 	for i < len(ls) && ls[i].Seq <= t.cursor {
@@ -102,6 +102,7 @@ func (t *tailer) direct(ctx context.Context, ls []store.Line) bool {
 			return false
 		}
 	}
+	t.s.stats.handoffHits.Add(1)
 	if len(ls) == 0 {
 		return true
 	}
