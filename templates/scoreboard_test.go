@@ -50,15 +50,58 @@ func TestScoreboardClasses(t *testing.T) {
 	}
 }
 
-// classesOf renders b and returns the class attribute of every element
-// whose first class is first, in document order.
-func classesOf(t *testing.T, b store.Scoreboard, first string) []string {
+// TestScoreboardMarkup holds the panel's markup well formed for every
+// status and player mix: no element carries an attribute twice, or one
+// named like templ's keywords (an `else if` chain among a tag's attributes
+// once rendered as `else class="…" else class="…"`, which html.Parse
+// hides by keeping the first class), and a score reads "40 points", not
+// "40points", to a screen reader.
+func TestScoreboardMarkup(t *testing.T) {
+	players := []store.Player{
+		{Name: "ada", Present: true, Score: 40, LastGuess: "🍎🍌", LastExact: 1},
+		{Name: "bo", Score: 30},
+		{Name: "cy", Present: true},
+	}
+	for _, st := range []event.Status{event.StatusWaiting, event.StatusPlaying, event.StatusOver, "odd"} {
+		for _, ps := range [][]store.Player{nil, players, {{Name: "ada", Score: 40}}, {{Name: "cy", Present: true}}} {
+			b := store.Scoreboard{Game: store.Game{Name: "g", Status: st, Rounds: 3, Round: 1, Palette: "🍎🍌"}, Players: ps}
+			out := render(t, b)
+			z := html.NewTokenizer(strings.NewReader(out))
+			for tt := z.Next(); tt != html.ErrorToken; tt = z.Next() {
+				if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+					continue
+				}
+				tok := z.Token()
+				seen := map[string]bool{}
+				for _, a := range tok.Attr {
+					if seen[a.Key] || a.Key == "else" || a.Key == "if" {
+						t.Fatalf("status %q, %d players: <%s> has attribute %q twice or stray: %s", st, len(ps), tok.Data, a.Key, out)
+					}
+					seen[a.Key] = true
+				}
+			}
+			if len(ps) > 0 && !strings.Contains(out, `40<span class="sr"> points</span>`) && ps[0].Score == 40 {
+				t.Errorf("status %q: the score's spoken unit is not spaced: %s", st, out)
+			}
+		}
+	}
+}
+
+// render renders b's panel.
+func render(t *testing.T, b store.Scoreboard) string {
 	t.Helper()
 	var sb strings.Builder
 	if err := templates.Scoreboard(b).Render(context.Background(), &sb); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := html.Parse(strings.NewReader(sb.String()))
+	return sb.String()
+}
+
+// classesOf renders b and returns the class attribute of every element
+// whose first class is first, in document order.
+func classesOf(t *testing.T, b store.Scoreboard, first string) []string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(render(t, b)))
 	if err != nil {
 		t.Fatal(err)
 	}
