@@ -177,7 +177,6 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 	}
 	c.ok()
 	if trimmedPast(info, pos) {
-		c.stats.gaps.Add(1)
 		have := pos
 		if have == "" {
 			have = "nothing"
@@ -187,6 +186,8 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 			"first_entry", info.FirstEntry.ID, "entries_added", info.EntriesAdded, "length", info.Length)
 		c.note(fmt.Sprintf("gap: %s lost entries after the store's position %s (the stream now starts at %s); their lines cannot be recovered",
 			gameOf(st.key), have, info.FirstEntry.ID))
+		// Counted after the note: whoever sees the count finds the note.
+		c.stats.gaps.Add(1)
 	}
 	if !trimmedPast(info, pos) {
 		only, err := c.onlyPending(ctx, st.key, pos, last)
