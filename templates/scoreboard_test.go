@@ -80,7 +80,7 @@ func TestScoreboardMarkup(t *testing.T) {
 					seen[a.Key] = true
 				}
 			}
-			if len(ps) > 0 && !strings.Contains(out, `40<span class="sr"> points</span>`) && ps[0].Score == 40 {
+			if len(ps) > 0 && ps[0].Score == 40 && !strings.Contains(out, `40<span class="sr"> points</span>`) {
 				t.Errorf("status %q: the score's spoken unit is not spaced: %s", st, out)
 			}
 		}

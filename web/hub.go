@@ -138,27 +138,20 @@ func (h *hub) broadcast(f frame) (dropped int) { return h.broadcastTo(f, nil) }
 // socket and frame, and a socket's frames of one pass mostly go in one
 // write (docs/benchmarks.md, "the tailer writes").
 func (h *hub) broadcastTo(f frame, w *wakes) (dropped int) {
-	if w != nil && w.pass == 0 {
-		w.pass = 1 // a new client's pass is 0: not yet listed
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := range h.clients {
-		if w == nil || c.flush == nil {
-			if !c.offer(f) {
-				delete(h.clients, c)
-				dropped++
+		var ok bool
+		if w != nil && c.flush != nil {
+			if ok = c.put(f); ok {
+				w.add(c)
 			}
-			continue
+		} else {
+			ok = c.offer(f)
 		}
-		if !c.put(f) {
+		if !ok {
 			delete(h.clients, c)
 			dropped++
-			continue
-		}
-		if c.pass != w.pass {
-			c.pass = w.pass
-			w.list = append(w.list, c)
 		}
 	}
 	return dropped
@@ -167,8 +160,17 @@ func (h *hub) broadcastTo(f frame, w *wakes) (dropped int) {
 // wakes lists the clients a tailer's pass queued frames for without waking
 // them (see broadcastTo). It belongs to the tailer's goroutine.
 type wakes struct {
-	pass uint64
+	done uint64 // passes ended (and spills): the current pass is done+1
 	list []*client
+}
+
+// add lists c unless the current pass listed it already. Passes count
+// from 1, so a new client (pass 0) is never taken for listed.
+func (w *wakes) add(c *client) {
+	if c.pass != w.done+1 {
+		c.pass = w.done + 1
+		w.list = append(w.list, c)
+	}
 }
 
 // spillAt is how many listed sockets a pass writes to on the tailer's
@@ -189,7 +191,7 @@ func (w *wakes) spill() {
 	}
 	part := w.list
 	w.list = nil
-	w.pass++
+	w.done++
 	go flushAll(part)
 }
 
@@ -201,7 +203,7 @@ func (w *wakes) run() {
 	flushAll(w.list)
 	clear(w.list)
 	w.list = w.list[:0]
-	w.pass++
+	w.done++
 }
 
 func flushAll(cs []*client) {
