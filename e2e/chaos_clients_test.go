@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/codemojex/feed/internal/testkit/boardpatch"
 )
 
 // chaosClient follows one game's live feed as the page does: it loads the
@@ -40,8 +42,9 @@ type chaosClient struct {
 	store                                          string           // the store's id; "" until (re)loaded
 	seen                                           map[string]int64 // EVT id → seq: the page's dedupe by id
 	conns, drops, dialFails, lines, states, resets int
-	reloads                                        int
-	doubled                                        int // lines received at or below the cursor, or twice
+	boards, reloads                                int
+	panel                                          string // the scoreboard this socket's frames add up to
+	doubled                                        int    // lines received at or below the cursor, or twice
 }
 
 // chaosClients are the run's websocket clients.
@@ -126,6 +129,7 @@ func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string
 	conn.SetReadLimit(1 << 20)
 	cl.mu.Lock()
 	cl.conns++
+	cl.panel = "" // a new socket starts with a whole panel
 	cl.mu.Unlock()
 	for n := 0; ; n++ {
 		typ, b, err := conn.Read(ctx)
@@ -156,13 +160,22 @@ func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string
 
 // frame applies one frame as the page would, recording every breach of the
 // resume contract: a line at or below the cursor, an id twice, a line of
-// another game or without its own id in its HTML, a reset.
+// another game or without its own id in its HTML, a reset; and a board
+// frame that keeps a row the socket's panel does not have.
 func (cl *chaosClient) frame(addr string, f frame) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	switch f.T {
 	case "state":
 		cl.states++
+		cl.panel = f.HTML
+	case "board":
+		cl.boards++
+		panel, err := boardpatch.Apply(cl.panel, f.HTML)
+		if err != nil {
+			cl.errs.add("client %d (%s) on %s: board frame after seq %d: %v", cl.idx, cl.game, addr, cl.cursor, err)
+		}
+		cl.panel = panel
 	case "reset":
 		cl.resets++
 		if !cl.lost.Load() {
@@ -329,15 +342,15 @@ func (cs *chaosClients) check(t *testing.T, st storeView) (lost, doubled int) {
 
 // figures sums the clients' counters for the log.
 func (cs *chaosClients) figures() string {
-	var conns, drops, fails, lines, states, resets, reloads int
+	var conns, drops, fails, lines, states, boards, resets, reloads int
 	for _, cl := range cs.all {
 		cl.mu.Lock()
-		conns, drops, fails, lines, states = conns+cl.conns, drops+cl.drops, fails+cl.dialFails, lines+cl.lines, states+cl.states
+		conns, drops, fails, lines, states, boards = conns+cl.conns, drops+cl.drops, fails+cl.dialFails, lines+cl.lines, states+cl.states, boards+cl.boards
 		resets, reloads = resets+cl.resets, reloads+cl.reloads
 		cl.mu.Unlock()
 	}
-	return fmt.Sprintf("%d clients, %d connections, %d drops, %d refused dials, %d line frames, %d state frames, %d resets, %d page loads",
-		len(cs.all), conns, drops, fails, lines, states, resets, reloads)
+	return fmt.Sprintf("%d clients, %d connections, %d drops, %d refused dials, %d line frames, %d state frames, %d board frames, %d resets, %d page loads",
+		len(cs.all), conns, drops, fails, lines, states, boards, resets, reloads)
 }
 
 // diff returns the elements of sorted want missing from sorted got, and

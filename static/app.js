@@ -265,13 +265,35 @@
       });
     }
 
-    function replaceBoard(html) {
-      var next = parse(html);
+    function replaceBoard(next) {
       var old = document.getElementById('scoreboard');
       if (!next || !old) return;
       var was = old.querySelector('details'), now = next.querySelector('details');
       if (was && now) now.open = was.open; // the reader's choice stays
       old.replaceWith(next);
+    }
+
+    // patchBoard applies a board frame: a panel in which a stub
+    // <li data-keep data-player="NAME"> stands for the row this page shows
+    // for NAME (the server stubs the rows that did not change since its
+    // last panel). It returns false when a stub has no such row: the page
+    // missed a panel, and a new socket starts with a whole one.
+    function patchBoard(html) {
+      var next = parse(html);
+      var old = document.getElementById('scoreboard');
+      if (!next || !old) return true;
+      var rows = new Map();
+      old.querySelectorAll('li[data-player]').forEach(function (li) {
+        rows.set(li.getAttribute('data-player'), li);
+      });
+      var stubs = next.querySelectorAll('li[data-keep]');
+      for (var i = 0; i < stubs.length; i++) {
+        var row = rows.get(stubs[i].getAttribute('data-player'));
+        if (!row) return false;
+        stubs[i].replaceWith(row);
+      }
+      replaceBoard(next);
+      return true;
     }
 
     // --- the socket ----------------------------------------------------------------
@@ -306,7 +328,10 @@
           noteSeq(f.seq);
           break;
         case 'state':
-          replaceBoard(f.html);
+          replaceBoard(parse(f.html));
+          break;
+        case 'board':
+          if (!patchBoard(f.html) && ws) ws.close();
           break;
         case 'watching':
           if (watching) {

@@ -1,28 +1,35 @@
 package web
 
 import (
-	"bytes"
 	"context"
+	"slices"
 	"time"
+
+	"github.com/codemojex/feed/store"
+	"github.com/codemojex/feed/templates"
 )
 
 // board is the tailer's record of one game's scoreboard frames.
 //
 // State frames are coalesced: after a line that can move the scoreboard,
-// its game's state frame goes out at once if none went out in the last
+// its game's panel goes out at once if none went out in the last
 // Config.StateEvery, else when that period ends, carrying every change
-// since. And a frame whose bytes equal the last one broadcast to the hub is
-// not sent, unless a websocket subscribed since (its backfill read a state
-// of its own, which may differ). At 1,000 events/s over 100 games the
+// since. A panel equal to the last one broadcast to the hub is not sent,
+// and one that differs goes out as a board frame, its unchanged rows
+// stubbed (templates.ScoreboardPatch), since every client of the hub shows
+// the last one. Both hold only while no websocket subscribed since: its
+// backfill sent a state of its own, which may differ, so the next panel
+// goes out whole, as a state frame. At 1,000 events/s over 100 games the
 // tailer read and rendered a scoreboard after almost every line (10 % of
-// the renderer's CPU, 1.89 frames per line).
+// the renderer's CPU, 1.89 frames per line), and whole panels were most of
+// the bytes on the wire and the tail of the latency (docs/benchmarks.md).
 type board struct {
-	sentAt  time.Time // when the last state frame of this game was made
-	last    []byte    // its bytes
-	hub     *hub      // the hub it was sent to
-	subs    int64     // and that hub's subscription count then
-	pending bool      // a change waits for sentAt + StateEvery
-	seq     int64     // the seq of the game's latest line handed off
+	sentAt  time.Time        // when the last panel of this game was made
+	last    store.Scoreboard // the panel last broadcast
+	hub     *hub             // the hub it was sent to
+	subs    int64            // and that hub's subscription count then
+	pending bool             // a change waits for sentAt + StateEvery
+	seq     int64            // the seq of the game's latest line handed off
 }
 
 // boardChanged notes that a line of game, of seq, that can move the
@@ -43,8 +50,8 @@ func (t *tailer) boardChanged(ctx context.Context, game string, seq int64, now t
 	t.armBoards(due)
 }
 
-// sendBoard reads and renders game's scoreboard and broadcasts it unless
-// every client already has those bytes.
+// sendBoard reads game's scoreboard and broadcasts it, as a state or a
+// board frame, unless every client already shows it.
 func (t *tailer) sendBoard(ctx context.Context, game string, b *board, now time.Time) {
 	b.pending = false
 	h := t.s.hubs.get(game)
@@ -53,7 +60,7 @@ func (t *tailer) sendBoard(ctx context.Context, game string, b *board, now time.
 		return
 	}
 	subs := h.subscriptions()
-	f, err := stateFrame(ctx, t.s.cfg.Store, game, b.seq)
+	sb, err := scoreboard(ctx, t.s.cfg.Store, game, b.seq)
 	if err != nil {
 		// The lines went out; a missing scoreboard refresh heals with
 		// the game's next line.
@@ -61,13 +68,33 @@ func (t *tailer) sendBoard(ctx context.Context, game string, b *board, now time.
 		return
 	}
 	b.sentAt = now
-	if h == b.hub && subs == b.subs && bytes.Equal(f.data, b.last) {
+	shown := h == b.hub && subs == b.subs // every client shows b.last
+	if shown && templates.SamePanel(b.last, sb) {
 		t.s.stats.statesSkipped.Add(1)
 		return
 	}
-	b.last, b.hub, b.subs = f.data, h, subs
-	t.s.countEncoded(frameState)
+	var keep []bool // nil: the whole panel
+	if shown {
+		t.keep = templates.PatchRows(b.last, sb, t.keep)
+		if slices.Contains(t.keep, true) {
+			keep = t.keep
+		}
+	}
+	f, err := boardFrame(ctx, sb, keep)
+	if err != nil {
+		t.s.log.Warn("web: scoreboard", "game", game, "err", err)
+		return
+	}
+	b.last, b.hub, b.subs = sb, h, subs
+	t.s.countEncoded(f.kind())
 	t.broadcast(h, f)
+	if keep != nil && h.subscriptions() != subs {
+		// A websocket subscribed while the patch was made: it may have
+		// got it on top of a panel of its own, read at another time. A
+		// whole panel follows within the period.
+		b.pending = true
+		t.armBoards(now.Add(t.s.cfg.StateEvery))
+	}
 }
 
 // armBoards makes the tailer's board timer fire at due at the latest.

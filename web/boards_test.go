@@ -145,3 +145,59 @@ func TestStateFramesFollowPeers(t *testing.T) {
 		}
 	}
 }
+
+// A panel that differs from the last one broadcast goes out as a board
+// frame, its unchanged rows stubbed, which adds up to the store's panel;
+// after a new subscription the next panel goes out whole, since the new
+// socket's panel came from its own backfill.
+func TestBoardFramesPatchThePanel(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.StateEvery = time.Millisecond })
+	g := e.gen("g1")
+	for _, p := range []string{"ada", "brian", "chloé"} {
+		e.own(e.db, g.ev(t, event.KindPlayerJoined, "player", p, "avatar", "🦊"))
+	}
+	w := e.dial("g1", 0)
+	panel := func(w *wsClient, what string) wireFrame {
+		t.Helper()
+		want := e.boardHTML("g1")
+		for {
+			f, err := w.read(5 * time.Second)
+			if err != nil {
+				t.Fatalf("%s: no frame shows the store's panel: %v\nwant %s", what, err, want)
+			}
+			if f.T == "state" && f.HTML == want {
+				return f
+			}
+		}
+	}
+	panel(w, "connect")
+	// The first panel after the subscription goes out whole.
+	e.own(e.db, g.ev(t, event.KindGuess, "player", "chloé", "guess", "🍎🍌🍇🍓", "exact", "0", "near", "0"))
+	if f := panel(w, "a guess after the subscription"); f.Patch {
+		t.Fatalf("the panel after a new subscription came as a board frame, want it whole")
+	}
+	before := e.srv.Stats()
+	e.own(e.db, g.ev(t, event.KindGuess, "player", "brian", "guess", "🍒🥝🍋🫐", "exact", "3", "near", "0"))
+	if f := panel(w, "a guess"); !f.Patch {
+		t.Fatalf("a guess by one of three players came as a whole panel, want a board frame")
+	}
+	if s := e.srv.Stats(); s.BoardsEncoded != before.BoardsEncoded+1 || s.StatesEncoded != before.StatesEncoded {
+		t.Fatalf("frames encoded for one guess: boards %d → %d, states %d → %d; want one board frame",
+			before.BoardsEncoded, s.BoardsEncoded, before.StatesEncoded, s.StatesEncoded)
+	}
+
+	w2 := e.dial("g1", 0)
+	panel(w2, "the second socket's connect")
+	e.own(e.db, g.ev(t, event.KindGuess, "player", "ada", "guess", "🍎🍌🍇🍓", "exact", "1", "near", "2"))
+	for _, c := range []*wsClient{w, w2} {
+		if f := panel(c, "a guess after a subscription"); f.Patch {
+			t.Fatalf("the panel after a new subscription came as a board frame, want it whole")
+		}
+	}
+	e.own(e.db, g.ev(t, event.KindRoundWon, "player", "chloé", "round", "1", "points", "10"))
+	for _, c := range []*wsClient{w, w2} {
+		if f := panel(c, "a round won"); !f.Patch {
+			t.Fatalf("a round won came as a whole panel, want a board frame (the leader's row and the order change)")
+		}
+	}
+}

@@ -30,11 +30,14 @@
 // # Websocket
 //
 // Frames are JSON text: {"t":"line","seq":N,"id":"evt_…","html":"<li …>…</li>"},
-// {"t":"state","html":"<aside id=\"scoreboard\" …>"} and {"t":"reset"}. On
+// {"t":"state","html":"<aside id=\"scoreboard\" …>"},
+// {"t":"board","html":"<aside id=\"scoreboard\" …>"} and {"t":"reset"}. On
 // connect the server subscribes the socket to its game's hub first, then
 // sends a state frame and every line with seq > after (in seq order, from the
-// store), then live lines and state frames (coalesced: at most one per game
-// per Config.StateEvery, none when the panel did not change). Live lines
+// store), then live lines and scoreboard panels (coalesced: at most one per
+// game per Config.StateEvery, none when the panel did not change). A panel
+// goes out as a board frame, its unchanged rows stubbed, when every client
+// of the hub shows the last one (boards.go), else whole. Live lines
 // come from the tailer, which reads the store after a doorbell or its tick,
 // and takes the lines this process committed from Server.Committed without a
 // store read when their seqs follow its cursor. Live lines at or below the last backfilled seq are

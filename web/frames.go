@@ -18,6 +18,7 @@ import (
 const (
 	frameLine  = "line"
 	frameState = "state"
+	frameBoard = "board"
 	frameReset = "reset"
 	frameProbe = "probe"
 
@@ -91,21 +92,38 @@ func lineFrame(l store.Line) frame {
 
 var resetFrame = encode(wireFrame{T: frameReset})
 
-// stateFrame renders game's scoreboard panel, as of seq at least, into a
-// state frame.
-func stateFrame(ctx context.Context, st Store, game string, seq int64) (frame, error) {
+// scoreboard reads game's scoreboard as of seq at least.
+func scoreboard(ctx context.Context, st Store, game string, seq int64) (store.Scoreboard, error) {
 	b, err := st.ScoreboardAt(ctx, game, seq)
 	if errors.Is(err, store.ErrNotFound) {
 		// Nothing stored yet: the panel of a game that has not started.
-		b, err = store.Scoreboard{Game: store.Game{Name: game, Status: event.StatusWaiting}}, nil
+		return store.Scoreboard{Game: store.Game{Name: game, Status: event.StatusWaiting}}, nil
 	}
+	return b, err
+}
+
+// stateFrame renders game's scoreboard panel, as of seq at least, into a
+// state frame.
+func stateFrame(ctx context.Context, st Store, game string, seq int64) (frame, error) {
+	b, err := scoreboard(ctx, st, game, seq)
 	if err != nil {
 		return frame{}, err
 	}
+	return boardFrame(ctx, b, nil)
+}
+
+// boardFrame renders b's panel into a state frame, or with keep into a
+// board frame whose kept rows are stubs (templates.ScoreboardPatch).
+func boardFrame(ctx context.Context, b store.Scoreboard, keep []bool) (frame, error) {
 	sb := bufpool.Get()
 	defer bufpool.Put(sb)
-	if err := templates.Scoreboard(b).Render(ctx, sb); err != nil {
+	c, f := templates.Scoreboard(b), frame{}
+	if keep != nil {
+		c, f.typ = templates.ScoreboardPatch(b, keep), frameBoard
+	}
+	if err := c.Render(ctx, sb); err != nil {
 		return frame{}, err
 	}
-	return frame{data: encodeHTML(wireFrame{T: frameState}, sb.Bytes())}, nil
+	f.data = encodeHTML(wireFrame{T: f.kind()}, sb.Bytes())
+	return f, nil
 }

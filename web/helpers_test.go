@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/boardpatch"
 	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
@@ -199,12 +200,17 @@ type wireFrame struct {
 	ID   string `json:"id"`
 	HTML string `json:"html"`
 	N    int    `json:"n"`
+
+	// Patch is set on a board frame, which readAny hands on as the state
+	// frame it adds up to: its HTML the whole panel the page would show.
+	Patch bool `json:"-"`
 }
 
 // wsClient is a real websocket client of the server.
 type wsClient struct {
-	tb testing.TB
-	c  *websocket.Conn
+	tb    testing.TB
+	c     *websocket.Conn
+	panel string // the scoreboard panel its frames add up to
 }
 
 func (e *env) dial(game string, after int64) *wsClient {
@@ -236,7 +242,8 @@ func (w *wsClient) read(timeout time.Duration) (wireFrame, error) {
 	}
 }
 
-// readAny returns the next frame or the read error.
+// readAny returns the next frame or the read error. A board frame comes
+// as the state frame it adds up to (wireFrame.Patch).
 func (w *wsClient) readAny(timeout time.Duration) (wireFrame, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -250,6 +257,17 @@ func (w *wsClient) readAny(timeout time.Duration) (wireFrame, error) {
 	var f wireFrame
 	if err := json.Unmarshal(b, &f); err != nil {
 		return wireFrame{}, fmt.Errorf("frame %q: %w", b, err)
+	}
+	switch f.T {
+	case "board":
+		html, err := boardpatch.Apply(w.panel, f.HTML)
+		if err != nil {
+			return wireFrame{}, fmt.Errorf("board frame on top of %q: %w", w.panel, err)
+		}
+		f.T, f.HTML, f.Patch = "state", html, true
+		fallthrough
+	case "state":
+		w.panel = f.HTML
 	}
 	return f, nil
 }

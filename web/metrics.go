@@ -39,7 +39,7 @@ var (
 
 // frameTypes are the frame types a Server sends and counts, in the order
 // of the per-type counters (frameIndex).
-var frameTypes = [...]string{frameLine, frameState, frameWatching, frameReset}
+var frameTypes = [...]string{frameLine, frameState, frameBoard, frameWatching, frameReset}
 
 // byFrame is a counter kept per frame type.
 type byFrame [len(frameTypes)]atomic.Int64
@@ -124,8 +124,8 @@ var metrics = counterset.New(
 	counterset.Gauge("codemojex_web_websocket_clients", "Open websocket connections.",
 		func(c *counters) int64 { return c.clients.Load() }),
 	frameCounter("codemojex_web_frames_sent_total",
-		"Websocket frames written, by frame type (line, state, watching, reset).",
-		[]string{frameLine, frameState}, func(c *counters) *byFrame { return &c.sent }),
+		"Websocket frames written, by frame type (line, state, board, watching, reset).",
+		[]string{frameLine, frameState, frameBoard}, func(c *counters) *byFrame { return &c.sent }),
 	frameCounter("codemojex_web_hub_frames_encoded_total",
 		"Frames encoded by the tailer for a hub (once per frame per game, shared by its clients).",
 		nil, func(c *counters) *byFrame { return &c.encoded }),

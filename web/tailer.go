@@ -19,6 +19,7 @@ type tailer struct {
 	boards     map[string]*board // by game: see board
 	boardTimer *time.Timer       // fires when a coalesced state frame is due
 	boardDue   time.Time         // when boardTimer fires; zero when disarmed
+	keep       []bool            // sendBoard's rows to stub, reused
 
 	wakes wakes // the sockets a pass queued frames for (see broadcastTo)
 }

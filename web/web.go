@@ -233,7 +233,8 @@ type Stats struct {
 	Conns         int64 // HTTP connections open (a websocket leaves this count at its handshake)
 	Hubs          int64 // games with at least one websocket
 	LinesEncoded  int64 // line frames the tailer encoded (once per line per watched game, shared by its clients)
-	StatesEncoded int64 // state frames the tailer encoded (once per tail batch per touched game)
+	StatesEncoded int64 // state frames the tailer encoded: whole scoreboard panels (see boards.go)
+	BoardsEncoded int64 // board frames the tailer encoded: panels with unchanged rows stubbed
 	FramesSent    int64 // frames written to websockets
 	SlowCloses    int64 // websockets closed for not keeping up
 	Resets        int64 // reset frames sent
@@ -243,8 +244,8 @@ type Stats struct {
 	// without a store read; HandoffMisses those that needed one (their
 	// seqs did not follow the tailer's cursor).
 	HandoffHits, HandoffMisses int64
-	// StatesSkipped counts state frames not sent because the hub's clients
-	// had those bytes already.
+	// StatesSkipped counts scoreboard frames not sent because the hub's
+	// clients showed that panel already.
 	StatesSkipped int64
 }
 
@@ -359,6 +360,7 @@ func (s *Server) Stats() Stats {
 		Hubs:          int64(s.hubs.len()),
 		LinesEncoded:  s.stats.encoded.get(frameLine),
 		StatesEncoded: s.stats.encoded.get(frameState),
+		BoardsEncoded: s.stats.encoded.get(frameBoard),
 		FramesSent:    s.stats.sent.sum(),
 		SlowCloses:    s.stats.slowCloses.Load(),
 		Resets:        s.stats.resets.Load(),

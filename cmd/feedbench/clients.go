@@ -58,7 +58,8 @@ func runClients(ctx context.Context, args []string) error {
 		_, _ = proc.Poll(ctx, *wait, "deliveries", func() (bool, error) {
 			return len(sw.Deliveries()) >= expected+*backfilled**n, nil
 		})
-		rep := bench.ClientReport{Connected: *n, Frames: sw.Frames(), Deliveries: sw.Deliveries()}
+		frames, _ := sw.Received()
+		rep := bench.ClientReport{Connected: *n, Frames: frames, Deliveries: sw.Deliveries()}
 		var derr error
 		rep.Dropped, derr = sw.Dropped()
 		if derr != nil {

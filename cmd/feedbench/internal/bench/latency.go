@@ -90,6 +90,8 @@ type latencyPhase struct {
 	// measured window; FramesPerLine divides it by the line deliveries.
 	Frames        int64
 	FramesPerLine float64
+	// BytesPerLine is the frames' payload bytes per line delivery.
+	BytesPerLine float64
 	// WindowP99 is the p99 of each second of the measured window (by send
 	// time), sorted: a shared machine's busy spells show as a few bad
 	// seconds rather than a higher p99 everywhere.
@@ -152,7 +154,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 		return res, err
 	}
 	w.Reset()
-	frames0 := sw.Frames()
+	frames0, bytes0 := sw.Received()
 	stopProfile, err := startCPUProfile(cpuProfile)
 	if err != nil {
 		return res, err
@@ -203,9 +205,11 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	if dump != "" {
 		dumpDeliveries(dump, w, from, sw.Deliveries())
 	}
-	res.Frames = sw.Frames() - frames0
+	frames1, bytes1 := sw.Received()
+	res.Frames = frames1 - frames0
 	if len(lat) > 0 {
 		res.FramesPerLine = float64(res.Frames) / float64(len(lat))
+		res.BytesPerLine = float64(bytes1-bytes0) / float64(len(lat))
 	}
 	res.Q = Summarize(lat)
 	res.Dropped, _ = sw.Dropped()
@@ -249,8 +253,8 @@ func (r LatencyResult) Rows() []Row {
 			Value: r.perCommit()},
 		{Bench: "latency", Metric: "deliveries received / expected (clients dropped)",
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
-		{Bench: "latency", Metric: "websocket frames received per line delivered (line + scoreboard state frames)",
-			Value: fmt.Sprintf("%.2f", r.FramesPerLine)},
+		{Bench: "latency", Metric: "websocket frames, and their payload bytes, received per line delivered (line + scoreboard state and board frames)",
+			Value: fmt.Sprintf("%.2f; %.0f B", r.FramesPerLine, r.BytesPerLine)},
 		{Bench: "latency", Metric: "CPU while writing, in cores: renderer / feedbench (clients + writer) / redis-server",
 			Value: r.cpuString()},
 	}
@@ -261,8 +265,8 @@ func (r LatencyResult) Rows() []Row {
 	rows = append(rows,
 		Row{Bench: "latency", Metric: fmt.Sprintf("baseline: bare broadcaster (coder/websocket, frames pre-rendered, Redis PUBLISH → frame), same clients, rate and mix; %d lines", b.Sent),
 			Value: fmt.Sprintf("p50 %s · p99 %s · max %s", ms(b.Q.P50), ms(b.Q.P99), ms(b.Q.Max))},
-		Row{Bench: "latency", Metric: "baseline: deliveries received / expected (clients dropped); frames per line",
-			Value: fmt.Sprintf("%d / %d (%d dropped); %.2f", b.Q.N, b.Expected, b.Dropped, b.FramesPerLine)},
+		Row{Bench: "latency", Metric: "baseline: deliveries received / expected (clients dropped); frames and payload bytes per line",
+			Value: fmt.Sprintf("%d / %d (%d dropped); %.2f; %.0f B", b.Q.N, b.Expected, b.Dropped, b.FramesPerLine, b.BytesPerLine)},
 		Row{Bench: "latency", Metric: "baseline: CPU while writing, in cores: broadcaster / feedbench / redis-server",
 			Value: fmt.Sprintf("%.2f / %.2f / %.2f", b.RendererCores, b.BenchCores, b.RedisCores)},
 	)

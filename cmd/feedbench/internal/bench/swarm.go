@@ -48,6 +48,7 @@ type wsClient struct {
 
 	mu         sync.Mutex
 	frames     int64
+	bytes      int64 // payload bytes of the frames
 	deliveries []Delivery
 	err        error
 }
@@ -159,6 +160,7 @@ func (c *wsClient) record(data []byte, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.frames++
+	c.bytes += int64(len(data))
 	const key = `"id":"`
 	i := bytes.Index(data, []byte(key))
 	if i < 0 {
@@ -183,15 +185,15 @@ func (s *Swarm) Deliveries() []Delivery {
 	return out
 }
 
-// Frames returns the number of frames received by all clients.
-func (s *Swarm) Frames() int64 {
-	var n int64
+// Received returns the number of frames received by all clients, and their
+// payload bytes.
+func (s *Swarm) Received() (frames, bytes int64) {
 	for _, c := range s.clients {
 		c.mu.Lock()
-		n += c.frames
+		frames, bytes = frames+c.frames, bytes+c.bytes
 		c.mu.Unlock()
 	}
-	return n
+	return frames, bytes
 }
 
 // Dropped returns how many clients lost their connection, and the first

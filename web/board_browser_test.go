@@ -1,0 +1,74 @@
+package web_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/web"
+)
+
+// boardIs is a script that reports whether the page's scoreboard is the
+// panel html as a fresh page would show it (the reader's open or closed
+// <details> aside).
+func boardIs(html string) string {
+	return `(() => {
+		const t = document.createElement('template');
+		t.innerHTML = ` + strconv.Quote(html) + `;
+		const want = t.content.firstElementChild, got = document.getElementById('scoreboard');
+		if (!want || !got) return false;
+		want.querySelector('details').open = got.querySelector('details').open;
+		return got.isEqualNode(want);
+	})()`
+}
+
+// The page applies board frames, panels whose unchanged rows are stubs, and
+// shows what the store holds after every change, the rows kept where the
+// patch says. A page that lacks a row a patch keeps (here: removed by hand)
+// cannot apply it: it takes a new socket, whose whole panel heals it,
+// without a reload.
+func TestBrowserBoardPatches(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.StateEvery = time.Millisecond })
+	g := e.gen("g1")
+	for _, p := range []string{"ada", "brian", "chloé", `"q&a"`} {
+		e.upsert(g.ev(t, event.KindPlayerJoined, "player", p, "avatar", "🦊"))
+	}
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1`))
+
+	steps := []struct {
+		kind string
+		kv   []string
+	}{
+		{event.KindGuess, []string{"player", "brian", "guess", "🍒🥝🍋🫐", "exact", "3", "near", "0"}},
+		{event.KindGuess, []string{"player", `"q&a"`, "guess", "🍎🍌🍇🍓", "exact", "1", "near", "2"}},
+		{event.KindRoundWon, []string{"player", "chloé", "round", "1", "points", "10"}},
+		{event.KindGuess, []string{"player", "ada", "guess", "🍎🍌🍇🍓", "exact", "0", "near", "1"}},
+		{event.KindRoundWon, []string{"player", "ada", "round", "2", "points", "30"}},
+		{event.KindPlayerLeft, []string{"player", "brian"}},
+	}
+	before := e.srv.Stats().BoardsEncoded
+	for i, s := range steps {
+		e.upsert(g.ev(t, s.kind, s.kv...))
+		b.until("the panel after step "+strconv.Itoa(i)+" ("+s.kind+")", boardIs(e.boardHTML("g1")))
+	}
+	if n := e.srv.Stats().BoardsEncoded - before; n == 0 {
+		t.Fatalf("no board frame encoded for %d changes of one row or two", len(steps))
+	}
+
+	// The page loses a row: the next patch keeps it, and cannot be applied.
+	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('li[data-player="ada"]').remove()`))
+	e.upsert(g.ev(t, event.KindGuess, "player", "chloé", "guess", "🍒🥝🍋🫐", "exact", "4", "near", "0"))
+	b.until("a new socket", `document.getElementById('game').dataset.closeCode !== undefined`)
+	b.until("the whole panel again", boardIs(e.boardHTML("g1")))
+	b.until("live again", `document.querySelector('#conn').dataset.state === 'live'`)
+	if n := b.num(`window.__mark || 0`); n != 1 {
+		t.Fatalf("the page reloaded")
+	}
+	b.noProblems()
+}
