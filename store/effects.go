@@ -97,6 +97,9 @@ func (fx *effects) add(e *Event, storedAt int64) {
 			g.infoEvt, g.title, g.palette = id, f["title"], f["palette"]
 			g.rounds, g.codeLen = atoi(f["rounds"]), atoi(f["code_length"])
 		}
+		// A game's stream may hold match after match: a new one starts
+		// before its first round, not at the last match's.
+		g.setRound(id, 0)
 		g.setStatus(id, event.StatusPlaying, "")
 	case event.KindRoundStarted:
 		g.setRound(id, atoi(f["round"]))

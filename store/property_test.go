@@ -39,7 +39,7 @@ func model(evs []store.Event) map[string]store.Scoreboard {
 		switch e.Kind {
 		case event.KindGameStarted:
 			b.Game.Title, b.Game.Rounds, b.Game.CodeLen, b.Game.Palette = f["title"], n("rounds"), n("code_length"), f["palette"]
-			b.Game.Status, b.Game.Winner = event.StatusPlaying, ""
+			b.Game.Round, b.Game.Status, b.Game.Winner = 0, event.StatusPlaying, ""
 		case event.KindRoundStarted:
 			b.Game.Round, b.Game.Status, b.Game.Winner = n("round"), event.StatusPlaying, ""
 		case event.KindGameOver:

@@ -333,3 +333,44 @@ func TestPageIsOneSnapshot(t *testing.T) {
 	}
 	t.Logf("%d pages read while writing", pages)
 }
+
+// A game's stream may hold match after match: a new game_started takes
+// the round back to 0 (not "round 5/4" under the new match's 4 rounds),
+// newer-wins like every state, so an older game_started delivered late
+// changes nothing, on the file and in the board cache alike.
+func TestGameStartedResetsRound(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t, "")
+	id := ids(4)
+	started := func(i int, rounds string) store.Event {
+		return mkEvent(t, id[i], "g", event.KindGameStarted, t0, "title", "t", "rounds", rounds, "code_length", "4", "palette", "🍎🍌")
+	}
+	round := func() (int, int) {
+		t.Helper()
+		b, err := db.Scoreboard(ctx, "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := db.ScoreboardAt(ctx, "g", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Game.Round != b.Game.Round || c.Game.Rounds != b.Game.Rounds {
+			t.Fatalf("the board cache says round %d/%d, the file %d/%d", c.Game.Round, c.Game.Rounds, b.Game.Round, b.Game.Rounds)
+		}
+		return b.Game.Round, b.Game.Rounds
+	}
+	mustUpsert(t, db, []store.Event{started(0, "5"),
+		mkEvent(t, id[1], "g", event.KindRoundWon, t0, "player", "ann", "round", "5", "points", "10")})
+	if r, n := round(); r != 5 || n != 5 {
+		t.Fatalf("after the first match: round %d/%d, want 5/5", r, n)
+	}
+	mustUpsert(t, db, []store.Event{started(3, "4")})
+	if r, n := round(); r != 0 || n != 4 {
+		t.Fatalf("after the second match's start: round %d/%d, want 0/4", r, n)
+	}
+	mustUpsert(t, db, []store.Event{mkEvent(t, id[2], "g", event.KindRoundStarted, t0, "round", "2")})
+	if r, n := round(); r != 0 || n != 4 {
+		t.Fatalf("an older round_started delivered late: round %d/%d, want 0/4", r, n)
+	}
+}
