@@ -42,7 +42,7 @@ type chaosClient struct {
 	store                                          string           // the store's id; "" until (re)loaded
 	seen                                           map[string]int64 // EVT id → seq: the page's dedupe by id
 	conns, drops, dialFails, lines, states, resets int
-	boards, reloads                                int
+	boardFrames, reloads                           int
 	panel                                          string // the scoreboard this socket's frames add up to
 	doubled                                        int    // lines received at or below the cursor, or twice
 }
@@ -115,6 +115,9 @@ func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string
 	}
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	url := fmt.Sprintf("ws://%s/games/%s/live?after=%d&store=%s", addr, cl.game, after, store)
+	if cl.boards() {
+		url += "&board=1"
+	}
 	conn, _, err := websocket.Dial(dctx, url, &websocket.DialOptions{
 		HTTPClient: hc, HTTPHeader: http.Header{"Origin": {"http://" + addr}},
 	})
@@ -158,6 +161,12 @@ func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string
 	}
 }
 
+// boards reports whether the client asks for board frames (board=1), as
+// the page script does. Half of them do; the others stand for clients
+// written to the contract before board frames, which must get whole
+// panels only.
+func (cl *chaosClient) boards() bool { return cl.idx%2 == 0 }
+
 // frame applies one frame as the page would, recording every breach of the
 // resume contract: a line at or below the cursor, an id twice, a line of
 // another game or without its own id in its HTML, a reset; and a board
@@ -170,7 +179,10 @@ func (cl *chaosClient) frame(addr string, f frame) {
 		cl.states++
 		cl.panel = f.HTML
 	case "board":
-		cl.boards++
+		cl.boardFrames++
+		if !cl.boards() {
+			cl.errs.add("client %d (%s) on %s: a board frame, but the socket did not ask for them", cl.idx, cl.game, addr)
+		}
 		panel, err := boardpatch.Apply(cl.panel, f.HTML)
 		if err != nil {
 			cl.errs.add("client %d (%s) on %s: board frame after seq %d: %v", cl.idx, cl.game, addr, cl.cursor, err)
@@ -345,7 +357,7 @@ func (cs *chaosClients) figures() string {
 	var conns, drops, fails, lines, states, boards, resets, reloads int
 	for _, cl := range cs.all {
 		cl.mu.Lock()
-		conns, drops, fails, lines, states, boards = conns+cl.conns, drops+cl.drops, fails+cl.dialFails, lines+cl.lines, states+cl.states, boards+cl.boards
+		conns, drops, fails, lines, states, boards = conns+cl.conns, drops+cl.drops, fails+cl.dialFails, lines+cl.lines, states+cl.states, boards+cl.boardFrames
 		resets, reloads = resets+cl.resets, reloads+cl.reloads
 		cl.mu.Unlock()
 	}

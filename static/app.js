@@ -351,7 +351,8 @@
     function connect() {
       timer = 0;
       var proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      var url = proto + '//' + location.host + root.dataset.live + '?after=' + seq;
+      // board=1: this script applies board frames (patchBoard).
+      var url = proto + '//' + location.host + root.dataset.live + '?after=' + seq + '&board=1';
       // Seqs are per store: the server resets a page from another store.
       if (root.dataset.store) url += '&store=' + encodeURIComponent(root.dataset.store);
       var sock = new WebSocket(url);

@@ -19,7 +19,9 @@ import (
 // stubbed (templates.ScoreboardPatch), since every client of the hub shows
 // the last one. Both hold only while no websocket subscribed since: its
 // backfill sent a state of its own, which may differ, so the next panel
-// goes out whole, as a state frame. At 1,000 events/s over 100 games the
+// goes out whole, as a state frame. So do the panels of a hub with a
+// socket that did not ask for board frames (board=1: the page script does;
+// a client written to the contract before them did not). At 1,000 events/s over 100 games the
 // tailer read and rendered a scoreboard after almost every line (10 % of
 // the renderer's CPU, 1.89 frames per line), and whole panels were most of
 // the bytes on the wire and the tail of the latency (docs/benchmarks.md).
@@ -74,7 +76,7 @@ func (t *tailer) sendBoard(ctx context.Context, game string, b *board, now time.
 		return
 	}
 	var keep []bool // nil: the whole panel
-	if shown {
+	if shown && h.takeBoards() {
 		t.keep = templates.PatchRows(b.last, sb, t.keep)
 		if slices.Contains(t.keep, true) {
 			keep = t.keep

@@ -2,9 +2,12 @@ package web_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/store"
@@ -146,6 +149,22 @@ func TestStateFramesFollowPeers(t *testing.T) {
 	}
 }
 
+// panel reads w's frames until one shows game's scoreboard as the store
+// has it now (a board frame as the panel it adds up to), and returns it.
+func (e *env) panel(w *wsClient, game, what string) wireFrame {
+	e.tb.Helper()
+	want := e.boardHTML(game)
+	for {
+		f, err := w.read(5 * time.Second)
+		if err != nil {
+			e.tb.Fatalf("%s: no frame shows the store's panel: %v\nwant %s", what, err, want)
+		}
+		if f.T == "state" && f.HTML == want {
+			return f
+		}
+	}
+}
+
 // A panel that differs from the last one broadcast goes out as a board
 // frame, its unchanged rows stubbed, which adds up to the store's panel;
 // after a new subscription the next panel goes out whole, since the new
@@ -157,19 +176,7 @@ func TestBoardFramesPatchThePanel(t *testing.T) {
 		e.own(e.db, g.ev(t, event.KindPlayerJoined, "player", p, "avatar", "🦊"))
 	}
 	w := e.dial("g1", 0)
-	panel := func(w *wsClient, what string) wireFrame {
-		t.Helper()
-		want := e.boardHTML("g1")
-		for {
-			f, err := w.read(5 * time.Second)
-			if err != nil {
-				t.Fatalf("%s: no frame shows the store's panel: %v\nwant %s", what, err, want)
-			}
-			if f.T == "state" && f.HTML == want {
-				return f
-			}
-		}
-	}
+	panel := func(w *wsClient, what string) wireFrame { t.Helper(); return e.panel(w, "g1", what) }
 	panel(w, "connect")
 	// The first panel after the subscription goes out whole.
 	e.own(e.db, g.ev(t, event.KindGuess, "player", "chloé", "guess", "🍎🍌🍇🍓", "exact", "0", "near", "0"))
@@ -199,5 +206,37 @@ func TestBoardFramesPatchThePanel(t *testing.T) {
 		if f := panel(c, "a round won"); !f.Patch {
 			t.Fatalf("a round won came as a whole panel, want a board frame (the leader's row and the order change)")
 		}
+	}
+}
+
+// Board frames go only to a hub whose every socket asked for them
+// (board=1): while a client written before them watches the game, every
+// socket gets whole panels; once it leaves, patches resume.
+func TestBoardFramesOnlyWhenEverySocketAsks(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.StateEvery = time.Millisecond })
+	g := e.gen("g1")
+	for _, p := range []string{"ada", "brian", "chloé"} {
+		e.own(e.db, g.ev(t, event.KindPlayerJoined, "player", p, "avatar", "🦊"))
+	}
+	w, old := e.dial("g1", 0), e.dialWhole("g1", 0)
+	panel := func(w *wsClient, what string) wireFrame { t.Helper(); return e.panel(w, "g1", what) }
+	panel(w, "connect")
+	panel(old, "connect")
+	guess := func(p string, n int) {
+		e.own(e.db, g.ev(t, event.KindGuess, "player", p, "guess", "🍒🥝🍋🫐", "exact", strconv.Itoa(n%4), "near", "0"))
+	}
+	for i, p := range []string{"ada", "brian", "chloé"} {
+		guess(p, i)
+		for _, c := range []*wsClient{w, old} {
+			if f := panel(c, "a guess beside an old client"); f.Patch {
+				t.Fatalf("guess %d: a board frame on a hub with a socket that did not ask for them", i)
+			}
+		}
+	}
+	old.c.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, 5*time.Second, "the old client gone", func() bool { return e.srv.Stats().Clients == 1 })
+	guess("ada", 3)
+	if f := panel(w, "a guess after the old client left"); !f.Patch {
+		t.Fatalf("a whole panel after the old client left, want a board frame")
 	}
 }

@@ -9,7 +9,7 @@
 //	GET /                                games index (rows refreshed from /fragments/games)
 //	GET /games/{game}                    latest lines, newest first, with the seq read in the same transaction
 //	GET /games/{game}/older?before=EVT   the next lines below EVT as <li> items; header X-More: true|false
-//	GET /games/{game}/live?after=SEQ     websocket (below); optional &store=ID
+//	GET /games/{game}/live?after=SEQ     websocket (below); optional &store=ID, &board=1
 //	GET /games/{game}/replay             replay page; its data is /games/{game}/timeline.json?after=EVT, a page at a time
 //	GET /status, /api/status, /metrics   operators; behind Config.AdminToken (open without one on loopback only)
 //	GET /healthz, /readyz                process up; Config.Ready passes (its reason for admins only)
@@ -37,7 +37,8 @@
 // store), then live lines and scoreboard panels (coalesced: at most one per
 // game per Config.StateEvery, none when the panel did not change). A panel
 // goes out as a board frame, its unchanged rows stubbed, when every client
-// of the hub shows the last one (boards.go), else whole. Live lines
+// of the hub asked for them (board=1) and shows the last one (boards.go),
+// else whole. Live lines
 // come from the tailer, which reads the store after a doorbell or its tick,
 // and takes the lines this process committed from Server.Committed without a
 // store read when their seqs follow its cursor. Live lines at or below the last backfilled seq are

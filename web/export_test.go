@@ -23,7 +23,7 @@ func SetTestHookReader(f func()) (restore func()) {
 type Mailbox struct{ c *client }
 
 // NewMailbox returns the mailbox of a client with a SendQueue of size.
-func NewMailbox(size int) *Mailbox { return &Mailbox{newClient(size)} }
+func NewMailbox(size int) *Mailbox { return &Mailbox{newClient(size, true)} }
 
 // Offer queues a line frame with seq, as the hub does, and reports whether
 // it fit.
@@ -93,7 +93,7 @@ func NewFanout() *Fanout {
 // a client of the nbio engine, whose writer the tailer runs itself (flush
 // is called instead) and wake a goroutine's; without, the std engine's.
 func (f *Fanout) Join(size int, wake, flush func()) *Mailbox {
-	c := newClient(size)
+	c := newClient(size, true)
 	c.wake, c.flush = wake, flush
 	f.h.clients[c] = struct{}{}
 	return &Mailbox{c}

@@ -164,7 +164,7 @@ func (e *env) ring() {
 func (e *env) url(path string) string { return e.srv.URL() + path }
 
 func (e *env) wsURL(game string, after int64) string {
-	return "ws://" + e.srv.Addr() + "/games/" + game + "/live?after=" + strconv.FormatInt(after, 10)
+	return "ws://" + e.srv.Addr() + "/games/" + game + "/live?board=1&after=" + strconv.FormatInt(after, 10)
 }
 
 // get fetches path and returns the response with its body read.
@@ -213,11 +213,24 @@ type wsClient struct {
 	panel string // the scoreboard panel its frames add up to
 }
 
+// dial opens a websocket on game after the cursor, asking for board frames
+// as the page script does.
 func (e *env) dial(game string, after int64) *wsClient {
+	e.tb.Helper()
+	return e.dialURL(game, after, e.wsURL(game, after))
+}
+
+// dialWhole is dial for a client that does not ask for board frames.
+func (e *env) dialWhole(game string, after int64) *wsClient {
+	e.tb.Helper()
+	return e.dialURL(game, after, strings.Replace(e.wsURL(game, after), "board=1&", "", 1))
+}
+
+func (e *env) dialURL(game string, after int64, url string) *wsClient {
 	e.tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, resp, err := websocket.Dial(ctx, e.wsURL(game, after), nil)
+	c, resp, err := websocket.Dial(ctx, url, nil)
 	if err != nil {
 		code := 0
 		if resp != nil {

@@ -32,6 +32,7 @@ func (f frame) kind() string {
 // client's own goroutine closes the socket.
 type client struct {
 	max     int          // unwritten frames allowed before the client is slow
+	whole   bool         // the socket did not ask for board frames (board=1)
 	pending atomic.Int64 // queued, or drained and not yet taken by the writer
 
 	mu    sync.Mutex
@@ -53,8 +54,10 @@ type client struct {
 	pass uint64
 }
 
-func newClient(queue int) *client {
-	return &client{max: queue, ready: make(chan struct{}, 1), slow: make(chan struct{})}
+// newClient returns the mailbox of a socket that asked for board frames
+// (boards) or takes whole scoreboard panels only.
+func newClient(queue int, boards bool) *client {
+	return &client{max: queue, whole: !boards, ready: make(chan struct{}, 1), slow: make(chan struct{})}
 }
 
 // offer queues f without blocking and reports whether it fit. The bound
@@ -121,10 +124,25 @@ type hub struct {
 	mu      sync.Mutex
 	clients map[*client]struct{}
 	subs    atomic.Int64 // subscriptions so far: the tailer's board compares it
+	whole   atomic.Int64 // clients that take whole panels only (client.whole)
 }
 
 // subscriptions returns how many clients have subscribed to h so far.
 func (h *hub) subscriptions() int64 { return h.subs.Load() }
+
+// takeBoards reports whether every client of h takes board frames.
+func (h *hub) takeBoards() bool { return h.whole.Load() == 0 }
+
+// removeLocked takes c out of h, once; h.mu is held.
+func (h *hub) removeLocked(c *client) {
+	if _, ok := h.clients[c]; !ok {
+		return
+	}
+	delete(h.clients, c)
+	if c.whole {
+		h.whole.Add(-1)
+	}
+}
 
 // broadcast offers f to every client and wakes their writers; slow ones
 // are dropped from the hub (their own goroutine closes them). It returns
@@ -150,7 +168,7 @@ func (h *hub) broadcastTo(f frame, w *wakes) (dropped int) {
 			ok = c.offer(f)
 		}
 		if !ok {
-			delete(h.clients, c)
+			h.removeLocked(c)
 			dropped++
 		}
 	}
@@ -232,6 +250,9 @@ func (hs *hubs) subscribe(game string, c *client) *hub {
 	h.mu.Lock()
 	h.clients[c] = struct{}{}
 	h.subs.Add(1)
+	if c.whole {
+		h.whole.Add(1)
+	}
 	h.mu.Unlock()
 	return h
 }
@@ -241,7 +262,7 @@ func (hs *hubs) unsubscribe(h *hub, c *client) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	h.mu.Lock()
-	delete(h.clients, c)
+	h.removeLocked(c)
 	empty := len(h.clients) == 0
 	h.mu.Unlock()
 	if empty && hs.m[h.game] == h {

@@ -86,8 +86,9 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	if err := errors.Join(rc.SetReadDeadline(time.Time{}), rc.SetWriteDeadline(time.Time{})); err != nil {
 		s.log.Warn("web: clear deadlines", "game", game, "err", err)
 	}
+	c := newClient(s.cfg.SendQueue, r.URL.Query().Get("board") == "1")
 	if s.poll != nil {
-		s.livePoll(w, r, game, key, after, r.URL.Query().Get("store"), release)
+		s.livePoll(w, r, game, key, after, r.URL.Query().Get("store"), c, release)
 		return
 	}
 	hw := &hijackRecorder{ResponseWriter: w}
@@ -107,7 +108,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	// which saves a grown stack per websocket (the fan-out's memory).
 	go func() {
 		defer release()
-		s.serveSocket(conn, hw.conn, game, after, r.URL.Query().Get("store"))
+		s.serveSocket(conn, hw.conn, game, after, r.URL.Query().Get("store"), c)
 	}()
 }
 
@@ -132,7 +133,7 @@ func (h *hijackRecorder) Unwrap() http.ResponseWriter { return h.ResponseWriter 
 // serveSocket is a websocket's life after the handshake: hub subscription,
 // backfill, then the writer loop. It owns conn (over the hijacked netConn)
 // and the s.wg slot that live took for it.
-func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string, after int64, storeID string) {
+func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string, after int64, storeID string, c *client) {
 	defer s.wg.Done()
 	defer conn.CloseNow()
 	// No middleware recovers this goroutine: a bug in one socket must not
@@ -157,7 +158,6 @@ func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string
 	s.stats.clients.Add(1)
 	defer s.stats.clients.Add(-1)
 
-	c := newClient(s.cfg.SendQueue)
 	gone := readProbes(readCtx, conn, c, testHookReader)
 	h := s.hubs.subscribe(game, c)
 	defer s.changed()

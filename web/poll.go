@@ -192,9 +192,9 @@ type pollClose struct {
 
 // livePoll is live's tail for the nbio engine: the admission checks are
 // done, release gives back the slots, and the s.wg slot is taken.
-func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key string, after int64, storeID string, release func()) {
+func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key string, after int64, storeID string, c *client, release func()) {
 	p := s.poll
-	ps := &pollSocket{p: p, game: game, c: newClient(s.cfg.SendQueue), room: make(chan struct{}, 1)}
+	ps := &pollSocket{p: p, game: game, c: c, room: make(chan struct{}, 1)}
 	ps.c.wake = ps.wake
 	ps.c.flush = ps.flushHere
 	ps.busy.Store(true) // the backfill below is the first writer

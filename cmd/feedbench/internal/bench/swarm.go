@@ -80,7 +80,8 @@ func Connect(ctx context.Context, cfg SwarmConfig) (*Swarm, error) {
 		go func() {
 			defer dialWG.Done()
 			defer func() { <-sem }()
-			url := strings.Replace(cfg.BaseURL, "http", "ws", 1) + "/games/" + c.game + "/live?after=0"
+			// board=1 as the page script asks: the frames a browser gets.
+			url := strings.Replace(cfg.BaseURL, "http", "ws", 1) + "/games/" + c.game + "/live?after=0&board=1"
 			hc := &http.Client{Transport: transports[i%len(transports)]}
 			first, err := c.dial(ctx, url, hc)
 			if err != nil {
