@@ -92,8 +92,9 @@ func (t *tailer) sendBoard(ctx context.Context, game string, b *board, now time.
 	t.broadcast(h, f)
 	if keep != nil && h.subscriptions() != subs {
 		// A websocket subscribed while the patch was made: it may have
-		// got it on top of a panel of its own, read at another time. A
-		// whole panel follows within the period.
+		// got it on top of a panel of its own, read at another time (one
+		// that takes whole panels only did not get it: broadcastTo
+		// skips it). A whole panel follows within the period.
 		b.pending = true
 		t.armBoards(now.Add(t.s.cfg.StateEvery))
 	}

@@ -99,6 +99,23 @@ func (f *Fanout) Join(size int, wake, flush func()) *Mailbox {
 	return &Mailbox{c}
 }
 
+// JoinWhole subscribes a std-engine client that did not ask for board
+// frames, as subscribe does.
+func (f *Fanout) JoinWhole(size int) *Mailbox {
+	c := newClient(size, false)
+	f.h.clients[c] = struct{}{}
+	f.h.whole.Add(1)
+	return &Mailbox{c}
+}
+
+// BroadcastBoard offers a board frame (seq 0) as the tailer does.
+func (f *Fanout) BroadcastBoard() int {
+	return f.h.broadcastTo(frame{typ: frameBoard, data: []byte(`{"t":"board"}`)}, &f.w)
+}
+
+// TakeBoards reports whether every client of the hub takes board frames.
+func (f *Fanout) TakeBoards() bool { return f.h.takeBoards() }
+
 // Broadcast offers a line frame with seq as the tailer does and returns how
 // many clients were dropped as slow.
 func (f *Fanout) Broadcast(seq int64) int { return f.h.broadcastTo(frame{seq: seq}, &f.w) }

@@ -126,3 +126,28 @@ func TestTailerPassSpills(t *testing.T) {
 		t.Fatalf("writer ran %d times, want 1", ran)
 	}
 }
+
+// A board frame skips the clients that did not ask for board frames, even
+// one that joined after the tailer looked (a whole panel follows for it),
+// and such a client keeps the hub on whole panels while it is subscribed.
+func TestBoardFrameSkipsWholeClients(t *testing.T) {
+	f := web.NewFanout()
+	a := f.Join(8, nil, nil)
+	if !f.TakeBoards() {
+		t.Fatal("a hub of board-taking clients says no")
+	}
+	old := f.JoinWhole(8)
+	if f.TakeBoards() {
+		t.Fatal("a hub with a client that takes whole panels only says it takes board frames")
+	}
+	if n := f.BroadcastBoard(); n != 0 {
+		t.Fatalf("%d dropped", n)
+	}
+	f.Broadcast(7)
+	if got := a.Drain(); len(got) != 2 || got[0] != 0 || got[1] != 7 {
+		t.Fatalf("the client that asked got seqs %v, want the board frame (0) then line 7", got)
+	}
+	if got := old.Drain(); len(got) != 1 || got[0] != 7 {
+		t.Fatalf("the client that did not ask got seqs %v, want line 7 alone", got)
+	}
+}

@@ -159,6 +159,11 @@ func (h *hub) broadcastTo(f frame, w *wakes) (dropped int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := range h.clients {
+		if c.whole && f.typ == frameBoard {
+			// Subscribed while the tailer made the patch: a whole
+			// panel follows (sendBoard).
+			continue
+		}
 		var ok bool
 		if w != nil && c.flush != nil {
 			if ok = c.put(f); ok {

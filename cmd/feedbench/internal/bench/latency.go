@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -101,9 +102,10 @@ type latencyPhase struct {
 	ServerCPU time.Duration
 	// CPU used over the measured window, in cores: the server (this
 	// process when in-process), this process (clients and writer), Redis.
-	RendererCores, BenchCores, RedisCores float64 // Handoff is the renderer's handoffMetric over the measured window
-	// (empty for the broadcaster).
-	Handoff histogram
+	RendererCores, BenchCores, RedisCores float64
+	// Handoff is the renderer's handoffMetric over the measured window,
+	// and Commits its commitMetric (both empty for the broadcaster).
+	Handoff, Commits histogram
 	// Garbage is the renderer's heap allocation and GC cycles over the
 	// window (zero for the broadcaster, and for an in-process renderer,
 	// whose heap is shared with the clients).
@@ -139,6 +141,10 @@ func (g garbage) since(before garbage) garbage {
 // "at" (set just before its XADD) to its line's hand-off to the hubs.
 const handoffMetric = "codemojex_web_tail_lag_seconds"
 
+// commitMetric is the renderer's histogram of its store commits' wall
+// time: the part of the hand-off spent in SQLite.
+const commitMetric = "codemojex_store_upsert_batch_seconds"
+
 // latencyRun connects the clients to srv, writes with w and measures.
 func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w *Writer, cpuProfile, dump string) (latencyPhase, error) {
 	var res latencyPhase
@@ -162,6 +168,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	// The renderer's own view of the hand-off (the broadcaster has none):
 	// whether the tail is before the websockets or in them.
 	hand0, handErr := scrapeHistogram(ctx, srv.URL(), handoffMetric)
+	commit0, commitErr := scrapeHistogram(ctx, srv.URL(), commitMetric)
 	garb0, garbErr := scrapeGarbage(ctx, srv.URL())
 	rend0, _ := ProcCPU(srv.Pid())
 	self0, redis0 := SelfCPU(), mustCPU(st.redis.Pid())
@@ -198,6 +205,11 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	if handErr == nil {
 		if hand1, err := scrapeHistogram(ctx, srv.URL(), handoffMetric); err == nil {
 			res.Handoff = hand1.since(hand0)
+		}
+	}
+	if commitErr == nil {
+		if commit1, err := scrapeHistogram(ctx, srv.URL(), commitMetric); err == nil {
+			res.Commits = commit1.since(commit0)
 		}
 	}
 	lat, _ := Latencies(w, sw.Deliveries())
@@ -246,7 +258,9 @@ func (r LatencyResult) Rows() []Row {
 		{Bench: "latency", Metric: fmt.Sprintf("p99 of each second of the run (%d seconds): best / median / worst", len(r.WindowP99)),
 			Value: r.windows()},
 		{Bench: "latency", Metric: "… of it, XADD → line handed to the hubs, as the renderer measures it (" + handoffMetric + " over the window; bucket upper bounds)",
-			Value: r.handoff()},
+			Value: quantiles(r.Handoff, "lines")},
+		{Bench: "latency", Metric: "… of that, a store commit's wall time (" + commitMetric + " over the window; bucket upper bounds)",
+			Value: quantiles(r.Commits, "commits")},
 		{Bench: "latency", Metric: "… the renderer's garbage over the window: heap allocated per line written; GC cycles (go_memstats_alloc_bytes_total, go_gc_duration_seconds_count)",
 			Value: r.garbage()},
 		{Bench: "latency", Metric: "… lines per store commit over the window (codemojex_store_upsert_batch_seconds_count; the linger gathers them)",
@@ -312,14 +326,20 @@ func startCPUProfile(path string) (func(), error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-// handoff is the Handoff row's value.
-func (r LatencyResult) handoff() string {
-	h := r.Handoff
+// quantiles is the value of a row of a renderer histogram of seconds: its
+// p50, p99 and max bucket bounds over the window, and its count of what.
+func quantiles(h histogram, what string) string {
 	if h.count() == 0 {
 		return "—"
 	}
-	d := func(q float64) string { return ms(time.Duration(h.quantile(q) * float64(time.Second))) }
-	return fmt.Sprintf("p50 ≤ %s · p99 ≤ %s (%.0f lines)", d(0.5), d(0.99), h.count())
+	d := func(q float64) string {
+		b := h.quantile(q)
+		if math.IsInf(b, 1) {
+			return "∞ (past the last bucket)"
+		}
+		return ms(time.Duration(b * float64(time.Second)))
+	}
+	return fmt.Sprintf("p50 ≤ %s · p99 ≤ %s · max ≤ %s (%.0f %s)", d(0.5), d(0.99), d(1), h.count(), what)
 }
 
 // garbage is the garbage row's value.
