@@ -176,16 +176,15 @@ func TestBoardFramesPatchThePanel(t *testing.T) {
 		e.own(e.db, g.ev(t, event.KindPlayerJoined, "player", p, "avatar", "🦊"))
 	}
 	w := e.dial("g1", 0)
-	panel := func(w *wsClient, what string) wireFrame { t.Helper(); return e.panel(w, "g1", what) }
-	panel(w, "connect")
+	e.panel(w, "g1", "connect")
 	// The first panel after the subscription goes out whole.
 	e.own(e.db, g.ev(t, event.KindGuess, "player", "chloé", "guess", "🍎🍌🍇🍓", "exact", "0", "near", "0"))
-	if f := panel(w, "a guess after the subscription"); f.Patch {
+	if f := e.panel(w, "g1", "a guess after the subscription"); f.Patch {
 		t.Fatalf("the panel after a new subscription came as a board frame, want it whole")
 	}
 	before := e.srv.Stats()
 	e.own(e.db, g.ev(t, event.KindGuess, "player", "brian", "guess", "🍒🥝🍋🫐", "exact", "3", "near", "0"))
-	if f := panel(w, "a guess"); !f.Patch {
+	if f := e.panel(w, "g1", "a guess"); !f.Patch {
 		t.Fatalf("a guess by one of three players came as a whole panel, want a board frame")
 	}
 	if s := e.srv.Stats(); s.BoardsEncoded != before.BoardsEncoded+1 || s.StatesEncoded != before.StatesEncoded {
@@ -194,16 +193,16 @@ func TestBoardFramesPatchThePanel(t *testing.T) {
 	}
 
 	w2 := e.dial("g1", 0)
-	panel(w2, "the second socket's connect")
+	e.panel(w2, "g1", "the second socket's connect")
 	e.own(e.db, g.ev(t, event.KindGuess, "player", "ada", "guess", "🍎🍌🍇🍓", "exact", "1", "near", "2"))
 	for _, c := range []*wsClient{w, w2} {
-		if f := panel(c, "a guess after a subscription"); f.Patch {
+		if f := e.panel(c, "g1", "a guess after a subscription"); f.Patch {
 			t.Fatalf("the panel after a new subscription came as a board frame, want it whole")
 		}
 	}
 	e.own(e.db, g.ev(t, event.KindRoundWon, "player", "chloé", "round", "1", "points", "10"))
 	for _, c := range []*wsClient{w, w2} {
-		if f := panel(c, "a round won"); !f.Patch {
+		if f := e.panel(c, "g1", "a round won"); !f.Patch {
 			t.Fatalf("a round won came as a whole panel, want a board frame (the leader's row and the order change)")
 		}
 	}
@@ -219,16 +218,15 @@ func TestBoardFramesOnlyWhenEverySocketAsks(t *testing.T) {
 		e.own(e.db, g.ev(t, event.KindPlayerJoined, "player", p, "avatar", "🦊"))
 	}
 	w, old := e.dial("g1", 0), e.dialWhole("g1", 0)
-	panel := func(w *wsClient, what string) wireFrame { t.Helper(); return e.panel(w, "g1", what) }
-	panel(w, "connect")
-	panel(old, "connect")
+	e.panel(w, "g1", "connect")
+	e.panel(old, "g1", "connect")
 	guess := func(p string, n int) {
 		e.own(e.db, g.ev(t, event.KindGuess, "player", p, "guess", "🍒🥝🍋🫐", "exact", strconv.Itoa(n%4), "near", "0"))
 	}
 	for i, p := range []string{"ada", "brian", "chloé"} {
 		guess(p, i)
 		for _, c := range []*wsClient{w, old} {
-			if f := panel(c, "a guess beside an old client"); f.Patch {
+			if f := e.panel(c, "g1", "a guess beside an old client"); f.Patch {
 				t.Fatalf("guess %d: a board frame on a hub with a socket that did not ask for them", i)
 			}
 		}
@@ -236,7 +234,7 @@ func TestBoardFramesOnlyWhenEverySocketAsks(t *testing.T) {
 	old.c.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, 5*time.Second, "the old client gone", func() bool { return e.srv.Stats().Clients == 1 })
 	guess("ada", 3)
-	if f := panel(w, "a guess after the old client left"); !f.Patch {
+	if f := e.panel(w, "g1", "a guess after the old client left"); !f.Patch {
 		t.Fatalf("a whole panel after the old client left, want a board frame")
 	}
 }

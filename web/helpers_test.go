@@ -163,8 +163,12 @@ func (e *env) ring() {
 
 func (e *env) url(path string) string { return e.srv.URL() + path }
 
-func (e *env) wsURL(game string, after int64) string {
-	return "ws://" + e.srv.Addr() + "/games/" + game + "/live?board=1&after=" + strconv.FormatInt(after, 10)
+// wsURL is the live URL of game after the cursor, asking for board frames
+// as the page script does; liveURL does not ask.
+func (e *env) wsURL(game string, after int64) string { return e.liveURL(game, after) + "&board=1" }
+
+func (e *env) liveURL(game string, after int64) string {
+	return "ws://" + e.srv.Addr() + "/games/" + game + "/live?after=" + strconv.FormatInt(after, 10)
 }
 
 // get fetches path and returns the response with its body read.
@@ -223,7 +227,7 @@ func (e *env) dial(game string, after int64) *wsClient {
 // dialWhole is dial for a client that does not ask for board frames.
 func (e *env) dialWhole(game string, after int64) *wsClient {
 	e.tb.Helper()
-	return e.dialURL(game, after, strings.Replace(e.wsURL(game, after), "board=1&", "", 1))
+	return e.dialURL(game, after, e.liveURL(game, after))
 }
 
 func (e *env) dialURL(game string, after int64, url string) *wsClient {
