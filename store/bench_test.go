@@ -15,7 +15,7 @@ import (
 // generator's mix of kinds (mostly guesses) over several games, fresh EVT
 // ids, one Upsert per batch, on a real file in WAL mode.
 func BenchmarkUpsert(b *testing.B) {
-	for _, c := range []struct{ size, games int }{{1, 8}, {2, 8}, {4, 100}, {8, 100}, {100, 8}, {250, 8}, {500, 8}} {
+	for _, c := range []struct{ size, games int }{{1, 8}, {2, 8}, {4, 100}, {8, 100}, {16, 100}, {32, 100}, {64, 100}, {500, 100}, {100, 8}, {250, 8}, {500, 8}} {
 		size, games := c.size, c.games
 		name := fmt.Sprintf("batch=%d", size)
 		if games != 8 {

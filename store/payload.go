@@ -2,6 +2,7 @@ package store
 
 import (
 	"slices"
+	"unsafe"
 
 	"github.com/codemojex/feed/internal/jsonstr"
 )
@@ -33,5 +34,5 @@ func encodePayload(m map[string]string) string {
 		b = jsonstr.AppendHTMLSafe(b, m[k])
 	}
 	b = append(b, '}')
-	return string(b)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -74,6 +75,44 @@ func TestUpsertVerdicts(t *testing.T) {
 	}
 	if len(sb.Players) != 1 || sb.Players[0].Guesses != 1 || sb.Game.Events != 3 {
 		t.Errorf("scoreboard after duplicates: %+v", sb)
+	}
+}
+
+// A batch prepared once (NewBatch, as the pipeline does while the batch
+// before commits) and upserted twice, as a retry after an unavailable store
+// would: the second time is the redelivery no-op, the invalid entry fails
+// both times, and the stored payload is the event's.
+func TestUpsertBatchAgain(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t, "")
+	id := ids(2)
+	evs := []store.Event{
+		mkEvent(t, id[0], "g", event.KindChat, t0, "player", "ann", "text", `<b>"hi"</b>`),
+		{EvtID: id[1], Kind: event.KindChat}, // no game
+	}
+	b := store.NewBatch(evs)
+	for i, wantInserted := range []bool{true, false} {
+		res, err := db.UpsertBatch(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[0].Inserted != wantInserted || res[0].Err != nil {
+			t.Errorf("upsert %d, entry 0: %+v, want inserted=%v", i+1, res[0], wantInserted)
+		}
+		if !errors.Is(res[1].Err, store.ErrInvalidEvent) {
+			t.Errorf("upsert %d, entry 1: %+v, want ErrInvalidEvent", i+1, res[1])
+		}
+	}
+	snap, err := db.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(evs[0].Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Lines) != 1 || snap.Lines[0].EvtID != id[0] || snap.Lines[0].Payload != string(want) {
+		t.Fatalf("stored %+v, want the one line with payload %s", snap.Lines, want)
 	}
 }
 

@@ -29,20 +29,46 @@ import (
 // batch whose ctx ends commits whole or not at all. Upsert is safe for
 // concurrent use; calls serialise on the process's writer connection.
 func (db *DB) Upsert(ctx context.Context, evs []Event) ([]Result, error) {
+	return db.UpsertBatch(ctx, NewBatch(evs))
+}
+
+// Batch is a batch of events made ready for Upsert outside the write lock:
+// each event checked and its payload encoded. NewBatch touches no database,
+// so a pipeline builds the next batch while the one before commits.
+type Batch struct {
+	evs   []Event
+	rows  []prepared
+	errs  []error // the events that cannot be stored (ErrInvalidEvent)
+	valid int
+}
+
+// NewBatch prepares evs for UpsertBatch. evs must not change until the
+// batch has been upserted.
+func NewBatch(evs []Event) *Batch {
+	b := &Batch{evs: evs, rows: make([]prepared, len(evs)), errs: make([]error, len(evs))}
+	for i := range evs {
+		p, err := prepareEvent(&evs[i])
+		if err != nil {
+			b.errs[i] = err
+			continue
+		}
+		b.rows[i] = p
+		b.valid++
+	}
+	return b
+}
+
+// UpsertBatch is Upsert of a batch prepared by NewBatch. A batch may be
+// upserted again (a retry after an unavailable store): its verdicts are
+// the same as the first time's, bar those the store's state decides.
+func (db *DB) UpsertBatch(ctx context.Context, b *Batch) ([]Result, error) {
+	evs, rows, valid := b.evs, b.rows, b.valid
 	res := make([]Result, len(evs))
 	if len(evs) == 0 {
 		return res, nil
 	}
-	rows := make([]prepared, len(evs))
-	valid := 0
-	for i := range evs {
-		p, err := prepareEvent(&evs[i])
-		if err != nil {
-			res[i].Err = err
-			continue
-		}
-		rows[i] = p
-		valid++
+	for i, err := range b.errs {
+		res[i].Err = err
 	}
 	if valid == 0 {
 		upsertEvents.WithLabelValues("error").Add(float64(len(evs)))

@@ -90,12 +90,17 @@ func pegsHTML(exact, near string) string {
 		strings.Repeat("⚪", n) + `</span>`
 }
 
-// symbolsHTML renders an emoji string one <span class="sym"> per symbol
-// (see symbols), each escaped: the text is untrusted.
-func symbolsHTML(s string) string {
+// symbolsHTML renders the symbols of an emoji string (see symbols) one
+// <span class="sym"> each, escaped: the text is untrusted. A line splits
+// its string once for this and for emojiNames.
+func symbolsHTML(syms []string) string {
+	n := 0
+	for _, sym := range syms {
+		n += len(sym) + 25
+	}
 	var b strings.Builder
-	b.Grow(len(s) + 32*len(s)/4)
-	for _, sym := range symbols(s) {
+	b.Grow(n)
+	for _, sym := range syms {
 		b.WriteString(`<span class="sym">`)
 		b.WriteString(html.EscapeString(sym))
 		b.WriteString(`</span>`)
@@ -105,7 +110,10 @@ func symbolsHTML(s string) string {
 
 // spoken is the words a screen reader says for an emoji string: the names
 // of its symbols, comma-separated ("pineapple, banana, kiwi fruit").
-func spoken(s string) string { return emojiname.Spoken(symbols(s)) }
+func spoken(s string) string { return emojiNames(symbols(s)) }
+
+// emojiNames is spoken for a string already split into symbols.
+func emojiNames(syms []string) string { return emojiname.Spoken(syms) }
 
 // pegsText is the words for the pegs, for the tooltip and screen readers.
 func pegsText(exact, near string) string {
@@ -148,7 +156,7 @@ func orDefault(s, def string) string {
 // combining marks (keycaps, tag sequences) kept with their symbol.
 func symbols(s string) []string {
 	parts := event.SplitEmoji(s)
-	out := parts[:0:0]
+	out := parts[:0] // in place: a symbol only ever joins the one before it
 	for _, p := range parts {
 		r, _ := utf8.DecodeRuneInString(p)
 		if n := len(out); n > 0 {

@@ -241,8 +241,8 @@ func SplitEmoji(s string) []string {
 		}
 		s = b.String()
 	}
-	var out []string
-	start := 0 // of out's last symbol, when there is one
+	out := make([]string, 0, utf8.RuneCountInString(s)) // at most a symbol a rune: one allocation
+	start := 0                                          // of out's last symbol, when there is one
 	join := false
 	for i, r := range s {
 		end := i + utf8.RuneLen(r)

@@ -74,6 +74,7 @@ type prepared struct {
 	verdicts []error       // one per message; set for those that failed to prepare
 	evs      []store.Event // the others, rendered
 	idx      []int         // evs[j] is message idx[j]
+	batch    *store.Batch  // evs made ready for the store
 }
 
 func (p *Pipeline) prepare(ms []feed.Message) *prepared {
@@ -91,6 +92,7 @@ func (p *Pipeline) prepare(ms []feed.Message) *prepared {
 		b.evs = append(b.evs, ev)
 		b.idx = append(b.idx, i)
 	}
+	b.batch = store.NewBatch(b.evs)
 	return b
 }
 
@@ -101,7 +103,7 @@ func (b *prepared) commit(ctx context.Context, p *Pipeline) []error {
 	if len(evs) == 0 {
 		return verdicts
 	}
-	res, err := p.DB.Upsert(ctx, evs)
+	res, err := p.DB.UpsertBatch(ctx, b.batch)
 	if err != nil {
 		if store.Unavailable(err) {
 			err = feed.Unavailable(err)
