@@ -17,6 +17,15 @@ var (
 		Help:    "Time spent in one handler call (an entry, or a batch for a BatchHandler).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	})
+	mReadLag = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name: "codemojex_feed_read_lag_seconds",
+		Help: "Time from a new entry's XADD (its stream id's time, the Redis server's clock) to the read that delivered it to this consumer (this host's clock), in milliseconds' steps.",
+		// The buckets of codemojex_web_tail_lag_seconds, so that the two
+		// split a line's way at the read: before it, waiting for the loop
+		// (a commit, the linger, other duties); after it, prepare, commit
+		// and hand-off.
+		Buckets: []float64{.001, .002, .003, .004, .006, .008, .01, .015, .02, .025, .03, .04, .05, .075, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	})
 	mPaused = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "codemojex_feed_paused",
 		Help: "1 while the consumer is paused on broken infrastructure (full disk, store unwritable), else 0.",

@@ -1,11 +1,13 @@
 package feed_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/feed"
 )
@@ -146,5 +148,56 @@ func TestMetricsCountOnce(t *testing.T) {
 	// The read-set gauges may move until Close; the counters may not.
 	if st := c1.Stats(); st.Delivered != st1.Delivered || st.Acked != st1.Acked {
 		t.Errorf("Stats of an idle consumer changed on Close: %+v, was %+v", st, st1)
+	}
+}
+
+// readLag returns the read-lag histogram's sample count and how many
+// samples lie at or below le seconds.
+func readLag(tb testing.TB, le float64) (count, below uint64) {
+	tb.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "codemojex_feed_read_lag_seconds" {
+			continue
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		for _, b := range h.GetBucket() {
+			if b.GetUpperBound() == le {
+				below = b.GetCumulativeCount()
+			}
+		}
+		return h.GetSampleCount(), below
+	}
+	tb.Fatal("codemojex_feed_read_lag_seconds not registered")
+	return 0, 0
+}
+
+// TestReadLagMetric: each new entry read is observed once, by the age of
+// its stream id when the read delivered it: an entry added with an id two
+// minutes old lands past the last bucket, a fresh one well inside.
+func TestReadLagMetric(t *testing.T) {
+	_, rdb := mustStart(t)
+	s := stream("read-lag")
+	var rec recorder
+	cfg := baseConfig(t, rdb, "read-lag", s)
+	cfg.Handler = rec.handler
+	mustOpen(t, cfg)
+	count0, below0 := readLag(t, 60)
+
+	old := fmt.Sprintf("%d-1", time.Now().Add(-2*time.Minute).UnixMilli())
+	err := rdb.XAdd(t.Context(), &redis.XAddArgs{Stream: s, ID: old, Values: []any{
+		"id", minter.Next(time.Now()), "kind", "chat", "player", "ana", "text", "late"}}).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(t, rdb, s)
+	waitFor(t, 10*time.Second, "both entries handled", func() bool { return len(rec.all()) == 2 })
+
+	count, below := readLag(t, 60)
+	if count-count0 != 2 || below-below0 != 1 {
+		t.Errorf("read lag: %d samples, %d of them at most 60 s; want 2 and 1", count-count0, below-below0)
 	}
 }

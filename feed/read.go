@@ -269,8 +269,9 @@ func (c *Consumer) readDone(sts []*streamState, res []redis.XStream, now time.Ti
 }
 
 // appendEntries appends a ">" read's entries to batch, stream by stream in
-// the order of keys.
+// the order of keys, and observes each one's read lag.
 func appendEntries(batch []delivery, keys []string, res []redis.XStream) []delivery {
+	now := time.Now().UnixMilli()
 	got := make(map[string][]redis.XMessage, len(res))
 	n := 0
 	for _, s := range res {
@@ -281,9 +282,19 @@ func appendEntries(batch []delivery, keys []string, res []redis.XStream) []deliv
 	for _, k := range keys {
 		for _, x := range got[k] {
 			batch = append(batch, delivery{stream: k, x: x, attempts: 1})
+			observeReadLag(now, x.ID)
 		}
 	}
 	return batch
+}
+
+// observeReadLag records how long ago, at nowMs, the entry at stream
+// position id was added: its id's first part is the server's clock at XADD
+// (for ids the server made). Clock skew between hosts goes into it; a
+// reading below zero counts as zero.
+func observeReadLag(nowMs int64, id string) {
+	ms, _ := splitID(id)
+	mReadLag.Observe(float64(max(nowMs-int64(ms), 0)) / 1000)
 }
 
 // readHot waits for new entries on the hot streams: one blocking

@@ -104,8 +104,9 @@ type latencyPhase struct {
 	// process when in-process), this process (clients and writer), Redis.
 	RendererCores, BenchCores, RedisCores float64
 	// Handoff is the renderer's handoffMetric over the measured window,
-	// and Commits its commitMetric (both empty for the broadcaster).
-	Handoff, Commits histogram
+	// Reads its readMetric and Commits its commitMetric (all empty for
+	// the broadcaster).
+	Handoff, Reads, Commits histogram
 	// Garbage is the renderer's heap allocation and GC cycles over the
 	// window (zero for the broadcaster, and for an in-process renderer,
 	// whose heap is shared with the clients).
@@ -145,6 +146,11 @@ const handoffMetric = "codemojex_web_tail_lag_seconds"
 // time: the part of the hand-off spent in SQLite.
 const commitMetric = "codemojex_store_upsert_batch_seconds"
 
+// readMetric is the renderer's histogram of the time from an entry's XADD
+// (its stream id) to the read that delivered it: the part of the hand-off
+// before the consumer has the line in hand.
+const readMetric = "codemojex_feed_read_lag_seconds"
+
 // latencyRun connects the clients to srv, writes with w and measures.
 func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w *Writer, cpuProfile, dump string) (latencyPhase, error) {
 	var res latencyPhase
@@ -169,6 +175,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	// whether the tail is before the websockets or in them.
 	hand0, handErr := scrapeHistogram(ctx, srv.URL(), handoffMetric)
 	commit0, commitErr := scrapeHistogram(ctx, srv.URL(), commitMetric)
+	read0, readErr := scrapeHistogram(ctx, srv.URL(), readMetric)
 	garb0, garbErr := scrapeGarbage(ctx, srv.URL())
 	rend0, _ := ProcCPU(srv.Pid())
 	self0, redis0 := SelfCPU(), mustCPU(st.redis.Pid())
@@ -205,6 +212,11 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	if handErr == nil {
 		if hand1, err := scrapeHistogram(ctx, srv.URL(), handoffMetric); err == nil {
 			res.Handoff = hand1.since(hand0)
+		}
+	}
+	if readErr == nil {
+		if read1, err := scrapeHistogram(ctx, srv.URL(), readMetric); err == nil {
+			res.Reads = read1.since(read0)
 		}
 	}
 	if commitErr == nil {
@@ -259,6 +271,8 @@ func (r LatencyResult) Rows() []Row {
 			Value: r.windows()},
 		{Bench: "latency", Metric: "… of it, XADD → line handed to the hubs, as the renderer measures it (" + handoffMetric + " over the window; bucket upper bounds)",
 			Value: quantiles(r.Handoff, "lines")},
+		{Bench: "latency", Metric: "… of that, XADD → the consumer's read that delivered the entry (" + readMetric + " over the window; bucket upper bounds; the rest of the hand-off is prepare, commit and hand-off)",
+			Value: quantiles(r.Reads, "entries")},
 		{Bench: "latency", Metric: "… of that, a store commit's wall time (" + commitMetric + " over the window; bucket upper bounds)",
 			Value: quantiles(r.Commits, "commits")},
 		{Bench: "latency", Metric: "… the renderer's garbage over the window: heap allocated per line written; GC cycles (go_memstats_alloc_bytes_total, go_gc_duration_seconds_count)",
