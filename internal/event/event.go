@@ -241,8 +241,9 @@ func SplitEmoji(s string) []string {
 		}
 		s = b.String()
 	}
-	out := make([]string, 0, utf8.RuneCountInString(s)) // at most a symbol a rune: one allocation
-	start := 0                                          // of out's last symbol, when there is one
+	// At most one symbol a rune: sized once rather than grown.
+	out := make([]string, 0, utf8.RuneCountInString(s))
+	start := 0 // of out's last symbol, when there is one
 	join := false
 	for i, r := range s {
 		end := i + utf8.RuneLen(r)
