@@ -24,7 +24,7 @@ var (
 		// split a line's way at the read: before it, waiting for the loop
 		// (a commit, the linger, other duties); after it, prepare, commit
 		// and hand-off.
-		Buckets: []float64{.001, .002, .003, .004, .006, .008, .01, .015, .02, .025, .03, .04, .05, .075, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		Buckets: counterset.LagBuckets,
 	})
 	mPaused = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "codemojex_feed_paused",

@@ -21,10 +21,11 @@ import (
 // backfill sent a state of its own, which may differ, so the next panel
 // goes out whole, as a state frame. So do the panels of a hub with a
 // socket that did not ask for board frames (board=1: the page script does;
-// a client written to the contract before them did not). At 1,000 events/s over 100 games the
-// tailer read and rendered a scoreboard after almost every line (10 % of
-// the renderer's CPU, 1.89 frames per line), and whole panels were most of
-// the bytes on the wire and the tail of the latency (docs/benchmarks.md).
+// a client written to the contract before them did not). At 1,000
+// events/s over 100 games the tailer read and rendered a scoreboard after
+// almost every line (10 % of the renderer's CPU, 1.89 frames per line),
+// and whole panels were most of the bytes on the wire and the tail of the
+// latency (docs/benchmarks.md).
 type board struct {
 	sentAt  time.Time        // when the last panel of this game was made
 	last    store.Scoreboard // the panel last broadcast

@@ -18,10 +18,7 @@ var (
 	mTailLag = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name: "codemojex_web_tail_lag_seconds",
 		Help: "Time from an event's writer timestamp (at) to its hand-off to the hubs.",
-		// Fine below 50 ms, where the live path's p50 and p99 lie
-		// (feedbench reads them, docs/benchmarks.md); coarse up to a
-		// minute for a renderer catching up.
-		Buckets: []float64{.001, .002, .003, .004, .006, .008, .01, .015, .02, .025, .03, .04, .05, .075, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		Buckets: counterset.LagBuckets,
 	})
 	mUpgradesRejected = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemojex_web_upgrades_rejected_total",

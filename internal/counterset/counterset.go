@@ -3,7 +3,8 @@
 // as one Prometheus collector. Owners count in plain atomics of their own;
 // a Collector sums the open owners on each scrape and keeps what closed
 // ones had counted, so every event is counted once and a counter never goes
-// down when its owner closes.
+// down when its owner closes. It also holds the buckets that the feed's and
+// the web's lag histograms share (LagBuckets).
 package counterset
 
 import (
@@ -134,3 +135,10 @@ func (c *Collector[T]) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// LagBuckets are the buckets, in seconds, of the histograms that measure a
+// line's way: fine below 50 ms, where the live path's p50 and p99 lie, and
+// coarse up to a minute for a renderer catching up. The feed's read lag and
+// the web's tail lag share them, so that one splits the other at the read
+// (feedbench reads both, docs/benchmarks.md).
+var LagBuckets = []float64{.001, .002, .003, .004, .006, .008, .01, .015, .02, .025, .03, .04, .05, .075, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
