@@ -16,8 +16,8 @@ import (
 // event is counted once.
 var (
 	mTailLag = promauto.NewHistogram(prometheus.HistogramOpts{
-		Name: "codemojex_web_tail_lag_seconds",
-		Help: "Time from an event's writer timestamp (at) to its hand-off to the hubs.",
+		Name:    "codemojex_web_tail_lag_seconds",
+		Help:    "Time from an event's writer timestamp (at) to its hand-off to the hubs.",
 		Buckets: counterset.LagBuckets,
 	})
 	mUpgradesRejected = promauto.NewCounterVec(prometheus.CounterOpts{
