@@ -32,6 +32,7 @@ type options struct {
 
 	latRate, latGames, latClients int
 	latDuration                   time.Duration
+	latRounds                     int
 
 	fanClients, fanGames, fanRounds int
 
@@ -62,7 +63,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.latRate, "latency-rate", 1000, "latency: events per second over all games")
 	fs.IntVar(&o.latGames, "latency-games", 100, "latency: games")
 	fs.IntVar(&o.latClients, "latency-clients", 1000, "latency: websocket clients spread over the games")
-	fs.DurationVar(&o.latDuration, "latency-duration", 20*time.Second, "latency: measured writing time")
+	fs.DurationVar(&o.latDuration, "latency-duration", 20*time.Second, "latency: measured writing time of the renderer, and of the baseline")
+	fs.IntVar(&o.latRounds, "latency-rounds", 2, "latency: rounds of each server, interleaved renderer, baseline, baseline, renderer, … (each of -latency-duration / rounds)")
 	fs.IntVar(&o.fanClients, "fanout-clients", 10000, "fan-out: websocket clients (in a separate process)")
 	fs.IntVar(&o.fanGames, "fanout-games", 100, "fan-out: games the clients are spread over")
 	fs.IntVar(&o.fanRounds, "fanout-rounds", 10, "fan-out: rounds of one line to every game")
@@ -251,7 +253,7 @@ func runOne(ctx context.Context, o *options, name string) ([]bench.Row, error) {
 		}
 		res, err := bench.Latency(ctx, bench.LatencyConfig{Self: self,
 			Dir: o.dir, Renderer: renderer, Games: o.latGames, Clients: o.latClients,
-			Rate: float64(o.latRate), Warmup: 2 * time.Second, Duration: o.latDuration, Log: logw,
+			Rate: float64(o.latRate), Warmup: 2 * time.Second, Duration: o.latDuration, Rounds: o.latRounds, Log: logw,
 			CPUProfile: profile("latency.cpu.prof"), Dump: profile("latency-deliveries.csv"),
 		})
 		if err != nil {

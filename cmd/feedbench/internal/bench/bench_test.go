@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -61,18 +62,31 @@ func TestThroughputSmall(t *testing.T) {
 }
 
 // TestLatencyInProcess runs the latency benchmark against an in-process
-// renderer with a few clients: every marked line must reach every client
-// of its game.
+// renderer with a few clients, in one round and in two: every marked line
+// must reach every client of its game, and the rounds' figures must pool
+// into one (the lines of both, a p99 per round).
 func TestLatencyInProcess(t *testing.T) {
-	res, err := bench.Latency(context.Background(), bench.LatencyConfig{
-		Dir: t.TempDir(), Games: 3, Clients: 6, Rate: 100,
-		Warmup: 200 * time.Millisecond, Duration: time.Second, Log: io.Discard,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Sent != 100 || res.Expected != 200 || res.Q.N != res.Expected || res.Dropped != 0 {
-		t.Fatalf("sent %d, expected %d, got %d deliveries, %d dropped", res.Sent, res.Expected, res.Q.N, res.Dropped)
+	for _, rounds := range []int{1, 2} {
+		t.Run(fmt.Sprintf("rounds=%d", rounds), func(t *testing.T) {
+			res, err := bench.Latency(context.Background(), bench.LatencyConfig{
+				Dir: t.TempDir(), Games: 3, Clients: 6, Rate: 100, Rounds: rounds,
+				Warmup: 200 * time.Millisecond, Duration: time.Second, Log: io.Discard,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Sent != 100 || res.Expected != 200 || res.Q.N != res.Expected || res.Dropped != 0 {
+				t.Fatalf("sent %d, expected %d, got %d deliveries, %d dropped", res.Sent, res.Expected, res.Q.N, res.Dropped)
+			}
+			if len(res.RoundP99) != rounds {
+				t.Fatalf("p99 of %d rounds, want %d", len(res.RoundP99), rounds)
+			}
+			for _, p := range res.RoundP99 {
+				if p <= 0 || p > res.Q.Max {
+					t.Errorf("a round's p99 %v is outside (0, the pooled max %v]", p, res.Q.Max)
+				}
+			}
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/codemojex/feed/internal/proc"
@@ -22,8 +23,15 @@ type LatencyConfig struct {
 	Clients  int
 	Rate     float64 // events/s over all games
 	Warmup   time.Duration
-	Duration time.Duration
-	Log      io.Writer
+	Duration time.Duration // measured writing time of each server, over all its rounds
+	// Rounds is how many measured rounds each server gets (0 means 1),
+	// each of Duration/Rounds, run renderer, broadcaster, broadcaster,
+	// renderer, and so on (ABBA order): on a shared machine the load
+	// moves during a run, and a single window of each server, one after
+	// the other, let that move decide the p99 ratio. Interleaved, a drift
+	// weighs on both sides alike. Figures pool the rounds' deliveries.
+	Rounds int
+	Log    io.Writer
 	// CPUProfile, when set, is written for the measured window (useful
 	// with an in-process renderer: Renderer "").
 	CPUProfile string
@@ -51,7 +59,8 @@ type LatencyResult struct {
 // the measured window, the time from just before its XADD to the frame's
 // arrival. Then, in the same run, it does the same with the bare
 // broadcaster (Broadcaster, when Self is set): the same clients, the same
-// frames, pre-rendered and PUBLISHed.
+// frames, pre-rendered and PUBLISHed. With Rounds, the two take turns
+// (ABBA), and each server's figures pool its rounds.
 func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	res := LatencyResult{Cfg: cfg}
 	st, err := openStage(ctx, cfg.Renderer, cfg.Dir, "latency", "lat", cfg.Games)
@@ -60,24 +69,53 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	}
 	defer st.Close()
 	res.InProcess = cfg.Renderer == ""
-	res.latencyPhase, err = latencyRun(ctx, cfg, st, st.rend, NewWriter(st.rdb, st.mint, st.games), cfg.CPUProfile, cfg.Dump)
-	if err != nil {
-		return res, err
+	var b *BroadcasterProc
+	if cfg.Self != "" {
+		if b, err = StartBroadcaster(ctx, cfg.Self, st.redis.URL(), cfg.Log); err != nil {
+			return res, err
+		}
+		defer b.Stop()
+		res.Base = &latencyPhase{}
 	}
-	if cfg.Self == "" {
-		return res, nil
+	round := cfg
+	round.Duration = cfg.Duration / time.Duration(max(cfg.Rounds, 1))
+	first := true
+	for _, renderer := range roundOrder(cfg.Rounds, b != nil) {
+		if renderer {
+			// The profile and the dump cover the first round only.
+			prof, dump := "", ""
+			if first {
+				prof, dump, first = cfg.CPUProfile, cfg.Dump, false
+			}
+			p, err := latencyRun(ctx, round, st, st.rend, NewWriter(st.rdb, st.mint, st.games), prof, dump)
+			if err != nil {
+				return res, err
+			}
+			res.latencyPhase.add(p)
+			continue
+		}
+		p, err := latencyRun(ctx, round, st, b, NewPublisher(st.rdb, st.mint, st.games), "", "")
+		if err != nil {
+			return res, fmt.Errorf("baseline: %w", err)
+		}
+		res.Base.add(p)
 	}
-	b, err := StartBroadcaster(ctx, cfg.Self, st.redis.URL(), cfg.Log)
-	if err != nil {
-		return res, err
-	}
-	defer b.Stop()
-	base, err := latencyRun(ctx, cfg, st, b, NewPublisher(st.rdb, st.mint, st.games), "", "")
-	if err != nil {
-		return res, fmt.Errorf("baseline: %w", err)
-	}
-	res.Base = &base
 	return res, nil
+}
+
+// roundOrder is the order of the latency benchmark's rounds, true for the
+// renderer's: R B B R R B …, or only the renderer's without a baseline.
+func roundOrder(rounds int, baseline bool) []bool {
+	rounds = max(rounds, 1)
+	var order []bool
+	for i := range rounds {
+		if !baseline {
+			order = append(order, true)
+			continue
+		}
+		order = append(order, i%2 == 0, i%2 == 1)
+	}
+	return order
 }
 
 // latencyPhase is one server's figures in the latency benchmark.
@@ -111,6 +149,41 @@ type latencyPhase struct {
 	// window (zero for the broadcaster, and for an in-process renderer,
 	// whose heap is shared with the clients).
 	Garbage garbage
+	// RoundP99 is the p99 of each round, in the order run.
+	RoundP99 []time.Duration
+
+	lat   []time.Duration // every delivery's latency
+	bytes int64           // payload bytes of the frames received
+	wall  float64         // seconds written in the measured windows
+}
+
+// add pools the round o into p: counts and CPU add up, cores are averaged
+// over the time written, and quantiles are taken again over every
+// delivery.
+func (p *latencyPhase) add(o latencyPhase) {
+	if w := p.wall + o.wall; w > 0 {
+		avg := func(a, b float64) float64 { return (a*p.wall + b*o.wall) / w }
+		p.RendererCores, p.BenchCores, p.RedisCores = avg(p.RendererCores, o.RendererCores), avg(p.BenchCores, o.BenchCores), avg(p.RedisCores, o.RedisCores)
+		p.AchievedHz = float64(p.Sent+o.Sent) / w
+	}
+	p.wall += o.wall
+	p.Sent += o.Sent
+	p.Expected += o.Expected
+	p.Dropped += o.Dropped
+	p.Frames += o.Frames
+	p.bytes += o.bytes
+	p.ServerCPU += o.ServerCPU
+	p.lat = append(p.lat, o.lat...)
+	p.WindowP99 = append(p.WindowP99, o.WindowP99...)
+	slices.Sort(p.WindowP99)
+	p.RoundP99 = append(p.RoundP99, o.Q.P99)
+	p.Handoff, p.Reads, p.Commits = p.Handoff.plus(o.Handoff), p.Reads.plus(o.Reads), p.Commits.plus(o.Commits)
+	p.Garbage = garbage{Bytes: p.Garbage.Bytes + o.Garbage.Bytes, Cycles: p.Garbage.Cycles + o.Garbage.Cycles, Commits: p.Garbage.Commits + o.Garbage.Commits}
+	p.Q = Summarize(p.lat)
+	if n := len(p.lat); n > 0 {
+		p.FramesPerLine = float64(p.Frames) / float64(n)
+		p.BytesPerLine = float64(p.bytes) / float64(n)
+	}
 }
 
 // garbage is what the renderer reports on its /metrics page, between two
@@ -231,11 +304,13 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	}
 	frames1, bytes1 := sw.Received()
 	res.Frames = frames1 - frames0
+	res.bytes = bytes1 - bytes0
 	if len(lat) > 0 {
 		res.FramesPerLine = float64(res.Frames) / float64(len(lat))
-		res.BytesPerLine = float64(bytes1-bytes0) / float64(len(lat))
+		res.BytesPerLine = float64(res.bytes) / float64(len(lat))
 	}
 	res.Q = Summarize(lat)
+	res.lat, res.wall = lat, wall
 	res.Dropped, _ = sw.Dropped()
 	fmt.Fprintf(cfg.Log, "latency: %s: %d lines at %.0f/s, %d of %d deliveries, %.2f frames/line, %.2f cores: %s\n",
 		srv.URL(), sent, res.AchievedHz, res.Q.N, res.Expected, res.FramesPerLine, res.RendererCores, res.Q)
@@ -263,8 +338,8 @@ func (r LatencyResult) Rows() []Row {
 	c := r.Cfg
 	ok := r.Q.P99 < 25*time.Millisecond && r.Q.N == r.Expected
 	rows := []Row{
-		{Bench: "latency", Metric: fmt.Sprintf("XADD → websocket frame, %.0f events/s (gamesim's mix of kinds) over %d games, %d clients, %s; %d lines in %v",
-			c.Rate, c.Games, c.Clients, r.where(), r.Sent, c.Duration),
+		{Bench: "latency", Metric: fmt.Sprintf("XADD → websocket frame, %.0f events/s (gamesim's mix of kinds) over %d games, %d clients, %s; %d lines in %v%s",
+			c.Rate, c.Games, c.Clients, r.where(), r.Sent, c.Duration, r.roundsNote()),
 			Value:  fmt.Sprintf("p50 %s · p99 %s · max %s", ms(r.Q.P50), ms(r.Q.P99), ms(r.Q.Max)),
 			Target: "p99 < 25 ms", Met: verdict(ok)},
 		{Bench: "latency", Metric: fmt.Sprintf("p99 of each second of the run (%d seconds): best / median / worst", len(r.WindowP99)),
@@ -303,17 +378,51 @@ func (r LatencyResult) Rows() []Row {
 	}
 	perFrame, basePerFrame := r.cpuPerFrame(), b.cpuPerFrame()
 	p99ratio := ratio(float64(r.Q.P99), float64(b.Q.P99))
+	if len(r.RoundP99) > 1 {
+		rows = append(rows, Row{Bench: "latency", Metric: fmt.Sprintf("p99 of each round, renderer / baseline, in %d rounds each run R B B R …: their ratios", len(r.RoundP99)),
+			Value: r.roundRatios()})
+	}
 	rows = append(rows,
 		Row{Bench: "latency", Metric: "renderer CPU per delivered frame / baseline's (any frame: line or state)",
 			Value:  fmt.Sprintf("%.1f / %.1f µs = %.2f×", perFrame, basePerFrame, ratio(perFrame, basePerFrame)),
 			Target: "≤ 2×", Met: verdict(basePerFrame > 0 && perFrame <= 2*basePerFrame)},
 		Row{Bench: "latency", Metric: "CPU-seconds per 1,000 line deliveries: renderer / baseline",
 			Value: fmt.Sprintf("%.3f / %.3f s = %.2f×", r.cpuPer1000(), b.cpuPer1000(), ratio(r.cpuPer1000(), b.cpuPer1000()))},
-		Row{Bench: "latency", Metric: "XADD → frame p99 / baseline's PUBLISH → frame p99",
+		Row{Bench: "latency", Metric: "XADD → frame p99 / baseline's PUBLISH → frame p99" + r.pooledNote(),
 			Value:  fmt.Sprintf("%s / %s = %.2f×", ms(r.Q.P99), ms(b.Q.P99), p99ratio),
 			Target: "≤ 2× (baseline p99 the floor)", Met: verdict(b.Q.N > 0 && r.Q.P99 <= 2*b.Q.P99)},
 	)
 	return rows
+}
+
+// roundsNote says, in the headline row, how the lines were measured.
+func (r LatencyResult) roundsNote() string {
+	if n := len(r.RoundP99); n > 1 {
+		return fmt.Sprintf(" (%d rounds of %v)", n, r.Cfg.Duration/time.Duration(n))
+	}
+	return ""
+}
+
+// pooledNote says, in the ratio rows, that each side pools its rounds.
+func (r LatencyResult) pooledNote() string {
+	if len(r.RoundP99) > 1 {
+		return " (each over all its rounds' deliveries)"
+	}
+	return ""
+}
+
+// roundRatios is the value of the per-round row: each renderer round's
+// p99 against the baseline's round of the same pair.
+func (r LatencyResult) roundRatios() string {
+	var parts []string
+	for i, p := range r.RoundP99 {
+		if i >= len(r.Base.RoundP99) {
+			break
+		}
+		bp := r.Base.RoundP99[i]
+		parts = append(parts, fmt.Sprintf("%s / %s = %.2f×", ms(p), ms(bp), ratio(float64(p), float64(bp))))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func ratio(a, b float64) float64 {

@@ -119,6 +119,23 @@ func (h histogram) since(o histogram) histogram {
 }
 
 // count is the number of observations.
+// plus is h and o counted together: two windows of one histogram.
+func (h histogram) plus(o histogram) histogram {
+	switch {
+	case len(o.cum) == 0:
+		return h
+	case len(h.cum) == 0:
+		return o
+	case !slices.Equal(h.le, o.le):
+		return h // another renderer's buckets: not comparable
+	}
+	d := histogram{le: h.le, cum: make([]float64, len(h.cum))}
+	for i := range h.cum {
+		d.cum[i] = h.cum[i] + o.cum[i]
+	}
+	return d
+}
+
 func (h histogram) count() float64 {
 	if len(h.cum) == 0 {
 		return 0
