@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,20 +27,10 @@ func (c *Consumer) hold(held []delivery, settle bool) error {
 		c.forgive(held)
 	}
 	c.setPaused(held[0].err)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
 	// The entries settled meanwhile are no longer pending: keepAlive's
-	// script leaves them alone.
-	all := held
-	go func() {
-		defer wg.Done()
-		c.keepAlive(all, stop)
-	}()
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
+	// script leaves them alone. It reads its own copy: held is judged
+	// and filtered while it runs.
+	defer c.keepAlive(slices.Clone(held))()
 	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: c.cfg.PauseMax}
 	for {
 		if !c.sleep(bo.Next()) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -224,13 +223,7 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 		}
 		return ms
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.keepAlive(todo, stop)
-	}()
+	stopKeepAlive := c.keepAlive(todo)
 	start := time.Now()
 	c.setInHandler(true)
 	var verdicts []error
@@ -244,10 +237,7 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 	})
 	c.setInHandler(false)
 	mHandlerSeconds.Observe(time.Since(start).Seconds())
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
+	defer stopKeepAlive()
 	if err == nil && len(verdicts) != len(todo) {
 		err = fmt.Errorf("feed: batch handler returned %d verdicts for %d entries", len(verdicts), len(todo))
 	}

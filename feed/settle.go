@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -206,42 +207,79 @@ redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, unpack(mine))
 return n
 `)
 
-// keepAlive refreshes the entries in hand every MinIdle/2 until stop.
-func (c *Consumer) keepAlive(batch []delivery, stop <-chan struct{}) {
+// keepAlive refreshes the idle time of the entries in hand every
+// MinIdle/2 while the handler runs, and returns the function that stops it
+// (and waits for a refresh in flight). Nothing runs unless the handler
+// outlasts the first period: a timer, not a goroutine per batch. At a low
+// rate a batch commits in a millisecond or two, and starting a goroutine
+// for each, then waiting for it to see the stop, held the loop up to 7 ms
+// on a busy host (docs/benchmarks.md, 2 Dec 2026).
+func (c *Consumer) keepAlive(batch []delivery) (stop func()) {
 	every := c.cfg.MinIdle / 2
-	t := time.NewTicker(every)
-	defer t.Stop()
-	byStream := map[string][]any{}
-	for _, d := range batch {
-		if byStream[d.stream] == nil {
-			byStream[d.stream] = []any{c.cfg.Group, c.cfg.Consumer}
-		}
-		byStream[d.stream] = append(byStream[d.stream], d.x.ID)
-	}
 	start := time.Now()
-	for {
-		select {
-		case <-stop:
+	var (
+		mu       sync.Mutex
+		stopped  bool
+		t        *time.Timer
+		running  sync.WaitGroup
+		byStream map[string][]any // built on the first refresh; only refreshes touch it
+	)
+	refresh := func() {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
 			return
-		case <-t.C:
 		}
-		if took := time.Since(start); took > c.cfg.MinIdle && c.Paused() == nil {
-			// Kept alive, the entries cannot go to a peer: a hung handler
-			// would hold them forever, so say so while it runs.
-			c.log.Warn("handler still running; its entries are kept from peers",
-				"running_for", took.Round(time.Millisecond), "entries", len(batch))
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		for stream, args := range byStream {
-			n, err := keepAliveScript.Run(ctx, c.rdb, []string{stream}, args...).Int64()
-			if err != nil {
-				c.fail("keepalive", err)
-				c.log.Warn("refreshing entries in hand failed", "stream", stream, "err", err)
-				continue
+		running.Add(1)
+		mu.Unlock()
+		defer running.Done()
+		if byStream == nil {
+			byStream = map[string][]any{}
+			for _, d := range batch {
+				if byStream[d.stream] == nil {
+					byStream[d.stream] = []any{c.cfg.Group, c.cfg.Consumer}
+				}
+				byStream[d.stream] = append(byStream[d.stream], d.x.ID)
 			}
-			c.ok()
-			c.stats.keptAlive.Add(n)
 		}
-		cancel()
+		c.refreshInHand(byStream, len(batch), time.Since(start), every)
+		mu.Lock()
+		if !stopped {
+			t.Reset(every) // the next refresh runs after this one ends
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	t = time.AfterFunc(every, refresh)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+		running.Wait()
+	}
+}
+
+// refreshInHand runs one refresh of keepAlive: the entries still this
+// consumer's, per stream, get their idle time reset.
+func (c *Consumer) refreshInHand(byStream map[string][]any, entries int, took, every time.Duration) {
+	if took > c.cfg.MinIdle && c.Paused() == nil {
+		// Kept alive, the entries cannot go to a peer: a hung handler
+		// would hold them forever, so say so while it runs.
+		c.log.Warn("handler still running; its entries are kept from peers",
+			"running_for", took.Round(time.Millisecond), "entries", entries)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), every)
+	defer cancel()
+	for stream, args := range byStream {
+		n, err := keepAliveScript.Run(ctx, c.rdb, []string{stream}, args...).Int64()
+		if err != nil {
+			c.fail("keepalive", err)
+			c.log.Warn("refreshing entries in hand failed", "stream", stream, "err", err)
+			continue
+		}
+		c.ok()
+		c.stats.keptAlive.Add(n)
 	}
 }
