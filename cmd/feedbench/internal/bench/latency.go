@@ -55,7 +55,7 @@ type LatencyResult struct {
 
 // Latency runs one real renderer process, connects Clients websocket
 // clients from this process (spread over Games), writes events at Rate for
-// Warmup + Duration and measures, for every line every client receives in
+// Warmup + Duration (Warmup + Duration/Rounds a round) and measures, for every line every client receives in
 // the measured window, the time from just before its XADD to the frame's
 // arrival. Then, in the same run, it does the same with the bare
 // broadcaster (Broadcaster, when Self is set): the same clients, the same
@@ -178,7 +178,7 @@ func (p *latencyPhase) add(o latencyPhase) {
 	slices.Sort(p.WindowP99)
 	p.RoundP99 = append(p.RoundP99, o.Q.P99)
 	p.Handoff, p.Reads, p.Commits = p.Handoff.plus(o.Handoff), p.Reads.plus(o.Reads), p.Commits.plus(o.Commits)
-	p.Garbage = garbage{Bytes: p.Garbage.Bytes + o.Garbage.Bytes, Cycles: p.Garbage.Cycles + o.Garbage.Cycles, Commits: p.Garbage.Commits + o.Garbage.Commits}
+	p.Garbage = p.Garbage.plus(o.Garbage)
 	p.Q = Summarize(p.lat)
 	if n := len(p.lat); n > 0 {
 		p.FramesPerLine = float64(p.Frames) / float64(n)
@@ -209,6 +209,11 @@ func scrapeGarbage(ctx context.Context, base string) (garbage, error) {
 // since is what the counters moved from an earlier scrape to g.
 func (g garbage) since(before garbage) garbage {
 	return garbage{Bytes: g.Bytes - before.Bytes, Cycles: g.Cycles - before.Cycles, Commits: g.Commits - before.Commits}
+}
+
+// plus is g and o counted together: two windows of the same counters.
+func (g garbage) plus(o garbage) garbage {
+	return garbage{Bytes: g.Bytes + o.Bytes, Cycles: g.Cycles + o.Cycles, Commits: g.Commits + o.Commits}
 }
 
 // handoffMetric is the renderer's histogram of the time from an event's

@@ -118,7 +118,6 @@ func (h histogram) since(o histogram) histogram {
 	return d
 }
 
-// count is the number of observations.
 // plus is h and o counted together: two windows of one histogram.
 func (h histogram) plus(o histogram) histogram {
 	switch {
@@ -136,6 +135,7 @@ func (h histogram) plus(o histogram) histogram {
 	return d
 }
 
+// count is the number of observations.
 func (h histogram) count() float64 {
 	if len(h.cum) == 0 {
 		return 0
