@@ -26,7 +26,7 @@ const catchUpPages = 10
 func (c *Consumer) catchUpAll() error {
 	c.catching = false
 	if c.cfg.Position == nil {
-		for _, st := range c.work {
+		for _, st := range c.work.all() {
 			st.caught = true
 		}
 		return nil
@@ -71,19 +71,19 @@ func (c *Consumer) catchUpAll() error {
 	// stream begun last turn, then the rest.
 	cur := c.catchCur
 	c.catchCur = nil
-	for _, st := range c.work {
+	for _, st := range c.work.all() {
 		if st.pending && st.catchLast != "" {
 			if err := try(st); err != nil {
 				return err
 			}
 		}
 	}
-	if cur != nil && c.work[cur.key] == cur {
+	if cur != nil && c.work.has(cur) {
 		if err := try(cur); err != nil {
 			return err
 		}
 	}
-	for _, st := range c.work {
+	for _, st := range c.work.all() {
 		if err := try(st); err != nil {
 			return err
 		}

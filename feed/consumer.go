@@ -38,7 +38,7 @@ type Consumer struct {
 	lastOK    time.Time
 	lastErr   error
 	inHandler bool     // a slow handler is not a silent Redis
-	working   []string // the read set's keys after the last turn
+	working   []string // the read set's keys, published by prune
 	pausedErr error    // the consumer holds entries the infrastructure failed
 	pausedAt  time.Time
 	notes     []Note
@@ -46,8 +46,13 @@ type Consumer struct {
 
 	// Owned by the loop goroutine.
 	streams map[string]*streamState // every known stream
-	work    map[string]*streamState // the read set: streams with a reason to be read
+	work    workSet                 // the read set: streams with a reason to be read
 	found   int                     // games discovered since the last log line
+	// The work set's generation whose keys are in working, and the
+	// earliest time prune publishes them again.
+	workingGen  uint64
+	nextWorking time.Time
+	nextPrune   time.Time // the earliest time prune walks the work set again
 
 	// Catch-up across turns (catchup.go): some stream is still behind, the
 	// one being caught up (finished first), and what the whole catch-up
@@ -87,7 +92,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 		handle:      cfg.BatchHandler,
 		stop:        make(chan struct{}),
 		streams:     map[string]*streamState{},
-		work:        map[string]*streamState{},
+		work:        newWorkSet(),
 		sweep:       sweepState{pass: 1},
 		perSlot:     isCluster(cfg.Client),
 		unacked:     map[string][]string{},

@@ -175,7 +175,7 @@ func (c *Consumer) discover() error {
 	for k := range c.streams {
 		if !seen[k] {
 			delete(c.streams, k)
-			delete(c.work, k)
+			c.work.remove(k)
 			gone = append(gone, k)
 		}
 	}

@@ -23,8 +23,11 @@ const (
 	drainKeys = 1000
 	// blockKeys caps the streams of the blocking read: the most recently
 	// active ones. A hot stream beyond it is read when the beat sees its
-	// score move, like a quiet one.
-	blockKeys = 1000
+	// score move, like a quiet one. It is one command's worth (maxKeys):
+	// more would split the read into several (groups), which cannot block,
+	// and the loop would then poll the hot streams once a beat instead of
+	// waking on their entries.
+	blockKeys = maxKeys
 )
 
 // recoverAll recovers the own pending list of every open stream that needs
@@ -104,20 +107,29 @@ func (c *Consumer) drain(now time.Time) (bool, error) {
 	if len(sts) == 0 {
 		return false, nil
 	}
-	slices.SortStableFunc(sts, func(a, b *streamState) int {
-		switch ah, bh := a.hot(now), b.hot(now); {
-		case ah && !bh:
-			return -1
-		case bh && !ah:
-			return 1
-		}
-		return 0
-	})
+	sts = hotFirst(sts, now)
 	var rest []*streamState
 	if len(sts) > drainKeys {
 		sts, rest = sts[:drainKeys], sts[drainKeys:]
 	}
 	return c.readManyThen(sts, rest, now)
+}
+
+// hotFirst returns sts with the hot streams first, each part in the order
+// it had: a partition, linear, where a stable sort was n log n a turn.
+func hotFirst(sts []*streamState, now time.Time) []*streamState {
+	out := make([]*streamState, 0, len(sts))
+	for _, st := range sts {
+		if st.hot(now) {
+			out = append(out, st)
+		}
+	}
+	for _, st := range sts {
+		if !st.hot(now) {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // poll reads the next page of the known streams once without blocking
@@ -306,7 +318,7 @@ func observeReadLag(nowMs int64, id string) {
 func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 	sts := c.pick(func(st *streamState) bool { return st.hot(now) && st.readable() && !st.due })
 	if len(sts) == 0 {
-		if c.cfg.Registry == "" && len(c.work) == 0 {
+		if c.cfg.Registry == "" && c.work.len() == 0 {
 			// Nothing to read and no beat: keep readiness honest.
 			ctx, cancel := context.WithTimeout(c.ctx, 2*time.Second)
 			err := c.rdb.Ping(ctx).Err()
@@ -323,10 +335,7 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 		c.sleep(wait)
 		return nil
 	}
-	if len(sts) > blockKeys {
-		slices.SortStableFunc(sts, func(a, b *streamState) int { return b.hotUntil.Compare(a.hotUntil) })
-		sts = sts[:blockKeys]
-	}
+	sts = mostRecent(sts, blockKeys)
 	if gs := c.groups(sts); len(gs) > 1 {
 		return c.readSlots(sts, len(gs), wait)
 	}

@@ -48,6 +48,7 @@ type streamState struct {
 	catchNext, catchLast string
 	catchN               int
 	gauged               bool // pending and lag gauges carry this game's label
+	listed               bool // in the work set's list (workSet)
 	hotUntil             time.Time
 	score                float64 // last registry score seen (unix ms of the last event)
 	seenPass             int     // the sweep pass that last listed it
@@ -90,8 +91,80 @@ func (c *Consumer) Working() []string {
 	return slices.Clone(c.working)
 }
 
+// workSet is the read set: the streams with a reason to be read, by key
+// and in key order. Every turn walks it several times while its members
+// change far less often, so the order is restored once after a change
+// rather than sorted by every walk: with thousands of hot games, per-turn
+// sorts of the whole set were most of the loop's CPU and its latency
+// (docs/benchmarks.md, "many hot games").
+//
+// The slice that all returns is never changed in place: an add appends past
+// its length, and a re-sort or a removal makes a new slice, so a walk may
+// go on while the set changes under it.
+type workSet struct {
+	byKey    map[string]*streamState
+	list     []*streamState // the members, in key order unless unsorted
+	unsorted bool           // members were appended since the last sort
+	removed  bool           // list still holds members removed from byKey
+	gen      uint64         // counts membership changes
+}
+
+func newWorkSet() workSet { return workSet{byKey: map[string]*streamState{}} }
+
+func (w *workSet) len() int { return len(w.byKey) }
+
+func (w *workSet) has(st *streamState) bool { return w.byKey[st.key] == st }
+
+// add makes st a member; adding a member again does nothing.
+func (w *workSet) add(st *streamState) {
+	if w.byKey[st.key] == st {
+		return
+	}
+	if _, ok := w.byKey[st.key]; ok {
+		w.removed = true // another state under the same key leaves the list
+	}
+	w.byKey[st.key] = st
+	w.gen++
+	if !st.listed { // else removed and back before the list was compacted
+		st.listed = true
+		w.list = append(w.list, st)
+		w.unsorted = true
+	}
+}
+
+// remove drops the member under key, if any.
+func (w *workSet) remove(key string) {
+	if _, ok := w.byKey[key]; ok {
+		delete(w.byKey, key)
+		w.removed = true
+		w.gen++
+	}
+}
+
+// all returns the members in key order. The caller must not change the
+// slice.
+func (w *workSet) all() []*streamState {
+	if w.removed {
+		kept := make([]*streamState, 0, len(w.byKey))
+		for _, st := range w.list {
+			if w.byKey[st.key] == st {
+				kept = append(kept, st)
+			} else {
+				st.listed = false
+			}
+		}
+		w.list, w.removed = kept, false
+	}
+	if w.unsorted {
+		w.list = slices.Clone(w.list)
+		slices.SortFunc(w.list, func(a, b *streamState) int { return cmpKey(a.key, b.key) })
+		w.unsorted = false
+	}
+	return w.list
+}
+
 // track adds st to the work set.
-func (c *Consumer) track(st *streamState) { c.work[st.key] = st }
+func (c *Consumer) track(st *streamState) { c.work.add(st) }
 
 // markPending notes that the group has pending entries on stream (a handler
 // failed, a dead letter could not be written): claims and the census look
@@ -136,38 +209,57 @@ func (c *Consumer) seeGame(game string, score float64, now time.Time) *streamSta
 }
 
 // prune drops from the work set the streams with no reason left, clears
-// their gauges, and publishes the sizes.
+// their gauges, and publishes the sizes, at most every pruneEvery. The keys
+// for Working are published after a change of members, at most every
+// workingEvery: status pages do not need them fresher, and a copy of
+// thousands of keys every turn would cost the loop what the sorts did.
 func (c *Consumer) prune(now time.Time) {
+	if now.Before(c.nextPrune) {
+		return
+	}
+	c.nextPrune = now.Add(pruneEvery)
 	hot := 0
-	for k, st := range c.work {
+	for _, st := range c.work.all() {
 		if st.busy(now) {
 			if st.hot(now) {
 				hot++
 			}
 			continue
 		}
-		delete(c.work, k)
+		c.work.remove(st.key)
 		if st.gauged {
 			mPending.DeleteLabelValues(labelOf(st))
 			mLag.DeleteLabelValues(labelOf(st))
 			st.gauged = false
 		}
 	}
-	keys := make([]string, 0, len(c.work))
-	for k := range c.work {
-		keys = append(keys, k)
+	if c.work.gen != c.workingGen && !now.Before(c.nextWorking) {
+		all := c.work.all()
+		keys := make([]string, len(all))
+		for i, st := range all {
+			keys[i] = st.key
+		}
+		c.mu.Lock()
+		c.working = keys
+		c.mu.Unlock()
+		c.workingGen, c.nextWorking = c.work.gen, now.Add(workingEvery)
 	}
-	slices.Sort(keys)
-	c.mu.Lock()
-	c.working = keys
-	c.mu.Unlock()
 	c.stats.known.Store(int64(len(c.streams)))
-	c.stats.working.Store(int64(len(c.work)))
+	c.stats.working.Store(int64(c.work.len()))
 	c.stats.hot.Store(int64(hot))
 	mStreams.WithLabelValues("known").Set(float64(len(c.streams)))
-	mStreams.WithLabelValues("working").Set(float64(len(c.work)))
+	mStreams.WithLabelValues("working").Set(float64(c.work.len()))
 	mStreams.WithLabelValues("hot").Set(float64(hot))
 }
+
+const (
+	// pruneEvery is the most often prune walks the work set. A turn can
+	// be a millisecond or two; a stream with no reason left costs the
+	// turns in between only its place in their walks.
+	pruneEvery = 50 * time.Millisecond
+	// workingEvery is the most often prune publishes the work set's keys.
+	workingEvery = time.Second
+)
 
 func labelOf(st *streamState) string {
 	if st.game != "" {
@@ -180,21 +272,76 @@ func labelOf(st *streamState) string {
 // (stable pipelines and logs).
 func (c *Consumer) pick(keep func(*streamState) bool) []*streamState {
 	var out []*streamState
-	for _, st := range c.work {
+	for _, st := range c.work.all() {
 		if keep(st) {
 			out = append(out, st)
 		}
 	}
-	slices.SortFunc(out, func(a, b *streamState) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
 	return out
+}
+
+// mostRecent returns the k streams of sts that were active last (the
+// latest hotUntil), keeping their order in sts. It costs a walk and a
+// selection, not a sort: it runs every turn over every hot stream.
+func mostRecent(sts []*streamState, k int) []*streamState {
+	if len(sts) <= k {
+		return sts
+	}
+	until := make([]int64, len(sts))
+	for i, st := range sts {
+		until[i] = st.hotUntil.UnixNano()
+	}
+	cut := kthLargest(until, k)
+	above := 0 // strictly later than the cut: all of them go in
+	for _, st := range sts {
+		if st.hotUntil.UnixNano() > cut {
+			above++
+		}
+	}
+	ties := k - above // of those at the cut, the first ones in sts
+	out := make([]*streamState, 0, k)
+	for _, st := range sts {
+		switch u := st.hotUntil.UnixNano(); {
+		case u > cut:
+			out = append(out, st)
+		case u == cut && ties > 0:
+			out = append(out, st)
+			ties--
+		}
+	}
+	return out
+}
+
+// kthLargest returns the k-th largest of xs (1 ≤ k ≤ len(xs)), reordering
+// xs: a quickselect, linear on average.
+func kthLargest(xs []int64, k int) int64 {
+	lo, hi, want := 0, len(xs)-1, k-1 // want: the index in descending order
+	for lo < hi {
+		pivot := xs[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] > pivot {
+				i++
+			}
+			for xs[j] < pivot {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case want <= j:
+			hi = j
+		case want >= i:
+			lo = i
+		default:
+			return xs[want]
+		}
+	}
+	return xs[want]
 }
 
 // maxKeys caps the streams of one multi-key XREADGROUP.

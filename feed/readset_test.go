@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -26,8 +27,14 @@ func registryConfig(tb testing.TB, rdb redis.UniversalClient, name string) feed.
 // an hour ago in the registry: known to the sweep, never hot.
 func register(tb testing.TB, rdb redis.UniversalClient, games []string) {
 	tb.Helper()
+	registerAt(tb, rdb, games, time.Now().Add(-time.Hour))
+}
+
+// registerAt is register with the games scored at.
+func registerAt(tb testing.TB, rdb redis.UniversalClient, games []string, at time.Time) {
+	tb.Helper()
 	ctx := context.Background()
-	old := float64(time.Now().Add(-time.Hour).UnixMilli())
+	old := float64(at.UnixMilli())
 	for chunk := range slices.Chunk(games, 500) {
 		pipe := rdb.Pipeline()
 		for _, g := range chunk {
@@ -118,4 +125,87 @@ func TestPollReachesEveryStreamPastOnePage(t *testing.T) {
 	// the handler saw the entries: wait for the count, not just the ids.
 	waitFor(t, 5*time.Second, "a poll that found entries (Stats().Polled > 0; else they came another way)",
 		func() bool { return c.Stats().Polled > 0 })
+}
+
+// TestManyHotGamesStillBlock: with more hot games than one read holds
+// (700 > 500), the loop still blocks on the most recently active ones and
+// wakes on their entries, instead of polling them once a beat. The beat
+// and every other net are minutes away here, so an entry that waited for
+// them would miss the deadline by far.
+func TestManyHotGamesStillBlock(t *testing.T) {
+	_, rdb := mustStart(t)
+	var games []string
+	for i := range 700 {
+		games = append(games, fmt.Sprintf("hb-%03d", i))
+	}
+	registerAt(t, rdb, games, time.Now()) // hot
+	rec := &recorder{}
+	cfg := registryConfig(t, rdb, "c1")
+	cfg.WakeEvery, cfg.ActiveWindow = 30*time.Second, 5*time.Minute
+	cfg.Block = 5 * time.Second
+	cfg.SweepEvery, cfg.PollEvery = time.Hour, time.Hour
+	cfg.ClaimEvery, cfg.CensusEvery = time.Hour, time.Hour
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	waitFor(t, 60*time.Second, "every game's entry handled", func() bool { return len(rec.ids()) == len(games) })
+	// One more entry makes the first game the most recently active (its
+	// delivery renews its window), whatever order the others came in.
+	first := add(t, rdb, stream(games[0]))
+	waitFor(t, 60*time.Second, "the first game's next entry handled", func() bool { return rec.ids()[first] == 1 })
+	if st := c.Stats(); st.Hot != int64(len(games)) {
+		t.Fatalf("hot streams = %d, want all %d", st.Hot, len(games))
+	}
+	for i := range 3 {
+		id := add(t, rdb, stream(games[0]))
+		waitFor(t, 2*time.Second, fmt.Sprintf("entry %d woke the blocking read", i), func() bool { return rec.ids()[id] == 1 })
+	}
+}
+
+// TestKthLargest checks the selection that picks the blocking read's
+// streams against a sort, on slices with and without repeated values.
+func TestKthLargest(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := 1; n <= 64; n++ {
+		for _, spread := range []int64{2, 5, 1000} {
+			xs := make([]int64, n)
+			for i := range xs {
+				xs[i] = r.Int64N(spread)
+			}
+			want := slices.Clone(xs)
+			slices.Sort(want)
+			slices.Reverse(want)
+			for k := 1; k <= n; k++ {
+				ys := slices.Clone(xs)
+				if got := feed.KthLargest(ys, k); got != want[k-1] {
+					t.Fatalf("KthLargest(%v, %d) = %d, want %d", xs, k, got, want[k-1])
+				}
+			}
+		}
+	}
+}
+
+// TestWorkSet: the work set lists each member once, in key order, through
+// additions, removals, additions back before and after a listing, and a
+// new state under a known key.
+func TestWorkSet(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  []string
+		want [][]string
+	}{
+		{"sorted", []string{"+c", "+a", "+b", "="}, [][]string{{"a", "b", "c"}}},
+		{"added twice", []string{"+a", "+a", "=", "+a", "="}, [][]string{{"a"}, {"a"}}},
+		{"removed", []string{"+a", "+b", "=", "-a", "=", "-b", "="}, [][]string{{"a", "b"}, {"b"}, nil}},
+		{"back before a listing", []string{"+a", "+b", "=", "-a", "+a", "="}, [][]string{{"a", "b"}, {"a", "b"}}},
+		{"back after a listing", []string{"+a", "+b", "=", "-a", "=", "+a", "="}, [][]string{{"a", "b"}, {"b"}, {"a", "b"}}},
+		{"out and back unlisted", []string{"+a", "-a", "+a", "-a", "+a", "="}, [][]string{{"a"}}},
+		{"new state", []string{"+a", "+b", "=", "!a", "="}, [][]string{{"a", "b"}, {"a", "b"}}},
+		{"missing removed", []string{"-x", "+a", "-x", "="}, [][]string{{"a"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := feed.WorkSetOps(tc.ops); !slices.EqualFunc(got, tc.want, slices.Equal[[]string]) {
+				t.Errorf("%v: got %q, want %q", tc.ops, got, tc.want)
+			}
+		})
+	}
 }

@@ -107,7 +107,7 @@ func (c *Consumer) sweepPage(now time.Time) error {
 	for k, st := range c.streams {
 		if st.seenPass != c.sweep.pass && !st.pinned && !st.pending {
 			delete(c.streams, k)
-			delete(c.work, k)
+			c.work.remove(k)
 			gone++
 		}
 	}
