@@ -62,8 +62,9 @@ type Consumer struct {
 	catchStreams, catchEntries int
 
 	sweep       sweepState
-	pollRound   int  // the poll's current round over the known streams (pollNext)
-	perSlot     bool // group multi-key reads per hash slot (a cluster)
+	pollRound   int    // the poll's current round over the known streams (pollNext)
+	hotSet      hotSet // the hot read's streams, kept across turns
+	perSlot     bool   // group multi-key reads per hash slot (a cluster)
 	nextWake    time.Time
 	nextPoll    time.Time
 	nextFind    time.Time

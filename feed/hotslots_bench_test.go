@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,24 +28,45 @@ import (
 func BenchmarkHotGamesLatency(b *testing.B) {
 	b.Run("single", func(b *testing.B) {
 		_, rdb := mustStart(b)
-		hotLatency(b, rdb)
+		hotLatency(b, rdb, 0)
 	})
 	b.Run("cluster", func(b *testing.B) {
 		rc := redistest.MustStartCluster(b)
-		hotLatency(b, rc.Client(b))
+		hotLatency(b, rc.Client(b), 0)
 	})
 }
 
-func hotLatency(b *testing.B, rdb redis.UniversalClient) {
+// BenchmarkManyHotGames is BenchmarkHotGamesLatency's single node with
+// 5,000 more games hot beside the 40 written to, against none, in the same
+// run: the loop's cost per turn must not follow the number of hot games
+// (docs/benchmarks.md, "many hot games"). Compare the two p50s and CPUs.
+// Run it with -benchtime=1x.
+func BenchmarkManyHotGames(b *testing.B) {
+	for _, extra := range []int{0, 5000} {
+		b.Run(fmt.Sprintf("hot=%d", 40+extra), func(b *testing.B) {
+			_, rdb := mustStart(b)
+			hotLatency(b, rdb, extra)
+		})
+	}
+}
+
+// hotLatency times XADD → handler for 40 games at 400 events/s, with extra
+// more games made hot (registered now, one entry each, handled) first.
+func hotLatency(b *testing.B, rdb redis.UniversalClient, extra int) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	sent := map[string]time.Time{}
 	var lat []time.Duration
+	var handled atomic.Int64
 	cfg := registryConfig(b, rdb, "bench")
 	cfg.WakeEvery, cfg.ActiveWindow = 100*time.Millisecond, 10*time.Second // the defaults
+	if extra > 0 {
+		cfg.ActiveWindow = time.Minute // the extra games stay hot through the run
+	}
 	cfg.Block = time.Second
 	cfg.Handler = func(_ context.Context, m feed.Message) error {
 		now := time.Now()
+		handled.Add(1)
 		mu.Lock()
 		if t, ok := sent[m.ID]; ok {
 			lat = append(lat, now.Sub(t))
@@ -52,7 +74,15 @@ func hotLatency(b *testing.B, rdb redis.UniversalClient) {
 		mu.Unlock()
 		return nil
 	}
+	if extra > 0 {
+		var others []string
+		for i := range extra {
+			others = append(others, fmt.Sprintf("other-%05d", i))
+		}
+		registerAt(b, rdb, others, time.Now())
+	}
 	mustOpen(b, cfg)
+	waitFor(b, time.Minute, "the extra games' entries handled", func() bool { return handled.Load() >= int64(extra) })
 	const games, rate = 40, 400
 	write := func(i int, measure bool) {
 		g := fmt.Sprintf("hot-%d", i%games)

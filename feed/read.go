@@ -115,6 +115,44 @@ func (c *Consumer) drain(now time.Time) (bool, error) {
 	return c.readManyThen(sts, rest, now)
 }
 
+// hotRefresh is how long the hot read keeps its choice of streams when
+// nothing new became hot and the read set kept its members.
+const hotRefresh = 100 * time.Millisecond
+
+// hotSet is the hot read's choice of streams (hotReadSet).
+type hotSet struct {
+	streams []*streamState // the blockKeys most recently active, hot when chosen
+	gen     uint64         // the work set's generation they were chosen from
+	next    time.Time      // when to choose again
+	stale   bool           // a stream became hot since: choose again
+}
+
+// hotReadSet returns the streams of this turn's hot read: the blockKeys
+// most recently active hot streams, readable and not due. Choosing them
+// walks every hot stream, thousands at times, while a turn can come every
+// millisecond; so the choice is kept across turns, and made again when a
+// stream became hot, the work set changed its members, or hotRefresh has
+// passed (the order of recency among them moves). Each turn still drops
+// from it the streams no longer hot, readable or due: only a readable
+// stream may be read with ">" (catchup.go).
+func (c *Consumer) hotReadSet(now time.Time) []*streamState {
+	h := &c.hotSet
+	if h.stale || h.gen != c.work.gen || !now.Before(h.next) {
+		// Chosen among the hot streams whether readable or not, so that
+		// one that becomes readable later (door, inspect, catch-up) is
+		// already in the choice.
+		h.streams = mostRecent(c.pick(func(st *streamState) bool { return st.hot(now) }), blockKeys)
+		h.gen, h.next, h.stale = c.work.gen, now.Add(hotRefresh), false
+	}
+	var out []*streamState
+	for _, st := range h.streams {
+		if st.hot(now) && st.readable() && !st.due {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
 // hotFirst returns sts with the hot streams first, each part in the order
 // it had: a partition, linear, where a stable sort was n log n a turn.
 func hotFirst(sts []*streamState, now time.Time) []*streamState {
@@ -316,7 +354,7 @@ func observeReadLag(nowMs int64, id string) {
 // blocking every hot tick until wait is over (readSlots). With nothing hot
 // it just waits.
 func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
-	sts := c.pick(func(st *streamState) bool { return st.hot(now) && st.readable() && !st.due })
+	sts := c.hotReadSet(now)
 	if len(sts) == 0 {
 		if c.cfg.Registry == "" && c.work.len() == 0 {
 			// Nothing to read and no beat: keep readiness honest.
@@ -335,7 +373,6 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 		c.sleep(wait)
 		return nil
 	}
-	sts = mostRecent(sts, blockKeys)
 	if gs := c.groups(sts); len(gs) > 1 {
 		return c.readSlots(sts, len(gs), wait)
 	}

@@ -202,6 +202,9 @@ func (c *Consumer) seeGame(game string, score float64, now time.Time) *streamSta
 		at = now
 	}
 	if until := at.Add(c.cfg.ActiveWindow); until.After(st.hotUntil) && until.After(now) {
+		if !st.hot(now) {
+			c.hotSet.stale = true // the hot read must take it in now
+		}
 		st.hotUntil = until
 	}
 	c.track(st)
