@@ -142,24 +142,24 @@ func (w *workSet) remove(key string) {
 }
 
 // all returns the members in key order. The caller must not change the
-// slice.
+// slice. After a change it builds the list anew, in one pass: removed
+// members dropped, then a sort if members were appended.
 func (w *workSet) all() []*streamState {
-	if w.removed {
-		kept := make([]*streamState, 0, len(w.byKey))
-		for _, st := range w.list {
-			if w.byKey[st.key] == st {
-				kept = append(kept, st)
-			} else {
-				st.listed = false
-			}
+	if !w.removed && !w.unsorted {
+		return w.list
+	}
+	kept := make([]*streamState, 0, len(w.byKey))
+	for _, st := range w.list {
+		if w.byKey[st.key] == st {
+			kept = append(kept, st)
+		} else {
+			st.listed = false
 		}
-		w.list, w.removed = kept, false
 	}
 	if w.unsorted {
-		w.list = slices.Clone(w.list)
-		slices.SortFunc(w.list, func(a, b *streamState) int { return cmpKey(a.key, b.key) })
-		w.unsorted = false
+		slices.SortFunc(kept, func(a, b *streamState) int { return cmpKey(a.key, b.key) })
 	}
+	w.list, w.removed, w.unsorted = kept, false, false
 	return w.list
 }
 
@@ -285,7 +285,8 @@ func (c *Consumer) pick(keep func(*streamState) bool) []*streamState {
 
 // mostRecent returns the k streams of sts that were active last (the
 // latest hotUntil), keeping their order in sts. It costs a walk and a
-// selection, not a sort: it runs every turn over every hot stream.
+// selection, not a sort: it runs over every hot stream, thousands at
+// times, whenever the hot read chooses again (hotReadSet).
 func mostRecent(sts []*streamState, k int) []*streamState {
 	if len(sts) <= k {
 		return sts
