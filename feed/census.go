@@ -27,36 +27,65 @@ end
 return n
 `)
 
-// census takes the census of the work set (every CensusEvery): its cost
-// follows the streams with a reason to be read, not the registry.
-func (c *Consumer) census() error {
-	sts := c.pick(func(st *streamState) bool { return st.open && !st.needDoor })
-	if len(sts) == 0 {
-		return nil
-	}
-	return c.censusOf(sts, false)
+// The periodic censuses, of the work set (every CensusEvery) and of the hot
+// streams (every hotLookEvery), are rounds taken one pipeline of maxKeys
+// streams a turn (censusStep). Taken at once, a census of the 10,000 games
+// a catch-up or a drain leaves hot was 20 pipelines in a row on the loop,
+// about 100ms on a cluster, and every live entry waited behind it
+// (docs/benchmarks.md, "two tiers of hot").
+type censusRound struct {
+	todo []*streamState
 }
 
-// censusHot takes the census of the hot streams not known to have pending
-// entries, just before the claims. A peer that died holding entries shows
-// only in its group's pending count; without this look, reclaiming them
-// would wait for the census (CensusEvery) on top of MinIdle + ClaimEvery.
-// It costs one pipelined XINFO GROUPS per 500 hot streams every
-// hotLookEvery.
-func (c *Consumer) censusHot(now time.Time) error {
-	sts := c.pick(func(st *streamState) bool {
+// startCensus starts a round of the work set's census: its cost follows
+// the streams with a reason to be read, not the registry.
+func (c *Consumer) startCensus() {
+	c.workCensus.todo = c.pick(func(st *streamState) bool { return st.open && !st.needDoor })
+}
+
+// startHotLook starts a round of the census of the hot streams not known
+// to have pending entries. A peer that died holding entries shows only in
+// its group's pending count; without this look, reclaiming them would wait
+// for the census (CensusEvery) on top of MinIdle + ClaimEvery. It costs one
+// XINFO GROUPS per hot stream every hotLookEvery.
+func (c *Consumer) startHotLook(now time.Time) {
+	c.hotLook.todo = c.pick(func(st *streamState) bool {
 		return st.open && !st.needDoor && !st.pending && !st.pinned && st.hot(now)
 	})
-	if len(sts) == 0 {
-		return nil
-	}
-	return c.censusOf(sts, false)
 }
 
-// hotLookEvery is the period of censusHot: at most MinIdle/2, since an
-// entry a peer took at time t can be claimed from t + MinIdle on, and a
-// look before then is all the claim beat needs to stay within MinIdle +
-// ClaimEvery; never more often than the claims themselves.
+// censusStep takes the next pipeline of the census rounds under way, the
+// hot look's first. It returns the streams it found with pending entries
+// that were not known to have any: the caller claims them without waiting
+// for the claim beat.
+func (c *Consumer) censusStep() ([]*streamState, error) {
+	r := &c.hotLook
+	if len(r.todo) == 0 {
+		r = &c.workCensus
+	}
+	if len(r.todo) == 0 {
+		return nil, nil
+	}
+	n := min(len(r.todo), maxKeys)
+	var sts []*streamState
+	for _, st := range r.todo[:n] {
+		// Only streams still known, with their group: one dropped or sent
+		// back through the door since the round began is not looked at.
+		if c.streams[st.key] == st && st.open && !st.needDoor {
+			sts = append(sts, st)
+		}
+	}
+	r.todo = r.todo[n:]
+	if len(sts) == 0 {
+		return nil, nil
+	}
+	return c.censusChunk(sts, false)
+}
+
+// hotLookEvery is the period of the hot look (startHotLook): at most
+// MinIdle/2, since an entry a peer took at time t can be claimed from t +
+// MinIdle on, and a look before then is all the claim beat needs to stay
+// within MinIdle + ClaimEvery; never more often than the claims themselves.
 func (c *Consumer) hotLookEvery() time.Duration {
 	return max(c.cfg.ClaimEvery, c.cfg.MinIdle/2)
 }
@@ -82,14 +111,17 @@ func (c *Consumer) inspectNew() error {
 // one command, not three (docs/reader-law.md, "The read set").
 func (c *Consumer) censusOf(sts []*streamState, cleanup bool) error {
 	for chunk := range slices.Chunk(sts, maxKeys) {
-		if err := c.censusChunk(chunk, cleanup); err != nil || c.stopping() {
+		if _, err := c.censusChunk(chunk, cleanup); err != nil || c.stopping() {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) error {
+// censusChunk is censusOf for one pipeline's worth of streams. It also
+// returns those it found with pending entries that were not known to have
+// any.
+func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) ([]*streamState, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	pipe := c.rdb.Pipeline()
@@ -99,11 +131,12 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) error {
 	}
 	_, _ = pipe.Exec(ctx)
 	var crowded []*streamState // groups with consumers to clean up
+	var fresh []*streamState   // pending found where none was known
 	for i, st := range sts {
 		if err := groups[i].Err(); err != nil {
 			c.fail("census", err)
 			if !serverError(err) {
-				return err
+				return fresh, err
 			}
 			c.reopen(st, err)
 			continue
@@ -114,6 +147,9 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) error {
 				continue
 			}
 			found = true
+			if g.Pending > 0 && !st.pending {
+				fresh = append(fresh, st)
+			}
 			st.pending = g.Pending > 0
 			if st.inspect && !st.pending {
 				st.recover = false // nothing pending, nothing of ours to recover
@@ -144,7 +180,7 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) error {
 	if len(crowded) > 0 {
 		c.cleanUp(ctx, crowded)
 	}
-	return nil
+	return fresh, nil
 }
 
 // cleanUp runs the idle-consumer cleanup script on sts, pipelined. A

@@ -70,7 +70,9 @@ type Consumer struct {
 	nextFind    time.Time
 	nextClaim   time.Time
 	nextCensus  time.Time
-	nextHotLook time.Time           // censusHot
+	nextHotLook time.Time           // startHotLook
+	hotLook     censusRound         // under way, a pipeline a turn
+	workCensus  censusRound         // under way, after hotLook
 	gatherUntil time.Time           // no blocking read before this (Linger)
 	unacked     map[string][]string // acks that failed, retried each turn
 	loopBackoff backoff.Backoff

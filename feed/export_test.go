@@ -1,5 +1,7 @@
 package feed
 
+import "time"
+
 // KthLargest is kthLargest, for the external tests.
 var KthLargest = kthLargest
 
@@ -33,4 +35,24 @@ func WorkSetOps(ops []string) [][]string {
 		}
 	}
 	return out
+}
+
+// LiveKeys is liveKeys, for the external tests.
+const LiveKeys = liveKeys
+
+// ByRecency runs byRecency over streams whose hotUntil are untils (unix
+// nanoseconds) and returns their indexes in its order, and how many lead.
+func ByRecency(untils []int64, k int) ([]int, int) {
+	sts := make([]*streamState, len(untils))
+	index := map[*streamState]int{}
+	for i, u := range untils {
+		sts[i] = &streamState{hotUntil: time.Unix(0, u)}
+		index[sts[i]] = i
+	}
+	out, n := byRecency(sts, k)
+	order := make([]int, len(out))
+	for i, st := range out {
+		order[i] = index[st]
+	}
+	return order, n
 }

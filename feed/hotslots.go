@@ -4,18 +4,30 @@ import "time"
 
 // Reading hot streams spread over several hash slots (a cluster): one
 // XREADGROUP cannot block on keys of two slots, and one blocking read per
-// slot would hold a connection per hot slot. So the loop reads every hot
-// slot without blocking, one command per slot in one pipeline (go-redis
-// sends each node's share at once, concurrently), and repeats that every
-// hot tick until the beat, going back to the turn as soon as a read
-// delivers. An entry of a hot game then waits about one tick, not one
-// beat (docs/reader-law.md, "Redis Cluster").
+// slot would hold a connection per hot slot. So the loop reads the hot
+// slots without blocking, one command per slot in one pipeline (go-redis
+// sends each node's share at once, concurrently), every hot tick until the
+// beat, going back to the turn as soon as a read delivers. An entry of a
+// hot game then waits about one tick, not one beat (docs/reader-law.md,
+// "Redis Cluster").
+//
+// The hot streams are read in two tiers. The liveKeys most recently active
+// are read at once in every turn that reaches the hot read and every tick
+// of their own, which stays at minHotTick; the others (up to blockKeys,
+// games that were active within the window but not lately, such as
+// thousands just drained) only every tick of all the hot slots. One tier
+// made every turn a command per hot slot: with 500 slots hot, a turn cost
+// 500 commands whatever it delivered, and the live games' entries waited
+// behind them (docs/benchmarks.md, "two tiers of hot").
 const (
 	// minHotTick is the pause between two reads of the hot slots.
 	minHotTick = 10 * time.Millisecond
 	// hotTickPerSlot stretches the tick with the number of hot slots (50ms
 	// at 500), so that the reads stay under about 10,000 commands a second.
 	hotTickPerSlot = 100 * time.Microsecond
+	// liveKeys is how many hot streams are read every turn and every
+	// minHotTick: as many as keep that tick at its minimum.
+	liveKeys = int(minHotTick / hotTickPerSlot)
 	// tickKeys caps the hot streams read every tick. Past it (thousands of
 	// games made hot by a catch-up, or more than one XREADGROUP's worth on
 	// a single node) they are read once a beat, as the registry beat reads
@@ -28,24 +40,41 @@ func hotTick(slots int) time.Duration {
 	return max(minHotTick, time.Duration(slots)*hotTickPerSlot)
 }
 
-// readSlots reads the hot streams sts, which span several slots (or more
-// keys than one command holds), without blocking: every hotTick for up to
-// wait when they are at most tickKeys, else once. It returns after the
-// first read that delivers (the turn then runs again: beat, drain,
-// claims), after wait, or when the consumer stops.
-func (c *Consumer) readSlots(sts []*streamState, slots int, wait time.Duration) error {
+// readSlots reads the hot streams live and rest, which together span
+// several slots (or more keys than one command holds), without blocking,
+// until wait is over: live at once and every tick of their slots, rest
+// with them every tick of all the slots (once, when there are more than
+// tickKeys streams in all). It returns after the first read that delivers
+// (the turn then runs again: beat, drain, claims), after wait, or when the
+// consumer stops.
+func (c *Consumer) readSlots(live, rest []*streamState, slots int, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
-	tick := hotTick(slots)
-	if len(sts) > tickKeys {
-		tick = wait
+	h := &c.hotSet
+	liveTick, restTick := hotTick(len(c.groups(live))), hotTick(slots)
+	if len(live)+len(rest) > tickKeys {
+		restTick = wait
 	}
 	for {
-		got, err := c.readMany(sts, time.Now())
-		if err != nil || got {
-			return err
+		now := time.Now()
+		sts := live
+		if len(rest) > 0 && !now.Before(h.restNext) {
+			sts = append(live[:len(live):len(live)], rest...)
+			h.restNext = now.Add(restTick)
 		}
-		left := time.Until(deadline)
-		if left <= 0 || !c.sleep(min(tick, left)) {
+		if len(sts) > 0 {
+			got, err := c.readMany(sts, now)
+			if err != nil || got {
+				return err
+			}
+		}
+		pause := time.Until(deadline)
+		if len(live) > 0 {
+			pause = min(pause, liveTick)
+		}
+		if len(rest) > 0 {
+			pause = min(pause, time.Until(h.restNext))
+		}
+		if time.Until(deadline) <= 0 || !c.sleep(max(pause, 0)) {
 			return nil
 		}
 		if time.Until(deadline) <= 0 {

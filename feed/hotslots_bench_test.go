@@ -36,16 +36,23 @@ func BenchmarkHotGamesLatency(b *testing.B) {
 	})
 }
 
-// BenchmarkManyHotGames is BenchmarkHotGamesLatency's single node with
-// 5,000 more games hot beside the 40 written to, against none, in the same
-// run: the loop's cost per turn must not follow the number of hot games
-// (docs/benchmarks.md, "many hot games"). Compare the two p50s and CPUs.
-// Run it with -benchtime=1x.
+// BenchmarkManyHotGames is BenchmarkHotGamesLatency with 5,000 more games
+// hot beside the 40 written to, against none, in the same run, on a single
+// node and on a 3-master cluster: the loop's cost per turn must not follow
+// the number of hot games (docs/benchmarks.md, "many hot games" and "two
+// tiers of hot"). Compare the two p50s and CPUs of each backend. Run it
+// with -benchtime=1x.
 func BenchmarkManyHotGames(b *testing.B) {
 	for _, extra := range []int{0, 5000} {
-		b.Run(fmt.Sprintf("hot=%d", 40+extra), func(b *testing.B) {
+		b.Run(fmt.Sprintf("single/hot=%d", 40+extra), func(b *testing.B) {
 			_, rdb := mustStart(b)
 			hotLatency(b, rdb, extra)
+		})
+	}
+	for _, extra := range []int{0, 5000} {
+		b.Run(fmt.Sprintf("cluster/hot=%d", 40+extra), func(b *testing.B) {
+			rc := redistest.MustStartCluster(b)
+			hotLatency(b, rc.Client(b), extra)
 		})
 	}
 }
@@ -64,6 +71,9 @@ func hotLatency(b *testing.B, rdb redis.UniversalClient, extra int) {
 		cfg.ActiveWindow = time.Minute // the extra games stay hot through the run
 	}
 	cfg.Block = time.Second
+	// The claims and the census at their defaults, as a renderer runs
+	// them, not at the tests' fractions of a second.
+	cfg.MinIdle, cfg.ClaimEvery, cfg.CensusEvery = 0, 0, 0
 	cfg.Handler = func(_ context.Context, m feed.Message) error {
 		now := time.Now()
 		handled.Add(1)

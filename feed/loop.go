@@ -100,23 +100,35 @@ func (c *Consumer) turn() error {
 	if err := c.recoverAll(); err != nil {
 		return err
 	}
+	// A round that falls due while the last is under way waits for it to
+	// end: replacing it could leave its tail unlooked at for good.
+	if now := time.Now(); now.After(c.nextClaim) && now.After(c.nextHotLook) && len(c.hotLook.todo) == 0 {
+		c.startHotLook(now)
+		c.nextHotLook = now.Add(c.hotLookEvery())
+	}
+	if now := time.Now(); now.After(c.nextCensus) && len(c.workCensus.todo) == 0 {
+		c.startCensus()
+		c.nextCensus = now.Add(c.cfg.CensusEvery)
+	}
+	fresh, err := c.censusStep()
+	if err != nil {
+		return err
+	}
 	if now := time.Now(); now.After(c.nextClaim) {
-		if now.After(c.nextHotLook) {
-			if err := c.censusHot(now); err != nil {
-				return err
-			}
-			c.nextHotLook = now.Add(c.hotLookEvery())
-		}
 		if err := c.claimAll(); err != nil {
 			return err
 		}
 		c.nextClaim = now.Add(c.cfg.ClaimEvery)
-	}
-	if now := time.Now(); now.After(c.nextCensus) {
-		if err := c.census(); err != nil {
-			return err
+	} else {
+		// Found by a later pipeline of a round: claimed now, as the
+		// round's first pipeline is by the claim beat it runs before.
+		for _, st := range fresh {
+			if st.readable() {
+				if err := c.claim(st); err != nil || c.stopping() {
+					return err
+				}
+			}
 		}
-		c.nextCensus = now.Add(c.cfg.CensusEvery)
 	}
 	now = time.Now()
 	if got, err := c.drain(now); err != nil || got {

@@ -122,35 +122,47 @@ const hotRefresh = 100 * time.Millisecond
 // hotSet is the hot read's choice of streams (hotReadSet).
 type hotSet struct {
 	streams []*streamState // the blockKeys most recently active, hot when chosen
+	live    int            // streams[:live] are the liveKeys most recent of them
 	gen     uint64         // the work set's generation they were chosen from
 	next    time.Time      // when to choose again
 	stale   bool           // a stream became hot since: choose again
+	// restNext is when readSlots reads the streams past the live ones
+	// next (hotslots.go).
+	restNext time.Time
 }
 
 // hotReadSet returns the streams of this turn's hot read: the blockKeys
-// most recently active hot streams, readable and not due. Choosing them
-// walks every hot stream, thousands at times, while a turn can come every
-// millisecond; so the choice is kept across turns, and made again when a
-// stream became hot, the work set changed its members, or hotRefresh has
-// passed (the order of recency among them moves). Each turn still drops
-// from it the streams no longer hot, readable or due: only a readable
-// stream may be read with ">" (catchup.go).
-func (c *Consumer) hotReadSet(now time.Time) []*streamState {
+// most recently active hot streams, readable and not due, split into the
+// liveKeys most recent of them (live) and the others (rest); a blocking
+// read takes both, the hot tick of a cluster reads rest less often
+// (readSlots). Choosing them walks every hot stream, thousands at times,
+// while a turn can come every millisecond; so the choice is kept across
+// turns, and made again when a stream became hot, the work set changed its
+// members, or hotRefresh has passed (the order of recency among them
+// moves). Each turn still drops from it the streams no longer hot,
+// readable or due: only a readable stream may be read with ">"
+// (catchup.go).
+func (c *Consumer) hotReadSet(now time.Time) (live, rest []*streamState) {
 	h := &c.hotSet
 	if h.stale || h.gen != c.work.gen || !now.Before(h.next) {
 		// Chosen among the hot streams whether readable or not, so that
 		// one that becomes readable later (door, inspect, catch-up) is
 		// already in the choice.
-		h.streams = mostRecent(c.pick(func(st *streamState) bool { return st.hot(now) }), blockKeys)
+		sts := mostRecent(c.pick(func(st *streamState) bool { return st.hot(now) }), blockKeys)
+		h.streams, h.live = byRecency(sts, liveKeys)
 		h.gen, h.next, h.stale = c.work.gen, now.Add(hotRefresh), false
 	}
-	var out []*streamState
-	for _, st := range h.streams {
-		if st.hot(now) && st.readable() && !st.due {
-			out = append(out, st)
+	for i, st := range h.streams {
+		if !st.hot(now) || !st.readable() || st.due {
+			continue
+		}
+		if i < h.live {
+			live = append(live, st)
+		} else {
+			rest = append(rest, st)
 		}
 	}
-	return out
+	return live, rest
 }
 
 // hotFirst returns sts with the hot streams first, each part in the order
@@ -351,10 +363,11 @@ func observeReadLag(nowMs int64, id string) {
 // XREADGROUP over them (the blockKeys most recently active), for up to
 // wait. On a cluster, where one read cannot span slots, it blocks only
 // when the hot streams share one slot; otherwise it reads them without
-// blocking every hot tick until wait is over (readSlots). With nothing hot
-// it just waits.
+// blocking until wait is over, the most recently active every hot tick
+// and the others less often (readSlots). With nothing hot it just waits.
 func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
-	sts := c.hotReadSet(now)
+	live, rest := c.hotReadSet(now)
+	sts := append(live[:len(live):len(live)], rest...)
 	if len(sts) == 0 {
 		if c.cfg.Registry == "" && c.work.len() == 0 {
 			// Nothing to read and no beat: keep readiness honest.
@@ -374,7 +387,7 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 		return nil
 	}
 	if gs := c.groups(sts); len(gs) > 1 {
-		return c.readSlots(sts, len(gs), wait)
+		return c.readSlots(live, rest, len(gs), wait)
 	}
 	// After a small batch the read waits out the linger first, so that
 	// the entries of those milliseconds come in this one read and one

@@ -288,8 +288,22 @@ func (c *Consumer) pick(keep func(*streamState) bool) []*streamState {
 // selection, not a sort: it runs over every hot stream, thousands at
 // times, whenever the hot read chooses again (hotReadSet).
 func mostRecent(sts []*streamState, k int) []*streamState {
+	top, _ := splitRecent(sts, k)
+	return top
+}
+
+// byRecency returns sts with its k most recently active streams first and
+// how many those are, each part in the order it had in sts.
+func byRecency(sts []*streamState, k int) ([]*streamState, int) {
+	top, others := splitRecent(sts, k)
+	return append(top, others...), len(top)
+}
+
+// splitRecent splits sts into its k most recently active streams (top)
+// and the others, each in the order it had in sts.
+func splitRecent(sts []*streamState, k int) (top, others []*streamState) {
 	if len(sts) <= k {
-		return sts
+		return sts, nil
 	}
 	until := make([]int64, len(sts))
 	for i, st := range sts {
@@ -303,17 +317,20 @@ func mostRecent(sts []*streamState, k int) []*streamState {
 		}
 	}
 	ties := k - above // of those at the cut, the first ones in sts
-	out := make([]*streamState, 0, k)
+	top = make([]*streamState, 0, k)
+	others = make([]*streamState, 0, len(sts)-k)
 	for _, st := range sts {
 		switch u := st.hotUntil.UnixNano(); {
 		case u > cut:
-			out = append(out, st)
+			top = append(top, st)
 		case u == cut && ties > 0:
-			out = append(out, st)
+			top = append(top, st)
 			ties--
+		default:
+			others = append(others, st)
 		}
 	}
-	return out
+	return top, others
 }
 
 // kthLargest returns the k-th largest of xs (1 ≤ k ≤ len(xs)), reordering

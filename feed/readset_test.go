@@ -1,6 +1,7 @@
 package feed_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -178,6 +179,45 @@ func TestKthLargest(t *testing.T) {
 				ys := slices.Clone(xs)
 				if got := feed.KthLargest(ys, k); got != want[k-1] {
 					t.Fatalf("KthLargest(%v, %d) = %d, want %d", xs, k, got, want[k-1])
+				}
+			}
+		}
+	}
+}
+
+// TestByRecency checks the split of the hot read's streams into the k
+// most recently active (read every hot tick on a cluster) and the others
+// against a stable sort: those k first, then the others, each in the order
+// it had, ties at the cut going to the earlier ones.
+func TestByRecency(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= 40; n++ {
+		for _, spread := range []int64{2, 7, 1000} {
+			untils := make([]int64, n)
+			for i := range untils {
+				untils[i] = r.Int64N(spread)
+			}
+			for _, k := range []int{1, 3, n / 2, n, n + 5} {
+				if k < 1 {
+					continue
+				}
+				byTime := make([]int, n)
+				for i := range byTime {
+					byTime[i] = i
+				}
+				slices.SortStableFunc(byTime, func(a, b int) int { return cmp.Compare(untils[b], untils[a]) })
+				top := byTime[:min(k, n)]
+				slices.Sort(top)
+				var want []int
+				want = append(want, top...)
+				for i := range n {
+					if !slices.Contains(top, i) {
+						want = append(want, i)
+					}
+				}
+				got, lead := feed.ByRecency(untils, k)
+				if lead != len(top) || !slices.Equal(got, want) {
+					t.Fatalf("ByRecency(%v, %d) = %v, %d; want %v, %d", untils, k, got, lead, want, len(top))
 				}
 			}
 		}

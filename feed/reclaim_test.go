@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,8 +15,18 @@ import (
 
 // TestReclaimFollowsClaimEvery: the entries of a peer that died holding
 // them are claimed within MinIdle + ClaimEvery, not after the next census
-// (an hour here), for games known to the read set through the registry.
+// (an hour here), for games known to the read set through the registry;
+// also when more hot games than one pipeline holds come before it in the
+// look at the hot games, which is then taken over several turns.
 func TestReclaimFollowsClaimEvery(t *testing.T) {
+	for _, others := range []int{0, 600} {
+		t.Run(fmt.Sprintf("others=%d", others), func(t *testing.T) {
+			reclaimFollowsClaimEvery(t, others)
+		})
+	}
+}
+
+func reclaimFollowsClaimEvery(t *testing.T, others int) {
 	ctx := context.Background()
 	_, rdb := mustStart(t)
 	registry := func(tb testing.TB, name string, h feed.Handler) feed.Config {
@@ -34,11 +45,16 @@ func TestReclaimFollowsClaimEvery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var before []string // hot games ahead of it in key order
+	for i := range others {
+		before = append(before, fmt.Sprintf("reclaim-0-%03d", i))
+	}
+	registerAt(t, rdb, before, time.Now())
 	survivor := &recorder{}
 	mustOpen(t, registry(t, "survivor", survivor.handler))
 	first := add(t, rdb, key)
 	register()
-	waitFor(t, 10*time.Second, "the survivor to handle the first entry", func() bool { return len(survivor.ids()) == 1 })
+	waitFor(t, 30*time.Second, "the survivor to handle the first entries", func() bool { return len(survivor.ids()) == others+1 })
 
 	// The peer fails every entry, so what it reads stays pending under its
 	// name; write until it holds some, then it dies.
