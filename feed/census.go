@@ -35,13 +35,20 @@ return n
 // (docs/benchmarks.md, "two tiers of hot").
 type censusRound struct {
 	todo []*streamState
+	// keep tells, when its pipeline comes, whether a stream of todo is
+	// still to be looked at: one that left the work set, lost its group or
+	// no longer meets the round's choice since it began is not.
+	keep func(st *streamState, now time.Time) bool
 }
 
 // startCensus starts a round of the work set's census: its cost follows
 // the streams with a reason to be read, not the registry.
 func (c *Consumer) startCensus() {
-	c.workCensus.todo = c.pick(func(st *streamState) bool { return st.open && !st.needDoor })
+	c.workCensus.keep = inCensus
+	c.workCensus.todo = c.pick(func(st *streamState) bool { return inCensus(st, time.Time{}) })
 }
+
+func inCensus(st *streamState, _ time.Time) bool { return st.open && !st.needDoor }
 
 // startHotLook starts a round of the census of the hot streams not known
 // to have pending entries. A peer that died holding entries shows only in
@@ -49,16 +56,19 @@ func (c *Consumer) startCensus() {
 // for the census (CensusEvery) on top of MinIdle + ClaimEvery. It costs one
 // XINFO GROUPS per hot stream every hotLookEvery.
 func (c *Consumer) startHotLook(now time.Time) {
-	c.hotLook.todo = c.pick(func(st *streamState) bool {
-		return st.open && !st.needDoor && !st.pending && !st.pinned && st.hot(now)
-	})
+	c.hotLook.keep = inHotLook
+	c.hotLook.todo = c.pick(func(st *streamState) bool { return inHotLook(st, now) })
+}
+
+func inHotLook(st *streamState, now time.Time) bool {
+	return st.open && !st.needDoor && !st.pending && !st.pinned && st.hot(now)
 }
 
 // censusStep takes the next pipeline of the census rounds under way, the
 // hot look's first. It returns the streams it found with pending entries
 // that were not known to have any: the caller claims them without waiting
 // for the claim beat.
-func (c *Consumer) censusStep() ([]*streamState, error) {
+func (c *Consumer) censusStep(now time.Time) ([]*streamState, error) {
 	r := &c.hotLook
 	if len(r.todo) == 0 {
 		r = &c.workCensus
@@ -66,12 +76,13 @@ func (c *Consumer) censusStep() ([]*streamState, error) {
 	if len(r.todo) == 0 {
 		return nil, nil
 	}
-	n := min(len(r.todo), maxKeys)
+	// The streams passed over cost a map look-up each: a round that began
+	// over thousands of games that have left the work set since ends in a
+	// turn, and does not hold back the next one.
 	var sts []*streamState
-	for _, st := range r.todo[:n] {
-		// Only streams still known, with their group: one dropped or sent
-		// back through the door since the round began is not looked at.
-		if c.streams[st.key] == st && st.open && !st.needDoor {
+	n := 0
+	for ; n < len(r.todo) && len(sts) < maxKeys; n++ {
+		if st := r.todo[n]; c.work.has(st) && r.keep(st, now) {
 			sts = append(sts, st)
 		}
 	}

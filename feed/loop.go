@@ -110,7 +110,7 @@ func (c *Consumer) turn() error {
 		c.startCensus()
 		c.nextCensus = now.Add(c.cfg.CensusEvery)
 	}
-	fresh, err := c.censusStep()
+	fresh, err := c.censusStep(time.Now())
 	if err != nil {
 		return err
 	}
