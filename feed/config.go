@@ -82,8 +82,9 @@ type Config struct {
 	// waits for the reader.
 	Block time.Duration
 	// Linger is how long the loop waits, after handing over a small batch
-	// of its blocking read (no stream full), before it blocks on the hot
-	// streams again (default 0: no wait). The entries written meanwhile
+	// of its read of the hot streams (no stream full), before it reads
+	// them again (default 0: no wait); on a cluster too, where that read
+	// does not block. The entries written meanwhile
 	// then come in one read and one batch. At a low rate each batch is
 	// otherwise one or two entries, and a batch handler that commits per
 	// batch pays a transaction per entry (docs/benchmarks.md, issue 14):

@@ -44,8 +44,10 @@ func hotTick(slots int) time.Duration {
 // several slots (or more keys than one command holds), without blocking,
 // until wait is over: live at once and every tick of their slots, rest
 // with them every tick of all the slots (once, when there are more than
-// tickKeys streams in all). It returns after the first read that delivers
-// (the turn then runs again: beat, drain, claims), after wait, or when the
+// tickKeys streams in all). Like the blocking read, it waits out the
+// linger after a small batch before its first read, and a small batch
+// starts the linger. It returns after the first read that delivers (the
+// turn then runs again: beat, drain, claims), after wait, or when the
 // consumer stops.
 func (c *Consumer) readSlots(live, rest []*streamState, slots int, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
@@ -53,6 +55,14 @@ func (c *Consumer) readSlots(live, rest []*streamState, slots int, wait time.Dur
 	liveTick, restTick := hotTick(len(c.groups(live))), hotTick(slots)
 	if len(live)+len(rest) > tickKeys {
 		restTick = wait
+	}
+	// After a small batch the reads wait out the linger first, as the
+	// blocking read does (readHot).
+	if d := time.Until(c.gatherUntil); d > 0 {
+		if !c.sleep(min(d, wait)) {
+			return nil
+		}
+		c.stats.lingered.Add(1)
 	}
 	for {
 		now := time.Now()
@@ -63,6 +73,9 @@ func (c *Consumer) readSlots(live, rest []*streamState, slots int, wait time.Dur
 		}
 		if len(sts) > 0 {
 			got, err := c.readMany(sts, now)
+			if got && c.cfg.Linger > 0 && len(dueOf(sts)) == 0 {
+				c.gatherUntil = now.Add(c.cfg.Linger)
+			}
 			if err != nil || got {
 				return err
 			}

@@ -3,31 +3,54 @@ package feed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 // TestLingerMergesSmallReads: with Linger, a small batch is handed over
 // at once, and the entries written in the linger after it come in one
-// batch; without it, the entries written together may come one by one.
+// batch; without it, the entries written together may come one by one. On
+// a cluster, with the streams in two slots, the reads of the hot tick
+// linger too.
 func TestLingerMergesSmallReads(t *testing.T) {
 	for _, tt := range []struct {
-		name   string
-		linger time.Duration
+		name    string
+		linger  time.Duration
+		cluster bool
 	}{
-		{"linger", time.Second},
-		{"no linger", 0},
+		{"linger", time.Second, false},
+		{"no linger", 0, false},
+		{"linger on a cluster", time.Second, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, rdb := mustStart(t)
 			s := stream("linger")
+			var rdb redis.UniversalClient
+			streams := []string{s}
+			if tt.cluster {
+				rdb = redistest.MustStartCluster(t).Client(t)
+				// A second stream in another slot: no read can block
+				// on both, so they go through the hot tick.
+				for i := 0; ; i++ {
+					if o := stream(fmt.Sprintf("linger-%d", i)); event.Slot(o) != event.Slot(s) {
+						streams = append(streams, o)
+						break
+					}
+				}
+			} else {
+				_, rdb = mustStart(t)
+			}
 			var mu sync.Mutex
 			var batches [][]string
-			cfg := baseConfig(t, rdb, "r1", s)
+			cfg := baseConfig(t, rdb, "r1", streams...)
 			cfg.Linger = tt.linger
 			cfg.BatchHandler = func(ctx context.Context, ms []feed.Message) []error {
 				var ids []string
