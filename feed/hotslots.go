@@ -46,7 +46,7 @@ func hotTick(slots int) time.Duration {
 // with them every tick of all the slots (once, when there are more than
 // tickKeys streams in all). Like the blocking read, it waits out the
 // linger after a small batch before its first read, and a small batch
-// starts the linger. It returns after the first read that delivers (the
+// starts the linger, counted from the read that brought it. It returns after the first read that delivers (the
 // turn then runs again: beat, drain, claims), after wait, or when the
 // consumer stops.
 func (c *Consumer) readSlots(live, rest []*streamState, slots int, wait time.Duration) error {
@@ -74,6 +74,12 @@ func (c *Consumer) readSlots(live, rest []*streamState, slots int, wait time.Dur
 		if len(sts) > 0 {
 			got, err := c.readMany(sts, now)
 			if got && c.cfg.Linger > 0 && len(dueOf(sts)) == 0 {
+				// Counted from the read, not from the end of its commit
+				// as the blocking read counts it: this read is a round
+				// trip to every node, and the gathering starts with it.
+				// Counted from the commit, the cluster's p50 rose by 1
+				// to 2 ms for no gain in p99 (docs/benchmarks.md, "The
+				// linger on a cluster").
 				c.gatherUntil = now.Add(c.cfg.Linger)
 			}
 			if err != nil || got {
