@@ -40,20 +40,21 @@ func hotTick(slots int) time.Duration {
 	return max(minHotTick, time.Duration(slots)*hotTickPerSlot)
 }
 
-// readSlots reads the hot streams live and rest, which together span
-// several slots (or more keys than one command holds), without blocking,
-// until wait is over: live at once and every tick of their slots, rest
-// with them every tick of all the slots (once, when there are more than
-// tickKeys streams in all). Like the blocking read, it waits out the
-// linger after a small batch before its first read, and a small batch
-// starts the linger, counted from the read that brought it. It returns after the first read that delivers (the
-// turn then runs again: beat, drain, claims), after wait, or when the
-// consumer stops.
-func (c *Consumer) readSlots(live, rest []*streamState, slots int, wait time.Duration) error {
+// readSlots reads the hot streams sts, which span several slots (or more
+// keys than one command holds), without blocking, until wait is over: the
+// live most recent of them (sts[:live]) at once and every tick of their
+// slots, all of them every tick of all the slots (once, when there are
+// more than tickKeys). Like the blocking read, it waits out the linger
+// after a small batch before its first read, and a small batch starts the
+// linger, counted from the read that brought it. It returns after the
+// first read that delivers (the turn then runs again: beat, drain,
+// claims), after wait, or when the consumer stops.
+func (c *Consumer) readSlots(sts []*streamState, live, slots int, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	h := &c.hotSet
-	liveTick, restTick := hotTick(len(c.groups(live))), hotTick(slots)
-	if len(live)+len(rest) > tickKeys {
+	liveSts, rest := sts[:live], len(sts)-live
+	liveTick, restTick := hotTick(len(c.groups(liveSts))), hotTick(slots)
+	if len(sts) > tickKeys {
 		restTick = wait
 	}
 	// After a small batch the reads wait out the linger first, as the
@@ -66,14 +67,14 @@ func (c *Consumer) readSlots(live, rest []*streamState, slots int, wait time.Dur
 	}
 	for {
 		now := time.Now()
-		sts := live
-		if len(rest) > 0 && !now.Before(h.restNext) {
-			sts = append(live[:len(live):len(live)], rest...)
+		read := liveSts
+		if rest > 0 && !now.Before(h.restNext) {
+			read = sts
 			h.restNext = now.Add(restTick)
 		}
-		if len(sts) > 0 {
-			got, err := c.readMany(sts, now)
-			if got && c.cfg.Linger > 0 && len(dueOf(sts)) == 0 {
+		if len(read) > 0 {
+			got, err := c.readMany(read, now)
+			if got && c.cfg.Linger > 0 && len(dueOf(read)) == 0 {
 				// Counted from the read, not from the end of its commit
 				// as the blocking read counts it: this read is a round
 				// trip to every node, and the gathering starts with it.
@@ -87,10 +88,10 @@ func (c *Consumer) readSlots(live, rest []*streamState, slots int, wait time.Dur
 			}
 		}
 		pause := time.Until(deadline)
-		if len(live) > 0 {
+		if live > 0 {
 			pause = min(pause, liveTick)
 		}
-		if len(rest) > 0 {
+		if rest > 0 {
 			pause = min(pause, time.Until(h.restNext))
 		}
 		if time.Until(deadline) <= 0 || !c.sleep(max(pause, 0)) {

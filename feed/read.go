@@ -132,37 +132,33 @@ type hotSet struct {
 }
 
 // hotReadSet returns the streams of this turn's hot read: the blockKeys
-// most recently active hot streams, readable and not due, split into the
-// liveKeys most recent of them (live) and the others (rest); a blocking
-// read takes both, the hot tick of a cluster reads rest less often
-// (readSlots). Choosing them walks every hot stream, thousands at times,
+// most recently active hot streams, readable and not due, the liveKeys
+// most recent of them first (sts[:live]); a blocking read takes them all,
+// the hot tick of a cluster reads those past live less often (readSlots). Choosing them walks every hot stream, thousands at times,
 // while a turn can come every millisecond; so the choice is kept across
 // turns, and made again when a stream became hot, the work set changed its
 // members, or hotRefresh has passed (the order of recency among them
 // moves). Each turn still drops from it the streams no longer hot,
 // readable or due: only a readable stream may be read with ">"
 // (catchup.go).
-func (c *Consumer) hotReadSet(now time.Time) (live, rest []*streamState) {
+func (c *Consumer) hotReadSet(now time.Time) (sts []*streamState, live int) {
 	h := &c.hotSet
 	if h.stale || h.gen != c.work.gen || !now.Before(h.next) {
 		// Chosen among the hot streams whether readable or not, so that
 		// one that becomes readable later (door, inspect, catch-up) is
 		// already in the choice.
-		sts := mostRecent(c.pick(func(st *streamState) bool { return st.hot(now) }), blockKeys)
-		h.streams, h.live = byRecency(sts, liveKeys)
+		h.streams, h.live = byRecency(mostRecent(c.pick(func(st *streamState) bool { return st.hot(now) }), blockKeys), liveKeys)
 		h.gen, h.next, h.stale = c.work.gen, now.Add(hotRefresh), false
 	}
 	for i, st := range h.streams {
-		if !st.hot(now) || !st.readable() || st.due {
-			continue
-		}
-		if i < h.live {
-			live = append(live, st)
-		} else {
-			rest = append(rest, st)
+		if st.hot(now) && st.readable() && !st.due {
+			sts = append(sts, st)
+			if i < h.live {
+				live++
+			}
 		}
 	}
-	return live, rest
+	return sts, live
 }
 
 // hotFirst returns sts with the hot streams first, each part in the order
@@ -366,8 +362,7 @@ func observeReadLag(nowMs int64, id string) {
 // blocking until wait is over, the most recently active every hot tick
 // and the others less often (readSlots). With nothing hot it just waits.
 func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
-	live, rest := c.hotReadSet(now)
-	sts := append(live[:len(live):len(live)], rest...)
+	sts, live := c.hotReadSet(now)
 	if len(sts) == 0 {
 		if c.cfg.Registry == "" && c.work.len() == 0 {
 			// Nothing to read and no beat: keep readiness honest.
@@ -387,7 +382,7 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 		return nil
 	}
 	if gs := c.groups(sts); len(gs) > 1 {
-		return c.readSlots(live, rest, len(gs), wait)
+		return c.readSlots(sts, live, len(gs), wait)
 	}
 	// After a small batch the read waits out the linger first, so that
 	// the entries of those milliseconds come in this one read and one
