@@ -76,8 +76,7 @@ func snapshot(tb testing.TB, path string) store.Snapshot {
 // store (issue 4, proofs 4 and 5).
 func TestRebuildAndReplay(t *testing.T) {
 	c := newCluster(t)
-	c.start("r1")
-	c.start("r2")
+	r1, r2 := c.start("r1"), c.start("r2")
 	run(t, "gamesim", "-redis", c.redis.URL(), "-games", "3", "-events", "150", "-rate", "0", "-seed", "11", "-prefix", "rb")
 	games := []string{"rb-1", "rb-2", "rb-3"}
 	for _, g := range games {
@@ -101,12 +100,22 @@ func TestRebuildAndReplay(t *testing.T) {
 	if err != nil || len(last) != 1 {
 		t.Fatalf("last entry of %s: %v", key, err)
 	}
+	// The renderers are stopped while the group is rewound: running, they
+	// may read the whole stream again before the look below, and the
+	// rewind would not show.
+	for _, r := range []*renderer{r1, r2} {
+		if err := r.Term(10 * time.Second); err != nil {
+			t.Fatalf("stop %s: %v", r.name, err)
+		}
+	}
 	out := run(t, "feedctl", "-redis", c.redis.URL(), "replay", "-game", "rb-2", "-yes")
 	t.Log(strings.TrimSpace(out))
 	gs, err := c.rdb.XInfoGroups(ctx, key).Result()
 	if err != nil || len(gs) != 1 || gs[0].LastDeliveredID == last[0].ID {
 		t.Fatalf("replay did not rewind the group: %+v %v", gs, err)
 	}
+	c.restart(r1)
+	c.restart(r2)
 	// After the rewind the group reaches the last entry again only by
 	// re-delivering everything; pending 0 then means all of it was acked.
 	proctest.WaitFor(t, 20*time.Second, func() bool {
