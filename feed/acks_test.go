@@ -2,8 +2,10 @@ package feed_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
 )
 
 // TestFailedAcksRetried: an XACK that fails (here the server holds every
@@ -67,5 +70,52 @@ func TestFailedAcksRetried(t *testing.T) {
 		if k != 1 {
 			t.Errorf("%s handled %d times, want once", id, k)
 		}
+	}
+}
+
+// TestDeadLetterFailureLeavesPending: when the dead letter cannot be
+// written (here its key holds a string, so the script's XADD fails with
+// WRONGTYPE), the entry is not acked: it stays pending, and once the key
+// is usable the claim brings it back and it is dead-lettered then, once,
+// with its fields and its reason.
+func TestDeadLetterFailureLeavesPending(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s, dk := stream("blocked"), event.DeadKey("blocked")
+	if err := rdb.Set(ctx, dk, "not a stream", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&logs, tbWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Handler = func(context.Context, feed.Message) error { return nil }
+	c := mustOpen(t, cfg)
+	pos := addRaw(t, rdb, s, "kind", "chat", "text", "no id") // malformed: dead-lettered at once
+	waitFor(t, 10*time.Second, "a failed dead letter", func() bool {
+		return logs.count("dead-letter failed; entry left pending") >= 1
+	})
+	if p := pending(t, rdb, s); p != 1 {
+		t.Fatalf("after the failed dead letter: %d pending, want the entry still pending", p)
+	}
+	if st := c.Stats(); st.Acked != 0 {
+		t.Fatalf("%d acked while the dead letter could not be written", st.Acked)
+	}
+	if err := rdb.Del(ctx, dk).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "dead-lettered by the claim", func() bool {
+		n, _ := rdb.XLen(ctx, dk).Result()
+		return n == 1 && pending(t, rdb, s) == 0
+	})
+	if st := c.Stats(); st.Dead != 1 || st.DeadDuplicates != 0 {
+		t.Errorf("stats: %d dead, %d taken for written already; want 1 and 0", st.Dead, st.DeadDuplicates)
+	}
+	letters, err := rdb.XRange(ctx, dk, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := letters[0].Values
+	if v["text"] != "no id" || v[feed.DeadStreamID] != pos || !strings.Contains(fmt.Sprint(v[feed.DeadReason]), "missing id") {
+		t.Errorf("dead letter %v: want the entry's fields, its position %s and the reason", v, pos)
 	}
 }

@@ -37,14 +37,23 @@ const (
 // (the {game} tag) with the stream and the dead stream.
 func deadPositionsKey(deadKey string) string { return deadKey + ":pos" }
 
-// deadScript dead-letters one entry atomically: it records the position in
-// the dead positions set (ZADD NX), XADDs the dead letter (MAXLEN ~ cap)
-// only when the position was not there yet, and XACKs the original. All
-// three keys share the game's hash slot. An entry no longer pending (a peer
-// settled it meanwhile) is left alone. So there is exactly one dead letter
-// per stream position, whatever the number of groups (each acks its own
-// delivery, only the first writes), replays (XGROUP SETID re-delivers the
-// same positions) or retried settles.
+// deadScript dead-letters one entry atomically: unless the position is in
+// the dead positions set already, it XADDs the dead letter (MAXLEN ~ cap)
+// and then records the position there; either way it XACKs the original.
+// All three keys share the game's hash slot. An entry no longer pending (a
+// peer settled it meanwhile) is left alone. So there is exactly one dead
+// letter per stream position, whatever the number of groups (each acks its
+// own delivery, only the first writes), replays (XGROUP SETID re-delivers
+// the same positions) or retried settles.
+//
+// The position is recorded only once the letter is written. A script is
+// not a transaction: a command that fails (the dead key holds another
+// type) stops it, and the writes before it stay. Recorded first, as it
+// once was, a letter that failed was taken for written when the claim
+// brought the entry back, and the entry was acked without one
+// (TestDeadLetterFailureLeavesPending). Now a failure changes nothing and
+// the entry stays pending; a set that cannot be read (ZSCORE fails)
+// stops the script before any write.
 //
 // The set is bounded without reading the stream (its first entry may be
 // the 20 MB entry that was dead-lettered): positions more than
@@ -61,8 +70,9 @@ if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1) == 0 then
   return false
 end
 local id = ''
-if redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[2]) == 1 then
+if not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
   id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 7))
+  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
   local n = redis.call('ZCARD', KEYS[3])
   if n > tonumber(ARGV[6]) then
