@@ -170,7 +170,16 @@ func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string
 	ws := &wsConn{s: s, conn: conn, game: game, hardClose: hardClose}
 	last, err := ws.backfill(after, storeID)
 	if err != nil {
-		if !errors.Is(err, errReset) {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil:
+			// A backfill write stuck for WriteTimeout: as slow as a stuck
+			// live write, and counted so (the nbio engine's backfill
+			// counts its own, writeBackfill). The connection is gone, so
+			// the close carries no reason; the page resumes from the
+			// last line it got.
+			s.countSlow(1)
+			s.log.Info("web: slow websocket closed", "game", game, "seq", after, untrusted.Err(err))
+		case !errors.Is(err, errReset):
 			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, untrusted.Err(err))
 		}
 		return

@@ -153,3 +153,56 @@ func TestLiveStuckWriteIsSlow(t *testing.T) {
 		return st.SlowCloses == 1 && st.Clients == 0
 	})
 }
+
+// TestBackfillStuckIsSlow: a client that does not read its backfill (here
+// 480 lines of 16 KiB, 7.5 MiB: past what the kernel's socket buffers,
+// up to 4 MiB here, and the server's send buffer hold) is closed as slow once a write has made no progress for
+// WriteTimeout, on both engines, and counted in SlowCloses, rather than
+// holding its request for ever; it resumes from the last line it got,
+// without a gap.
+func TestBackfillStuckIsSlow(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) {
+		c.WriteTimeout = 300 * time.Millisecond
+		c.SendBuffer = 256 << 10
+		c.PingEvery = time.Hour // the pings must not be what ends it
+	})
+	g := e.gen("g1")
+	var all []string
+	for range 60 {
+		evs := g.bigChats(t, 8, 16<<10)
+		e.upsert(evs...)
+		all = append(all, evtIDs(evs)...)
+	}
+	slow := e.dialSmallBuffer("g1", 0) // reads nothing until it is closed
+	waitFor(t, 10*time.Second, "the stuck backfill closed as slow", func() bool {
+		st := e.srv.Stats()
+		return st.SlowCloses == 1 && st.Clients == 0
+	})
+	var got []string
+	var last int64
+	var err error
+	for {
+		var f wireFrame
+		if f, err = slow.read(10 * time.Second); err != nil {
+			break
+		}
+		if f.T == "line" {
+			got = append(got, f.ID)
+			last = f.Seq
+		}
+	}
+	// Its socket was full, so the close frame may never have reached
+	// it: the end is a close saying slow client, or the connection
+	// dropped, and either way the page resumes from its last line.
+	var ce websocket.CloseError
+	if errors.As(err, &ce) && (ce.Code != websocket.StatusPolicyViolation || !strings.Contains(ce.Reason, "slow client")) {
+		t.Fatalf("the stuck client ended with %v, want a policy-violation close saying slow client, or the connection dropped", err)
+	}
+	if len(got) >= len(all) {
+		t.Fatalf("the stuck client got all %d lines before its close", len(got))
+	}
+	rest := e.dial("g1", last).lines(len(all) - len(got))
+	if want := all[len(got):]; !eq(ids(rest), want) {
+		t.Fatalf("resumed after seq %d: %d lines, want the %d after it, in order", last, len(rest), len(want))
+	}
+}
