@@ -1,9 +1,11 @@
 package feed_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
@@ -121,4 +123,28 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal("payload carries id")
 		}
 	})
+}
+
+// TestFieldGivenTwiceTakesLast pins what docs/contracts.md says of an
+// entry that repeats a field (Redis keeps both): the reader sees the last
+// value, since go-redis reads an entry into a map.
+func TestFieldGivenTwiceTakesLast(t *testing.T) {
+	_, rdb := mustStart(t)
+	s := stream("twice")
+	got := make(chan feed.Message, 1)
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Handler = func(_ context.Context, m feed.Message) error {
+		got <- m
+		return nil
+	}
+	mustOpen(t, cfg)
+	addRaw(t, rdb, s, "id", goodID, "kind", "chat", "player", "ana", "text", "first", "text", "last")
+	select {
+	case m := <-got:
+		if m.Payload["text"] != "last" || m.ID != goodID {
+			t.Fatalf("payload %v, id %s: want text=last", m.Payload, m.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the entry was not handled")
+	}
 }
