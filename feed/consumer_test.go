@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -250,5 +252,53 @@ func TestBatchPanicIsolated(t *testing.T) {
 	xs, _ := rdb.XRange(context.Background(), s, "-", "+").Result()
 	if len(p) != 1 || p[0].ID != xs[1].ID {
 		t.Errorf("pending %v, want only %s (%s)", p, xs[1].ID, bad)
+	}
+}
+
+// TestWrongVerdictCountHandledOneByOne: a batch handler that returns too
+// few verdicts for a batch (a bug) has failed as a whole: its entries are
+// handed over one by one, each gets its own verdict, and nothing is lost
+// or left pending.
+func TestWrongVerdictCountHandledOneByOne(t *testing.T) {
+	_, rdb := mustStart(t)
+	s := stream("verdicts")
+	const n = 5
+	for range n {
+		add(t, rdb, s)
+	}
+	var logs logBuffer
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&logs, tbWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.MinIdle = time.Minute
+	var mu sync.Mutex
+	alone := map[string]int{} // entries handed over on their own
+	cfg.BatchHandler = func(ctx context.Context, ms []feed.Message) []error {
+		if len(ms) > 1 {
+			return make([]error, len(ms)-1)
+		}
+		mu.Lock()
+		alone[ms[0].ID]++
+		mu.Unlock()
+		return []error{nil}
+	}
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "every entry acked", func() bool {
+		return c.Stats().Acked == n && pending(t, rdb, s) == 0
+	})
+	if logs.count("batch handler failed as a whole") == 0 {
+		t.Errorf("the batch of %d was not reported as failed as a whole", n)
+	}
+	if st := c.Stats(); st.Failed != 0 || st.Dead != 0 {
+		t.Errorf("stats: %d failed, %d dead; want 0 and 0", st.Failed, st.Dead)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(alone) != n {
+		t.Errorf("%d entries handled on their own, want %d", len(alone), n)
+	}
+	for id, k := range alone {
+		if k != 1 {
+			t.Errorf("%s handled on its own %d times, want once", id, k)
+		}
 	}
 }
