@@ -3,8 +3,6 @@ package feed_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,9 +32,8 @@ func TestFailedAcksRetried(t *testing.T) {
 	for range n {
 		add(t, admin, s)
 	}
-	var logs logBuffer
 	cfg := baseConfig(t, rdb, "r1", s)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&logs, tbWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logs := captureLogs(t, &cfg)
 	cfg.MinIdle = 5 * time.Second
 	var paused atomic.Bool
 	var mu sync.Mutex
@@ -85,9 +82,8 @@ func TestDeadLetterFailureLeavesPending(t *testing.T) {
 	if err := rdb.Set(ctx, dk, "not a stream", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	var logs logBuffer
 	cfg := baseConfig(t, rdb, "r1", s)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&logs, tbWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logs := captureLogs(t, &cfg)
 	cfg.Handler = func(context.Context, feed.Message) error { return nil }
 	c := mustOpen(t, cfg)
 	pos := addRaw(t, rdb, s, "kind", "chat", "text", "no id") // malformed: dead-lettered at once

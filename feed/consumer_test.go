@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -266,9 +264,8 @@ func TestWrongVerdictCountHandledOneByOne(t *testing.T) {
 	for range n {
 		add(t, rdb, s)
 	}
-	var logs logBuffer
 	cfg := baseConfig(t, rdb, "r1", s)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&logs, tbWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logs := captureLogs(t, &cfg)
 	cfg.MinIdle = time.Minute
 	var mu sync.Mutex
 	alone := map[string]int{} // entries handed over on their own

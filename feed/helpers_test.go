@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -45,6 +46,14 @@ func (l *logBuffer) count(substr string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Count(l.b.String(), substr)
+}
+
+// captureLogs sends cfg's warnings and errors to the test log and to the
+// returned buffer, for assertions on what was logged.
+func captureLogs(tb testing.TB, cfg *feed.Config) *logBuffer {
+	logs := &logBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, tbWriter{tb}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return logs
 }
 
 func (w tbWriter) Write(p []byte) (int, error) {

@@ -3,8 +3,6 @@ package feed_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -39,10 +37,9 @@ func TestRedisRestartWithoutPersistence(t *testing.T) {
 	srv, rdb := mustStart(t)
 	s := stream("volatile")
 	var rec recorder
-	var logs logBuffer
 	cfg := baseConfig(t, rdb, "r1", s)
 	cfg.Handler = rec.handler
-	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&logs, tbWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logs := captureLogs(t, &cfg)
 	c := mustOpen(t, cfg)
 	before := add(t, rdb, s)
 	waitFor(t, 5*time.Second, "first entry", func() bool { return rec.count(before) == 1 })
