@@ -60,14 +60,7 @@ func TestFailedAcksRetried(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) != n {
-		t.Errorf("%d entries handled, want %d", len(seen), n)
-	}
-	for id, k := range seen {
-		if k != 1 {
-			t.Errorf("%s handled %d times, want once", id, k)
-		}
-	}
+	handledOnce(t, seen, n)
 }
 
 // TestDeadLetterFailureLeavesPending: when the dead letter cannot be

@@ -290,12 +290,5 @@ func TestWrongVerdictCountHandledOneByOne(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(alone) != n {
-		t.Errorf("%d entries handled on their own, want %d", len(alone), n)
-	}
-	for id, k := range alone {
-		if k != 1 {
-			t.Errorf("%s handled on its own %d times, want once", id, k)
-		}
-	}
+	handledOnce(t, alone, n) // on their own
 }

@@ -56,6 +56,20 @@ func captureLogs(tb testing.TB, cfg *feed.Config) *logBuffer {
 	return logs
 }
 
+// handledOnce checks that seen, a count of handler calls by EVT id, holds
+// n entries, each handled once.
+func handledOnce(tb testing.TB, seen map[string]int, n int) {
+	tb.Helper()
+	if len(seen) != n {
+		tb.Errorf("%d entries handled, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			tb.Errorf("%s handled %d times, want once", id, k)
+		}
+	}
+}
+
 func (w tbWriter) Write(p []byte) (int, error) {
 	w.tb.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
