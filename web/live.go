@@ -171,12 +171,13 @@ func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string
 	last, err := ws.backfill(after, storeID)
 	if err != nil {
 		switch {
-		case errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil:
+		case errors.Is(err, errWriteStuck):
 			// A backfill write stuck for WriteTimeout: as slow as a stuck
 			// live write, and counted so (the nbio engine's backfill
 			// counts its own, writeBackfill). The connection is gone, so
 			// the close carries no reason; the page resumes from the
-			// last line it got.
+			// last line it got. (A store read that timed out is not the
+			// client's doing: fail closed the socket and said so.)
 			s.countSlow(1)
 			s.log.Info("web: slow websocket closed", "game", game, "seq", after, untrusted.Err(err))
 		case !errors.Is(err, errReset):
@@ -234,6 +235,9 @@ func (ws *wsConn) write(typ string, data []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ws.s.cfg.WriteTimeout)
 	defer cancel()
 	if err := ws.conn.Write(ctx, websocket.MessageText, data); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w for %v: %w", errWriteStuck, ws.s.cfg.WriteTimeout, err)
+		}
 		return err
 	}
 	ws.s.countSent(typ)

@@ -25,8 +25,9 @@ var (
 	// would be open to whoever reaches the address.
 	ErrAdminExposed = errors.New("web: listening beyond loopback without an admin token")
 
-	errNoStatus = errors.New("web: no status source configured")
-	errReset    = errors.New("web: client reset") // a reset frame ended the socket
+	errNoStatus   = errors.New("web: no status source configured")
+	errReset      = errors.New("web: client reset")          // a reset frame ended the socket
+	errWriteStuck = errors.New("web: websocket write stuck") // std engine: no progress for WriteTimeout
 )
 
 // Store is what the web reads from the store; *store.DB implements it.
