@@ -435,9 +435,14 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 }
 
 // end is the socket's close callback (or the failed handshake's): it gives
-// back what the socket held, once.
-func (ps *pollSocket) end(_ error, release func()) {
+// back what the socket held, once. Why nbio closed the connection is logged
+// at Debug: a socket that ends in its backfill logs only the write that
+// found it closed, not what closed it.
+func (ps *pollSocket) end(err error, release func()) {
 	ps.endOnce.Do(func() {
+		if err != nil {
+			ps.p.s.log.Debug("web: websocket connection ended", "game", ps.game, untrusted.Err(err))
+		}
 		ps.closing.Store(true)
 		ps.unsubscribe()
 		release()
