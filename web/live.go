@@ -172,14 +172,12 @@ func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string
 	if err != nil {
 		switch {
 		case errors.Is(err, errWriteStuck):
-			// A backfill write stuck for WriteTimeout: as slow as a stuck
-			// live write, and counted so (the nbio engine's backfill
+			// As slow as a stuck live write (the nbio engine's backfill
 			// counts its own, writeBackfill). The connection is gone, so
 			// the close carries no reason; the page resumes from the
 			// last line it got. (A store read that timed out is not the
 			// client's doing: fail closed the socket and said so.)
-			s.countSlow(1)
-			s.log.Info("web: slow websocket closed", "game", game, "seq", after, untrusted.Err(err))
+			ws.closedStuck(after, err)
 		case !errors.Is(err, errReset):
 			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, untrusted.Err(err))
 		}
@@ -221,6 +219,14 @@ func (ws *wsConn) closeWithin(code websocket.StatusCode, reason string, grace ti
 	t := time.AfterFunc(grace, ws.hardClose)
 	defer t.Stop()
 	ws.conn.Close(code, reason)
+}
+
+// closedStuck counts and logs a std-engine socket whose write made no
+// progress for WriteTimeout, in its backfill or live: a slow client, whose
+// connection is already dropped. seq is the last line it was sent.
+func (ws *wsConn) closedStuck(seq int64, err error) {
+	ws.s.countSlow(1)
+	ws.s.log.Info("web: slow websocket closed", "game", ws.game, "seq", seq, untrusted.Err(err))
 }
 
 // write sends one frame within the write timeout.
@@ -336,10 +342,9 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 		case <-c.ready:
 			var err error
 			if last, err = ws.flush(c, last, g); err != nil {
-				if errors.Is(err, context.DeadlineExceeded) && !isClosed(c.slow) {
+				if errors.Is(err, errWriteStuck) && !isClosed(c.slow) {
 					// Stuck in a write for WriteTimeout: as slow as a full queue.
-					s.countSlow(1)
-					s.log.Info("web: slow websocket closed", "game", ws.game, "seq", last, untrusted.Err(err))
+					ws.closedStuck(last, err)
 				}
 				return
 			}
@@ -376,7 +381,7 @@ func newWriteGuard(hardClose func()) *writeGuard {
 // flush writes every frame queued in c, in order, and returns the seq of the
 // last line written (or sent before). Lines at or below last were sent by the
 // backfill and are dropped. Every frame gets WriteTimeout (g): a stuck write
-// drops the connection, and the write fails with context.DeadlineExceeded.
+// drops the connection, and the write fails with errWriteStuck.
 func (ws *wsConn) flush(c *client, last int64, g *writeGuard) (int64, error) {
 	batch := c.drain()
 	if len(batch) == 0 {
@@ -395,7 +400,7 @@ func (ws *wsConn) flush(c *client, last int64, g *writeGuard) (int64, error) {
 		g.t.Reset(timeout)
 		if err := ws.conn.Write(context.Background(), websocket.MessageText, f.data); err != nil {
 			if g.stuck.Load() {
-				return last, fmt.Errorf("web: write stuck for %v: %w", timeout, context.DeadlineExceeded)
+				return last, fmt.Errorf("%w for %v", errWriteStuck, timeout)
 			}
 			return last, err
 		}
