@@ -167,7 +167,7 @@ func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string
 		testHookSubscribed(game)
 	}
 
-	ws := &wsConn{s: s, conn: conn, game: game, hardClose: hardClose}
+	ws := &wsConn{s: s, conn: conn, netConn: netConn, game: game, hardClose: hardClose}
 	last, err := ws.backfill(after, storeID)
 	if err != nil {
 		switch {
@@ -206,6 +206,8 @@ type wsConn struct {
 	// connection then only if a Read is under way, and a reader that has
 	// not yet started leaves Close waiting 5 s for the peer's close frame.
 	hardClose func()
+	netConn   net.Conn // under conn: what the kernel holds of it (delivered)
+	sent      int64    // bytes of the frames written to conn; the writer's alone
 }
 
 // closeWithin closes with a status and reason, waiting at most grace for the
@@ -246,6 +248,7 @@ func (ws *wsConn) write(typ string, data []byte) error {
 		}
 		return err
 	}
+	ws.sent += wireSize(data)
 	ws.s.countSent(typ)
 	return nil
 }
@@ -326,6 +329,8 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 	s := ws.s
 	ping := time.NewTicker(s.cfg.PingEvery)
 	defer ping.Stop()
+	pg := newPinger(ws.conn, s.cfg.WriteTimeout)
+	defer pg.stop()
 	g := newWriteGuard(ws.hardClose)
 	defer g.t.Stop()
 	for {
@@ -349,10 +354,22 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 				return
 			}
 		case <-ping.C:
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
-			err := ws.conn.Ping(ctx)
-			cancel()
-			if err != nil {
+			pg.send(delivered(ws.sent, ws.netConn))
+		case err := <-pg.done:
+			if !pg.answered(err) {
+				return
+			}
+		case <-pg.overdue.C:
+			select {
+			case err := <-pg.done: // answered just now
+				if !pg.answered(err) {
+					return
+				}
+				continue
+			default:
+			}
+			if !pg.moving(delivered(ws.sent, ws.netConn)) {
+				ws.hardClose() // no pong, and nothing reached the peer: it is gone
 				return
 			}
 		}
@@ -404,6 +421,7 @@ func (ws *wsConn) flush(c *client, last int64, g *writeGuard) (int64, error) {
 			}
 			return last, err
 		}
+		ws.sent += wireSize(f.data)
 		sent.add(f)
 		if f.seq != 0 {
 			last = f.seq

@@ -174,7 +174,8 @@ type pollSocket struct {
 	counted  atomic.Bool // counted in SlowCloses
 	closeReq atomic.Pointer[pollClose]
 
-	pingAt atomic.Int64 // unix ns of the last unanswered ping; 0 when answered
+	pingAt   atomic.Int64 // unix ns of the last unanswered ping, or of when bytes ahead of it last moved; 0 when answered
+	pingMark int64        // delivered when pingAt was set; the sweep's alone
 
 	mu      sync.Mutex // guards the fields below: end races the subscription
 	started bool       // counted in clients and subscribed to h
@@ -423,15 +424,31 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 		return
 	}
 	if at := ps.pingAt.Load(); at != 0 && now.UnixNano()-at > int64(s.cfg.WriteTimeout) {
-		ps.hardClose() // no pong: the peer is gone
+		// No pong for WriteTimeout. The ping waits behind every byte
+		// written before it: a peer still reading those is alive, and
+		// the pong's clock restarts (the std engine's pinger does the
+		// same).
+		if d := ps.delivered(); d > ps.pingMark {
+			ps.pingMark = d
+			ps.pingAt.CompareAndSwap(at, now.UnixNano())
+			return
+		}
+		ps.hardClose() // no pong, and nothing reached the peer: it is gone
 		return
 	}
 	if ping && ps.pingAt.CompareAndSwap(0, now.UnixNano()) {
+		ps.pingMark = ps.delivered()
 		ps.queued.Add(2)
 		if err := ps.conn.WriteMessage(nbws.PingMessage, nil); err != nil {
 			ps.hardClose()
 		}
 	}
+}
+
+// delivered is the bytes of this socket that reached the peer (see
+// delivered in ping.go).
+func (ps *pollSocket) delivered() int64 {
+	return delivered(ps.written.Load(), ps.conn.UnderlayerConn())
 }
 
 // end is the socket's close callback (or the failed handshake's): it gives

@@ -136,7 +136,6 @@ func TestLiveSlowClient(t *testing.T) {
 // each frame and still fires on a frame that does not move.
 func TestLiveStuckWriteIsSlow(t *testing.T) {
 	e := MustOpenEnv(t, func(c *web.Config) {
-		c.SendQueue = 1024
 		c.WriteTimeout = 300 * time.Millisecond
 		c.PingEvery = time.Hour // the pings must not be what ends it
 	})
@@ -204,5 +203,55 @@ func TestBackfillStuckIsSlow(t *testing.T) {
 	rest := e.dial("g1", last).lines(len(all) - len(got))
 	if want := all[len(got):]; !eq(ids(rest), want) {
 		t.Fatalf("resumed after seq %d: %d lines, want the %d after it, in order", last, len(rest), len(want))
+	}
+}
+
+// A client that reads a long backlog at its own steady pace, taking far
+// longer than WriteTimeout in all but making progress all along, is not
+// dropped, in its backfill or live. The pings that the server sends
+// meanwhile wait in the socket behind the backlog, and their pongs can only
+// come once the client has read that far: only a socket where nothing moves
+// for WriteTimeout is slow or gone.
+func TestSteadyReaderOfLongBacklogKept(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) {
+		c.WriteTimeout = 400 * time.Millisecond
+		c.PingEvery = 50 * time.Millisecond
+		// Room for the whole backlog in bytes (nbio): this client is
+		// slow, not too slow.
+		c.SendBuffer = 16 << 20
+	})
+	g := e.gen("g1")
+	var all []string
+	add := func(n int) {
+		evs := g.bigChats(t, n, 16<<10)
+		e.upsert(evs...)
+		all = append(all, evtIDs(evs)...)
+	}
+	add(100) // the backfill
+	c := e.dial("g1", 0)
+	var got []string
+	start := time.Now()
+	for len(got) < 200 {
+		f, err := c.read(5 * time.Second)
+		if err != nil {
+			t.Fatalf("after %d of %d lines in %v: %v", len(got), len(all), time.Since(start).Round(time.Millisecond), err)
+		}
+		if f.T != "line" {
+			continue
+		}
+		got = append(got, f.ID)
+		if len(got) == 1 {
+			add(100) // live
+		}
+		time.Sleep(10 * time.Millisecond) // pacing: a reader slower than the server, not a sync
+	}
+	if !eq(got, all) {
+		t.Fatalf("lines differ from the timeline")
+	}
+	if d := time.Since(start); d < 4*e.cfg.WriteTimeout {
+		t.Fatalf("read in %v: the backlog was too small to test anything", d)
+	}
+	if n := e.srv.Stats().SlowCloses; n != 0 {
+		t.Fatalf("SlowCloses = %d, want 0", n)
 	}
 }

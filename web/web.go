@@ -119,7 +119,7 @@ type Config struct {
 	StateEvery   time.Duration // at most one scoreboard state frame per game per this period (250ms; see board)
 	TailBatch    int           // lines per store query of the tailer and of a backfill (256)
 	SendQueue    int           // frames queued per websocket before it is closed as slow (1024; keep it above TailBatch)
-	WriteTimeout time.Duration // one websocket write or ping may take this long (10s)
+	WriteTimeout time.Duration // a websocket write may make no progress, and a ping go unanswered while nothing reaches the peer, this long (10s)
 	ReadTimeout  time.Duration // whole-request read limit of plain HTTP requests (30s; websockets are exempt)
 	// ResponseTimeout is how long a plain (non-websocket) response may take
 	// to be written in full; a client that does not read is cut off (30s).

@@ -1,0 +1,98 @@
+package web
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// pinger is the std engine's liveness check. Its ping runs beside the
+// socket's writer, so frames keep flowing while a pong is awaited. A ping
+// waits in the socket behind every byte written before it, and a peer that
+// reads a long backlog at its own pace answers late but is alive: it is
+// judged gone only when neither a pong came nor any byte ahead of the ping
+// reached it for WriteTimeout (the nbio engine's sweep applies the same
+// rule, pollSocket.check).
+type pinger struct {
+	conn    *websocket.Conn
+	timeout time.Duration
+	done    chan error  // the ping's answer, or why there was none
+	overdue *time.Timer // WriteTimeout since the ping, or since bytes last moved
+	cancel  context.CancelFunc
+	mark    int64 // bytes delivered when the ping went out or last moved
+	wg      sync.WaitGroup
+}
+
+func newPinger(conn *websocket.Conn, timeout time.Duration) *pinger {
+	p := &pinger{conn: conn, timeout: timeout, done: make(chan error, 1), overdue: time.NewTimer(time.Hour)}
+	p.overdue.Stop()
+	return p
+}
+
+// send starts a ping unless one is out; delivered is the socket's count
+// now (wsConn.delivered).
+func (p *pinger) send(delivered int64) {
+	if p.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel, p.mark = cancel, delivered
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.done <- p.conn.Ping(ctx)
+	}()
+	p.overdue.Reset(p.timeout)
+}
+
+// answered takes the ping's outcome from done; it reports false when the
+// socket is done.
+func (p *pinger) answered(err error) bool {
+	p.cancel()
+	p.cancel = nil
+	p.overdue.Stop()
+	return err == nil
+}
+
+// moving is the look when the pong is overdue: it reports whether bytes
+// ahead of the ping reached the peer since the last look, and if so
+// restarts the pong's clock.
+func (p *pinger) moving(delivered int64) bool {
+	if delivered <= p.mark {
+		return false
+	}
+	p.mark = delivered
+	p.overdue.Reset(p.timeout)
+	return true
+}
+
+// stop ends an outstanding ping and waits for its goroutine.
+func (p *pinger) stop() {
+	p.overdue.Stop()
+	if p.cancel != nil {
+		p.cancel()
+	}
+	p.wg.Wait()
+}
+
+// delivered is the bytes of a socket that reached the peer: the frames
+// written (sent, which counts what the process wrote) less what the kernel
+// still holds unsent or unacknowledged. It grows while the peer reads,
+// however far behind it is, and stands still when the peer is gone.
+func delivered(sent int64, c any) int64 {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return sent
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return sent
+	}
+	if q, ok := kernelUnsent(rc); ok {
+		return sent - q
+	}
+	return sent
+}
