@@ -149,7 +149,7 @@ func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string
 			cl.mu.Unlock()
 			// Where in the session and after which line, for the next
 			// look: one empty message in 944,034 frames was seen once
-			// (docs/benchmarks.md, 1 Dec 2026 evening).
+			// (docs/benchmarks-journal.md, the evening of 1 Dec 2026).
 			cl.errs.add("client %d (%s) on %s: bad frame %q (%v, %d bytes; frame %d of the session, after seq %d from %d): %v",
 				cl.idx, cl.game, addr, b, typ, len(b), n, cursor, after, err)
 			continue

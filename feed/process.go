@@ -36,7 +36,8 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 	var s settlement
 	// The batch is this call's own (callers hand it over), so it is
 	// filtered in place: a backlog's batch is thousands of entries, and
-	// copying it twice showed in allocation profiles (docs/benchmarks.md).
+	// copying it twice showed in allocation profiles (docs/benchmarks-journal.md,
+	// "Per-entry allocation").
 	//
 	// Trimmed while pending: the entry is gone, only its id is left. Ack it
 	// so it never comes back; nothing can be handled.

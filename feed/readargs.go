@@ -12,8 +12,8 @@ import (
 // built once and reused while the same keys are read: go-redis's
 // XReadGroup builds it anew on every call, boxing each key and id, and at a
 // low rate the linger's read over the hot streams (a hundred keys) made a
-// tenth of the renderer's garbage (docs/benchmarks.md, "Garbage and the
-// tail"). It is immutable once built, so concurrent reads may share it.
+// tenth of the renderer's garbage (docs/benchmarks-journal.md, "Garbage and
+// the tail"). It is immutable once built, so concurrent reads may share it.
 type readArgs struct {
 	keys []string
 	args []any

@@ -213,7 +213,7 @@ return n
 // outlasts the first period: a timer, not a goroutine per batch. At a low
 // rate a batch commits in a millisecond or two, and starting a goroutine
 // for each, then waiting for it to see the stop, held the loop up to 7 ms
-// on a busy host (docs/benchmarks.md, 2 Dec 2026).
+// on a busy host (docs/benchmarks-journal.md, "The keep-alive as a timer").
 func (c *Consumer) keepAlive(batch []delivery) (stop func()) {
 	every := c.cfg.MinIdle / 2
 	start := time.Now()

@@ -30,7 +30,7 @@ const (
 // for, so that the state frame the web sends after a line costs no read:
 // at 1,000 events/s the tailer read and rendered about 400 boards a
 // second, a read transaction and two queries each, and the boards that
-// fell due together held the lines behind them (docs/benchmarks.md).
+// fell due together held the lines behind them (docs/benchmarks-journal.md, "State frames from memory").
 //
 // The invariant: every cached board is its game's state as of the commit
 // that made seq validTo, with no deletion after deletes. Seqs grow in

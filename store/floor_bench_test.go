@@ -45,8 +45,8 @@ const (
 // CPU of the committing thread per event when a batch of lines is one
 // transaction, by batch size and schema, with no games, players or
 // positions writes. It answers what any store design built on one row per
-// event could reach at a low rate (docs/benchmarks.md, "the store at a low
-// rate: the floor of a commit").
+// event could reach at a low rate (docs/benchmarks-journal.md, "the store at a
+// low rate: the floor of a commit").
 func BenchmarkCommitFloor(b *testing.B) {
 	for _, schema := range []struct{ name, ddl string }{{"append", floorAppend}, {"indexed", floorIndexed}} {
 		for _, c := range []struct{ size, games int }{{1, 100}, {4, 100}, {8, 100}, {16, 100}, {1000, 100}, {2000, 20}} {
@@ -111,7 +111,7 @@ func benchCommitFloor(b *testing.B, ddl string, size, games int) {
 		stmts[n] = st
 	}
 	// The rows are made before the clock starts: the sizes of the latency
-	// benchmark's lines (docs/benchmarks.md), EVT ids a millisecond apart.
+	// benchmark's lines (docs/benchmarks-journal.md), EVT ids a millisecond apart.
 	html, payload := strings.Repeat("h", 455), strings.Repeat("p", 103)
 	m := event.NewMinter(7)
 	t0 := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)

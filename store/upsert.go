@@ -182,7 +182,8 @@ func (db *DB) attempt(ctx context.Context, evs []Event, rows []prepared, res []R
 	// per transaction to roll it back, and the driver one per BEGIN, COMMIT
 	// and statement, with a progress handler: on the live path, at a few
 	// events per batch, those hand-offs between goroutines cost more CPU
-	// and tail latency than the batch's rows did (docs/benchmarks.md).
+	// and tail latency than the batch's rows did (docs/benchmarks-journal.md,
+	// "the store's transaction without cancellation").
 	// Instead, ctx is looked at before BEGIN, after it and before COMMIT;
 	// an ended ctx rolls the batch back whole. The one wait in between,
 	// BEGIN IMMEDIATE's for another process's write lock, is bounded by the

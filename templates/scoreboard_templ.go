@@ -24,7 +24,7 @@ import (
 // on wide screens (and keeps the reader's choice across state frames). Its
 // classes are constants picked by if, not class={ … } lists: templ builds
 // those per element, and the live path renders a panel per state frame
-// (docs/benchmarks.md, "Garbage and the tail"). The ifs nest: among a
+// (docs/benchmarks-journal.md, "Garbage and the tail"). The ifs nest: among a
 // tag's attributes templ has no `else if`, and renders the word else as an
 // attribute (TestScoreboardMarkup).
 func Scoreboard(b store.Scoreboard) templ.Component {

@@ -25,7 +25,7 @@ import (
 // events/s over 100 games the tailer read and rendered a scoreboard after
 // almost every line (10 % of the renderer's CPU, 1.89 frames per line),
 // and whole panels were most of the bytes on the wire and the tail of the
-// latency (docs/benchmarks.md).
+// latency (docs/benchmarks-journal.md, "Board frames").
 type board struct {
 	sentAt  time.Time        // when the last panel of this game was made
 	last    store.Scoreboard // the panel last broadcast

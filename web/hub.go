@@ -154,7 +154,7 @@ func (h *hub) broadcast(f frame) (dropped int) { return h.broadcastTo(f, nil) }
 // in w, once per pass, and the tailer writes to it when its pass has queued
 // every frame (wakes.run). A pass's frames then cost no goroutine per
 // socket and frame, and a socket's frames of one pass mostly go in one
-// write (docs/benchmarks.md, "the tailer writes").
+// write (docs/benchmarks-journal.md, "the tailer writes").
 func (h *hub) broadcastTo(f frame, w *wakes) (dropped int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

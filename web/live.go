@@ -382,7 +382,7 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 // context.AfterFunc per write for one (allocation per frame per client, the
 // fan-out's hottest path), and closes the connection when it fires, which
 // is what the timer does; a timer per flush was still one allocation per
-// client per line (docs/benchmarks.md, "Garbage and the tail").
+// client per line (docs/benchmarks-journal.md, "Garbage and the tail").
 type writeGuard struct {
 	t     *time.Timer
 	stuck atomic.Bool

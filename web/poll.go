@@ -28,7 +28,7 @@ const (
 	// WSEngineNbio keeps net/http for the handshake (routes, middleware,
 	// limits, Origin check) and then hands the socket to an nbio epoll
 	// poller: an idle socket holds no goroutine and no buffer. See
-	// docs/benchmarks.md, "memory per client".
+	// docs/benchmarks-journal.md, "Memory per client on a poller".
 	WSEngineNbio = "nbio"
 )
 

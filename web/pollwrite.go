@@ -42,7 +42,7 @@ func appendTextFrame(b, data []byte) []byte {
 
 // writeFrames hands frames already framed by appendTextFrame to the socket
 // in one write: the frames a writer drained together cost one system call
-// (docs/benchmarks.md, "one write per wake-up"). The write
+// (docs/benchmarks-journal.md, "one write per wake-up"). The write
 // goes to the connection under the websocket: one Write of the nbio
 // connection is atomic against the others (its lock), and nbio's own
 // frames (pongs, close replies) and the sweep's pings are single Writes

@@ -190,7 +190,7 @@ func (p *latencyPhase) add(o latencyPhase) {
 // scrapes: bytes allocated on the heap and GC cycles, and its store
 // commits. GC cycles matter to the tail: their concurrent marking takes a
 // quarter of the CPU while it runs, and on a busy machine the lines that
-// arrive meanwhile queue (docs/benchmarks.md, "Garbage and the tail").
+// arrive meanwhile queue (docs/benchmarks-journal.md, "Garbage and the tail").
 // Commits say how well the linger shares a transaction between lines.
 type garbage struct {
 	Bytes, Cycles, Commits float64

@@ -59,7 +59,8 @@ func ServeBroadcasterEngine(ctx context.Context, engine, redisURL, addr string, 
 // ServePollBroadcaster is ServeBroadcaster on a poller: engine is
 // EngineNbioStd. (nbio's own HTTP server was measured too, and dropped:
 // Go's race detector reports a race inside it, between its accept loop and
-// its poller, in nbio v1.6.8; see docs/benchmarks.md.)
+// its poller, in nbio v1.6.8; see docs/benchmarks-journal.md, "Memory per
+// client on a poller".)
 func ServePollBroadcaster(ctx context.Context, engine, redisURL, addr string, ready func(addr string)) error {
 	// nbio logs to stdout by default, where the broadcaster process
 	// says where it listens.
