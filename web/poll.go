@@ -428,7 +428,7 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 		// written before it: a peer still reading those is alive, and
 		// the pong's clock restarts (the std engine's pinger does the
 		// same).
-		if d := ps.delivered(); d > ps.pingMark {
+		if d := ps.delivered(); d > ps.pingMark+pingSlack {
 			ps.pingMark = d
 			ps.pingAt.CompareAndSwap(at, now.UnixNano())
 			return
