@@ -48,6 +48,9 @@ func TestLivePings(t *testing.T) {
 	}()
 	waitFor(t, 5*time.Second, "the mute client closed", func() bool { return e.srv.Stats().Clients == 1 })
 	_ = mute
+	if st := e.srv.Stats(); st.PongTimeouts != 1 || st.SlowCloses != 0 {
+		t.Fatalf("PongTimeouts = %d, SlowCloses = %d; want the mute client counted as gone, not slow", st.PongTimeouts, st.SlowCloses)
+	}
 	// Several ping periods later the reading client is still there.
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for time.Now().Before(deadline) {

@@ -369,7 +369,8 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 			default:
 			}
 			if !pg.moving(delivered(ws.sent, ws.netConn)) {
-				ws.hardClose() // no pong, and nothing reached the peer: it is gone
+				s.pongTimedOut(ws.game)
+				ws.hardClose()
 				return
 			}
 		}

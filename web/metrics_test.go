@@ -50,6 +50,7 @@ func TestMetricsCountOnce(t *testing.T) {
 		{"codemojex_web_hub_frames_encoded_total", map[string]string{"type": "state"}, func(s web.Stats) int64 { return s.StatesEncoded }},
 		{"codemojex_web_resets_total", nil, func(s web.Stats) int64 { return s.Resets }},
 		{"codemojex_web_slow_client_closes_total", nil, func(s web.Stats) int64 { return s.SlowCloses }},
+		{"codemojex_web_pong_timeouts_total", nil, func(s web.Stats) int64 { return s.PongTimeouts }},
 		{"codemojex_web_tail_errors_total", nil, func(s web.Stats) int64 { return s.TailErrors }},
 		{"codemojex_web_websocket_clients", nil, func(s web.Stats) int64 { return s.Clients }},
 	}

@@ -84,6 +84,14 @@ func (p *pinger) stop() {
 	p.wg.Wait()
 }
 
+// pongTimedOut counts and logs a socket dropped for a ping that went
+// unanswered while nothing written before it reached the peer: a peer that
+// vanished (its host, its network), not a slow one.
+func (s *Server) pongTimedOut(game string) {
+	s.stats.pongTimeouts.Add(1)
+	s.log.Info("web: websocket dropped: no pong", "game", game, "timeout", s.cfg.WriteTimeout)
+}
+
 // delivered is the bytes of a socket that reached the peer: the frames
 // written (sent, which counts what the process wrote) less what the kernel
 // still holds unsent or unacknowledged. It grows while the peer reads,

@@ -433,7 +433,8 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 			ps.pingAt.CompareAndSwap(at, now.UnixNano())
 			return
 		}
-		ps.hardClose() // no pong, and nothing reached the peer: it is gone
+		s.pongTimedOut(ps.game)
+		ps.hardClose()
 		return
 	}
 	if ping && ps.pingAt.CompareAndSwap(0, now.UnixNano()) {

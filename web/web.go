@@ -238,6 +238,7 @@ type Stats struct {
 	BoardsEncoded int64 // board frames the tailer encoded: panels with unchanged rows stubbed
 	FramesSent    int64 // frames written to websockets
 	SlowCloses    int64 // websockets closed for not keeping up
+	PongTimeouts  int64 // websockets dropped as gone: a ping unanswered while nothing written reached the peer
 	Resets        int64 // reset frames sent
 	TailCursor    int64 // highest seq handed to the hubs
 	TailErrors    int64 // failed store reads of the tailer
@@ -257,7 +258,7 @@ type counters struct {
 	sent, encoded byFrame // frames written to websockets, encoded for hubs; by type
 
 	conns, clients, slowCloses, resets, tailCursor, tailErrors atomic.Int64
-	handoffHits, handoffMisses, statesSkipped                  atomic.Int64
+	handoffHits, handoffMisses, statesSkipped, pongTimeouts    atomic.Int64
 }
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
@@ -364,6 +365,7 @@ func (s *Server) Stats() Stats {
 		BoardsEncoded: s.stats.encoded.get(frameBoard),
 		FramesSent:    s.stats.sent.sum(),
 		SlowCloses:    s.stats.slowCloses.Load(),
+		PongTimeouts:  s.stats.pongTimeouts.Load(),
 		Resets:        s.stats.resets.Load(),
 		TailCursor:    s.stats.tailCursor.Load(),
 		TailErrors:    s.stats.tailErrors.Load(),
