@@ -38,8 +38,8 @@ func newPinger(conn *websocket.Conn, timeout time.Duration) *pinger {
 	return p
 }
 
-// send starts a ping unless one is out; delivered is the socket's count
-// now (wsConn.delivered).
+// send starts a ping unless one is out; delivered is the socket's
+// delivered count now (see delivered).
 func (p *pinger) send(delivered int64) {
 	if p.cancel != nil {
 		return
