@@ -231,6 +231,10 @@ func (ws *wsConn) closedStuck(seq int64, err error) {
 	ws.s.log.Info("web: slow websocket closed", "game", ws.game, "seq", seq, untrusted.Err(err))
 }
 
+// delivered is the bytes of this socket that reached the peer (see
+// delivered in ping.go).
+func (ws *wsConn) delivered() int64 { return delivered(ws.sent, ws.netConn) }
+
 // write sends one frame within the write timeout.
 func (ws *wsConn) write(typ string, data []byte) error {
 	if ws.poll != nil {
@@ -354,21 +358,13 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 				return
 			}
 		case <-ping.C:
-			pg.send(delivered(ws.sent, ws.netConn))
+			pg.send(ws.delivered())
 		case err := <-pg.done:
 			if !pg.answered(err) {
 				return
 			}
 		case <-pg.overdue.C:
-			select {
-			case err := <-pg.done: // answered just now
-				if !pg.answered(err) {
-					return
-				}
-				continue
-			default:
-			}
-			if !pg.moving(delivered(ws.sent, ws.netConn)) {
+			if !pg.alive(ws.delivered()) {
 				s.pongTimedOut(ws.game)
 				ws.hardClose()
 				return

@@ -22,8 +22,22 @@ type pinger struct {
 	done    chan error  // the ping's answer, or why there was none
 	overdue *time.Timer // WriteTimeout since the ping, or since bytes last moved
 	cancel  context.CancelFunc
-	mark    int64 // bytes delivered when the ping went out or last moved
+	wait    pongWait
 	wg      sync.WaitGroup
+}
+
+// pongWait is what a socket keeps of its outstanding ping, on either
+// engine: the bytes delivered when the ping went out or last moved.
+type pongWait struct{ mark int64 }
+
+// moved reports whether more than pingSlack bytes reached the peer since
+// the ping or the last look, and if so takes delivered as the new mark.
+func (w *pongWait) moved(delivered int64) bool {
+	if delivered <= w.mark+pingSlack {
+		return false
+	}
+	w.mark = delivered
+	return true
 }
 
 // pingSlack is how far delivered may move with no frame of ours having
@@ -45,7 +59,7 @@ func (p *pinger) send(delivered int64) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel, p.mark = cancel, delivered
+	p.cancel, p.wait.mark = cancel, delivered
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -63,14 +77,14 @@ func (p *pinger) answered(err error) bool {
 	return err == nil
 }
 
-// moving is the look when the pong is overdue: it reports whether bytes
-// ahead of the ping reached the peer since the last look, and if so
-// restarts the pong's clock.
-func (p *pinger) moving(delivered int64) bool {
-	if delivered <= p.mark+pingSlack {
+// alive is the look when the pong is overdue: it reports whether the pong
+// has just come (done holds it, for the pump to take next) or bytes ahead
+// of the ping reached the peer since the last look; then the pong's clock
+// restarts.
+func (p *pinger) alive(delivered int64) bool {
+	if len(p.done) == 0 && !p.wait.moved(delivered) {
 		return false
 	}
-	p.mark = delivered
 	p.overdue.Reset(p.timeout)
 	return true
 }

@@ -175,7 +175,7 @@ type pollSocket struct {
 	closeReq atomic.Pointer[pollClose]
 
 	pingAt   atomic.Int64 // unix ns of the last unanswered ping, or of when bytes ahead of it last moved; 0 when answered
-	pingMark int64        // delivered when pingAt was set; the sweep's alone
+	pingWait pongWait     // the sweep's alone
 
 	mu      sync.Mutex // guards the fields below: end races the subscription
 	started bool       // counted in clients and subscribed to h
@@ -428,8 +428,7 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 		// written before it: a peer still reading those is alive, and
 		// the pong's clock restarts (the std engine's pinger does the
 		// same).
-		if d := ps.delivered(); d > ps.pingMark+pingSlack {
-			ps.pingMark = d
+		if ps.pingWait.moved(ps.delivered()) {
 			ps.pingAt.CompareAndSwap(at, now.UnixNano())
 			return
 		}
@@ -438,7 +437,7 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 		return
 	}
 	if ping && ps.pingAt.CompareAndSwap(0, now.UnixNano()) {
-		ps.pingMark = ps.delivered()
+		ps.pingWait.mark = ps.delivered()
 		ps.queued.Add(2)
 		if err := ps.conn.WriteMessage(nbws.PingMessage, nil); err != nil {
 			ps.hardClose()
