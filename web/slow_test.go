@@ -136,6 +136,7 @@ func TestLiveSlowClient(t *testing.T) {
 // each frame and still fires on a frame that does not move.
 func TestLiveStuckWriteIsSlow(t *testing.T) {
 	e := MustOpenEnv(t, func(c *web.Config) {
+		c.SendQueue = 1024
 		c.WriteTimeout = 300 * time.Millisecond
 		c.PingEvery = time.Hour // the pings must not be what ends it
 	})
