@@ -296,13 +296,27 @@
       return true;
     }
 
-    // --- the socket ----------------------------------------------------------------
+    // --- the connection -------------------------------------------------------------
+
+    // The feed comes over a websocket, or over an event stream (EventSource)
+    // where a proxy refuses or drops websockets: same frames, same cursor.
+    // After SWITCH_AFTER tries in a row that never got a frame, the page
+    // switches to the other transport (docs/live-page.md, "Where websockets
+    // are blocked").
+    var SWITCH_AFTER = 2;
+    var OPEN_WITHIN = 10000; // ms for a connection to bring its first frame
+    var transport = window.WebSocket ? 'ws' : 'sse';
+    var misses = 0; // tries in a row of this transport that never got a frame
 
     var attempt = 0;
     var failingSince = 0;
-    var ws = null;
+    var ws = null; // the open WebSocket or EventSource
     var timer = 0;
     var probe = 0;
+    var opening = 0; // timer: the connection must bring a frame within OPEN_WITHIN
+    var got = false; // the current connection brought a frame
+    var upgrade = 0; // timer: on the event stream, try a websocket again
+    var upgradeWait = 0; // ms before that try; doubles while websockets fail
     var reloading = false;
 
     function setState(state, text) {
@@ -318,8 +332,9 @@
     }
 
     function onFrame(ev) {
-      // Any frame proves the socket alive.
+      // Any frame proves the connection alive.
       if (probe) { clearTimeout(probe); probe = 0; }
+      if (!got) opened();
       var f;
       try { f = JSON.parse(ev.data); } catch (e) { return; }
       switch (f.t) {
@@ -331,7 +346,8 @@
           replaceBoard(parse(f.html));
           break;
         case 'board':
-          if (!patchBoard(f.html) && ws) ws.close();
+          // A socket's close resumes it through onclose; a stream has none.
+          if (!patchBoard(f.html) && ws) { if (isSocket(ws)) ws.close(); else restart(); }
           break;
         case 'watching':
           if (watching) {
@@ -348,28 +364,117 @@
       }
     }
 
-    function connect() {
-      timer = 0;
-      var proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    // opened: the connection works (it brought a frame; a proxy that
+    // buffers an event stream lets it open and hold every frame back).
+    function opened() {
+      got = true;
+      if (opening) { clearTimeout(opening); opening = 0; }
+      attempt = 0;
+      failingSince = 0;
+      misses = 0;
+      root.dataset.transport = transport;
+      setState('live');
+      if (transport === 'sse') scheduleUpgrade();
+    }
+
+    function liveURL(path) {
       // board=1: this script applies board frames (patchBoard).
-      var url = proto + '//' + location.host + root.dataset.live + '?after=' + seq + '&board=1';
+      var url = path + '?after=' + seq + '&board=1';
       // Seqs are per store: the server resets a page from another store.
       if (root.dataset.store) url += '&store=' + encodeURIComponent(root.dataset.store);
-      var sock = new WebSocket(url);
-      ws = sock;
-      sock.onopen = function () {
-        attempt = 0;
-        failingSince = 0;
-        setState('live');
-      };
+      return url;
+    }
+
+    function connect() {
+      timer = 0;
+      got = false;
+      if (transport === 'sse') openStream(); else openSocket();
+      opening = setTimeout(function () { opening = 0; if (!got) restart(true); }, OPEN_WITHIN);
+    }
+
+    function newSocket() {
+      var proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+      return new WebSocket(proto + '//' + location.host + liveURL(root.dataset.live));
+    }
+
+    function wireSocket(sock) {
       sock.onmessage = onFrame;
       sock.onclose = function (e) {
         if (ws !== sock) return; // a socket already given up on
         ws = null;
         if (reloading) return;
         root.dataset.closeCode = String(e.code);
-        retry();
+        lost();
       };
+    }
+
+    function openSocket() {
+      ws = newSocket();
+      wireSocket(ws);
+    }
+
+    // scheduleUpgrade: a page on the event stream tries a websocket again
+    // after 30 s, then after twice as long each time it fails, up to 10
+    // min: the websockets that failed may have failed with the server (a
+    // restart), not because a proxy refuses them.
+    function scheduleUpgrade() {
+      if (upgrade || !window.WebSocket) return;
+      if (!upgradeWait) upgradeWait = Number(root.dataset.upgradeMs) || 30000;
+      upgrade = setTimeout(tryUpgrade, upgradeWait / 2 + Math.random() * upgradeWait / 2);
+    }
+
+    // tryUpgrade opens a websocket beside the stream. Its first frame makes
+    // it the connection and the stream is let go: the socket's backfill
+    // starts from the cursor, and lines both bring are shown once.
+    function tryUpgrade() {
+      upgrade = 0;
+      if (transport !== 'sse' || !ws || reloading) return;
+      var sock = newSocket();
+      var give = setTimeout(function () { sock.close(); }, OPEN_WITHIN);
+      sock.onmessage = function (ev) {
+        clearTimeout(give);
+        if (transport !== 'sse' || !ws || reloading) { sock.onclose = null; sock.close(); return; }
+        release();
+        transport = 'ws';
+        upgradeWait = 0;
+        ws = sock;
+        wireSocket(sock);
+        root.dataset.transport = transport;
+        onFrame(ev);
+      };
+      sock.onclose = function () {
+        clearTimeout(give);
+        if (ws === sock) return;
+        upgradeWait = Math.min(upgradeWait * 2, 600000);
+        if (transport === 'sse' && ws) scheduleUpgrade();
+      };
+    }
+
+    function openStream() {
+      // The EventSource's own reconnects are not used: they would not back
+      // off with jitter, and the page's cursor is in the URL.
+      var es = new EventSource(liveURL(root.dataset.events));
+      ws = es;
+      es.onmessage = onFrame;
+      es.onerror = function () {
+        if (ws !== es) return;
+        ws = null;
+        es.close();
+        if (reloading) return;
+        lost();
+      };
+    }
+
+    // lost: the connection ended; try again, switching transports after
+    // SWITCH_AFTER tries in a row that never got a frame.
+    function lost() {
+      if (opening) { clearTimeout(opening); opening = 0; }
+      if (!got && ++misses >= SWITCH_AFTER) {
+        misses = 0;
+        var other = transport === 'ws' ? 'sse' : 'ws';
+        if (other === 'sse' ? window.EventSource : window.WebSocket) transport = other;
+      }
+      retry();
     }
 
     // retry reconnects with exponential backoff and full jitter, 0.5 s
@@ -393,26 +498,46 @@
       connect();
     }
 
-    // drop gives up on a socket that does not answer (a phone's connection
-    // that died while the tab slept keeps looking open) and resumes.
-    function drop() {
-      probe = 0;
+    function isSocket(c) { return !!window.WebSocket && c instanceof WebSocket; }
+
+    // release lets go of the connection without hearing its end (a socket
+    // closes with code and reason when given).
+    function release(code, reason) {
       var dead = ws;
       ws = null;
-      if (dead) {
-        dead.onmessage = null;
-        try { dead.close(); } catch (e) { /* already closing */ }
-      }
+      if (opening) { clearTimeout(opening); opening = 0; }
+      if (!dead) return;
+      dead.onmessage = null;
+      dead.onclose = null;
+      dead.onerror = null;
+      try { dead.close(code, reason); } catch (e) { /* already closing */ }
+    }
+
+    // restart gives up on the connection and takes a new one from the
+    // cursor: at once after a stream's unpatchable panel or a silent
+    // connection; through lost, with the backoff, for one that brought
+    // nothing within OPEN_WITHIN (failed).
+    function restart(failed) {
+      probe = 0;
+      release();
+      if (failed) { lost(); return; }
       setState('reconnecting');
       now();
     }
 
-    // wake checks the socket as soon as the tab is back: a closed one
-    // reconnects at once; an open one must answer a probe within 3 s.
+    // drop gives up on a connection that does not answer (a phone's
+    // connection that died while the tab slept keeps looking open) and
+    // resumes.
+    function drop() { restart(false); }
+
+    // wake checks the connection as soon as the tab is back: a closed one
+    // reconnects at once; an open socket must answer a probe within 3 s. An
+    // event stream cannot be asked, so it is taken anew from the cursor.
     function wake() {
       root.dataset.woke = String((Number(root.dataset.woke) || 0) + 1);
       if (reloading) return;
       if (!ws) { now(); return; }
+      if (!isSocket(ws)) { drop(); return; }
       if (ws.readyState !== WebSocket.OPEN || probe) return;
       try { ws.send('{"t":"probe"}'); } catch (e) { drop(); return; }
       probe = setTimeout(drop, 3000);
@@ -423,18 +548,13 @@
     });
     window.addEventListener('pageshow', function (e) { if (e.persisted) wake(); });
     // A page kept in the back/forward cache is nobody watching: it lets go
-    // of its socket and takes a new one from its cursor if it comes back.
+    // of its connection and takes a new one from its cursor if it comes back.
     window.addEventListener('pagehide', function (e) {
       if (!e.persisted) return;
       if (timer) { clearTimeout(timer); timer = 0; }
       if (probe) { clearTimeout(probe); probe = 0; }
-      var s = ws;
-      ws = null;
-      if (s) {
-        s.onmessage = null;
-        s.onclose = null;
-        s.close(1000, 'page hidden');
-      }
+      if (upgrade) { clearTimeout(upgrade); upgrade = 0; }
+      release(1000, 'page hidden');
     });
     window.addEventListener('online', function () { if (!ws) now(); });
     window.addEventListener('offline', function () { if (!ws) setState('offline'); });

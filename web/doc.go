@@ -10,6 +10,7 @@
 //	GET /games/{game}                    latest lines, newest first, with the seq read in the same transaction
 //	GET /games/{game}/older?before=EVT   the next lines below EVT as <li> items; header X-More: true|false
 //	GET /games/{game}/live?after=SEQ     websocket (below); optional &store=ID, &board=1
+//	GET /games/{game}/events?after=SEQ   the same frames as a server-sent event stream (events.go), where websockets are blocked
 //	GET /games/{game}/replay             replay page; its data is /games/{game}/timeline.json?after=EVT, a page at a time
 //	GET /status, /api/status, /metrics   operators; behind Config.AdminToken (open without one on loopback only)
 //	GET /healthz, /readyz                process up; Config.Ready passes (its reason for admins only)
@@ -20,12 +21,13 @@
 // # Limits
 //
 // Plain requests: a write deadline of Config.ResponseTimeout per response
-// and at most Config.MaxRequestsPerClient in flight per client. Websockets:
-// an upgrade rate per client, at most Config.MaxSocketsPerClient open per
+// and at most Config.MaxRequestsPerClient in flight per client. Websockets
+// and event streams, counted together: an upgrade rate per client, at most Config.MaxSocketsPerClient open per
 // client and Config.MaxClients in all, both taken before the handshake and
 // given back at close. A client is its address (IPv6: its /64), read from
 // X-Forwarded-For only when the peer is in Config.TrustedProxies.
-// Websocket and admin requests must name one of Config.PublicHosts in Host.
+// Websocket, event stream and admin requests must name one of
+// Config.PublicHosts in Host.
 //
 // # Websocket
 //

@@ -133,3 +133,8 @@ func (f *Fanout) Spill() { f.w.spill() }
 
 // SpillAt is how many listed sockets a pass writes to on its own goroutine.
 const SpillAt = spillAt
+
+// EncodeEvent is a frame's server-sent event: id seq (lines only) and data.
+func EncodeEvent(seq int64, data []byte) []byte {
+	return encodeEvent(nil, frame{seq: seq, data: data})
+}

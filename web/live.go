@@ -46,37 +46,8 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "after: want a seq (a non-negative integer)", http.StatusBadRequest)
 		return
 	}
-	key := s.clientKey(r)
-	if !s.limiter.allow(key) {
-		mUpgradesRejected.WithLabelValues("rate").Inc()
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "too many connection attempts", http.StatusTooManyRequests)
-		return
-	}
-	// Both caps are taken before the handshake and given back when the
-	// socket ends (or the handshake fails): a burst of upgrades cannot
-	// overshoot them, and a client's sockets count as long as they live.
-	if !s.sockets.acquire(key) {
-		mUpgradesRejected.WithLabelValues("client").Inc()
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, "too many websockets from your address", http.StatusTooManyRequests)
-		return
-	}
-	if s.reserved.Add(1) > int64(s.cfg.MaxClients) {
-		s.reserved.Add(-1)
-		s.sockets.release(key)
-		mUpgradesRejected.WithLabelValues("capacity").Inc()
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, "server full", http.StatusServiceUnavailable)
-		return
-	}
-	release := func() {
-		s.reserved.Add(-1)
-		s.sockets.release(key)
-	}
-	if !s.track() {
-		release()
-		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+	key, release, ok := s.admit(w, r)
+	if !ok {
 		return
 	}
 
@@ -110,6 +81,47 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		defer release()
 		s.serveSocket(conn, hw.conn, game, after, r.URL.Query().Get("store"), c)
 	}()
+}
+
+// admit applies the limits of a live connection (a websocket or an event
+// stream) to r: the client's rate of attempts, its connections open at once
+// and the server's MaxClients. Both caps are taken before the handshake and
+// given back by release when the connection ends (or its handshake fails):
+// a burst cannot overshoot them, and a client's connections count as long
+// as they live. On success the connection also holds an s.wg slot, which
+// the caller gives back with s.wg.Done; otherwise admit has answered r.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (key string, release func(), ok bool) {
+	key = s.clientKey(r)
+	if !s.limiter.allow(key) {
+		mUpgradesRejected.WithLabelValues("rate").Inc()
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many connection attempts", http.StatusTooManyRequests)
+		return key, nil, false
+	}
+	if !s.sockets.acquire(key) {
+		mUpgradesRejected.WithLabelValues("client").Inc()
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "too many live connections from your address", http.StatusTooManyRequests)
+		return key, nil, false
+	}
+	if s.reserved.Add(1) > int64(s.cfg.MaxClients) {
+		s.reserved.Add(-1)
+		s.sockets.release(key)
+		mUpgradesRejected.WithLabelValues("capacity").Inc()
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "server full", http.StatusServiceUnavailable)
+		return key, nil, false
+	}
+	release = func() {
+		s.reserved.Add(-1)
+		s.sockets.release(key)
+	}
+	if !s.track() {
+		release()
+		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+		return key, nil, false
+	}
+	return key, release, true
 }
 
 // hijackRecorder keeps the connection websocket.Accept hijacks, so that a
@@ -168,7 +180,7 @@ func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string
 	}
 
 	ws := &wsConn{s: s, conn: conn, netConn: netConn, game: game, hardClose: hardClose}
-	last, err := ws.backfill(after, storeID)
+	last, err := s.backfill(ws, game, after, storeID)
 	if err != nil {
 		switch {
 		case errors.Is(err, errWriteStuck):
@@ -236,62 +248,72 @@ func (ws *wsConn) closedStuck(seq int64, err error) {
 func (ws *wsConn) delivered() int64 { return delivered(ws.sent, ws.netConn) }
 
 // write sends one frame within the write timeout.
-func (ws *wsConn) write(typ string, data []byte) error {
+func (ws *wsConn) write(f frame) error {
 	if ws.poll != nil {
-		if err := ws.poll.writeBackfill(data); err != nil {
+		if err := ws.poll.writeBackfill(f.data); err != nil {
 			return err
 		}
-		ws.s.countSent(typ)
+		ws.s.countSent(f.kind())
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ws.s.cfg.WriteTimeout)
 	defer cancel()
-	if err := ws.conn.Write(ctx, websocket.MessageText, data); err != nil {
+	if err := ws.conn.Write(ctx, websocket.MessageText, f.data); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w for %v: %w", errWriteStuck, ws.s.cfg.WriteTimeout, err)
 		}
 		return err
 	}
-	ws.sent += wireSize(data)
-	ws.s.countSent(typ)
+	ws.sent += wireSize(f.data)
+	ws.s.countSent(f.kind())
 	return nil
 }
 
-// backfill runs after the hub subscription: state, then every line after the
-// cursor from the store. Lines committed meanwhile are also queued by the
-// hub; pump drops those at or below the returned seq.
-func (ws *wsConn) backfill(after int64, storeID string) (int64, error) {
-	s := ws.s
+// sink is a live connection as its backfill writes to it: a websocket
+// (wsConn, either engine) or an event stream (sseConn).
+type sink interface {
+	// write sends one frame, within WriteTimeout.
+	write(f frame) error
+	// reset sends a reset frame, ends the connection and returns errReset.
+	reset(why string) error
+	// fail ends the connection after a failed store read and returns err.
+	fail(err error) error
+}
+
+// backfill runs after the hub subscription: state, then every line of game
+// after the cursor from the store. Lines committed meanwhile are also queued
+// by the hub; the writer drops those at or below the returned seq.
+func (s *Server) backfill(k sink, game string, after int64, storeID string) (int64, error) {
 	if storeID != "" && s.cfg.StoreID != "" && storeID != s.cfg.StoreID {
-		return 0, ws.reset("cursor from another store")
+		return 0, k.reset("cursor from another store")
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 	defer cancel()
 	max, err := s.cfg.Store.MaxSeq(ctx)
 	if err != nil {
-		return 0, ws.fail(err)
+		return 0, k.fail(err)
 	}
 	if after > max {
-		return 0, ws.reset("cursor ahead of store")
+		return 0, k.reset("cursor ahead of store")
 	}
-	f, err := stateFrame(ctx, s.cfg.Store, ws.game, max)
+	f, err := stateFrame(ctx, s.cfg.Store, game, max)
 	if err != nil {
-		return 0, ws.fail(err)
+		return 0, k.fail(err)
 	}
-	if err := ws.write(frameState, f.data); err != nil {
+	if err := k.write(f); err != nil {
 		return 0, err
 	}
 	cursor, sent := after, 0
 	for {
-		lines, err := s.cfg.Store.After(ctx, ws.game, cursor, s.cfg.TailBatch)
+		lines, err := s.cfg.Store.After(ctx, game, cursor, s.cfg.TailBatch)
 		if err != nil {
-			return 0, ws.fail(err)
+			return 0, k.fail(err)
 		}
 		if sent+len(lines) > s.cfg.MaxBacklog {
-			return 0, ws.reset("too far behind")
+			return 0, k.reset("too far behind")
 		}
 		for _, l := range lines {
-			if err := ws.write(frameLine, lineFrame(l).data); err != nil {
+			if err := k.write(lineFrame(l)); err != nil {
 				return 0, err
 			}
 			cursor = l.Seq
@@ -320,7 +342,7 @@ func (ws *wsConn) fail(err error) error {
 func (ws *wsConn) reset(why string) error {
 	ws.s.stats.resets.Add(1)
 	ws.s.log.Info("web: websocket reset", "game", ws.game, "reason", why)
-	if err := ws.write(frameReset, resetFrame); err == nil {
+	if err := ws.write(frame{typ: frameReset, data: resetFrame}); err == nil {
 		ws.closeWithin(websocket.StatusNormalClosure, reasonReset, time.Second)
 	}
 	return errReset

@@ -22,7 +22,7 @@ var (
 	})
 	mUpgradesRejected = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemojex_web_upgrades_rejected_total",
-		Help: "Websocket upgrades refused, by reason (rate, client: the per-address cap, capacity, handshake: e.g. a foreign Origin, cursor).",
+		Help: "Live connections (websocket upgrades and event streams) refused, by reason (rate, client: the per-address cap, capacity, handshake: e.g. a foreign Origin, cursor).",
 	}, []string{"reason"})
 	mRequestsRejected = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "codemojex_web_requests_rejected_total",
@@ -120,14 +120,16 @@ func frameCounter(name, help string, always []string, v func(c *counters) *byFra
 var metrics = counterset.New(
 	counterset.Gauge("codemojex_web_websocket_clients", "Open websocket connections.",
 		func(c *counters) int64 { return c.clients.Load() }),
+	counterset.Gauge("codemojex_web_event_streams", "Open event streams (/games/GAME/events, the fallback where websockets are blocked).",
+		func(c *counters) int64 { return c.streams.Load() }),
 	frameCounter("codemojex_web_frames_sent_total",
-		"Websocket frames written, by frame type (line, state, board, watching, reset).",
+		"Frames written to websockets and event streams, by frame type (line, state, board, watching, reset).",
 		[]string{frameLine, frameState, frameBoard}, func(c *counters) *byFrame { return &c.sent }),
 	frameCounter("codemojex_web_hub_frames_encoded_total",
 		"Frames encoded by the tailer for a hub (once per frame per game, shared by its clients).",
 		nil, func(c *counters) *byFrame { return &c.encoded }),
 	counterset.Counter("codemojex_web_slow_client_closes_total",
-		"Websockets closed because they did not keep up with their game.",
+		"Websockets and event streams closed because they did not keep up with their game.",
 		func(c *counters) int64 { return c.slowCloses.Load() }),
 	counterset.Counter("codemojex_web_pong_timeouts_total",
 		"Websockets dropped as gone: a ping went unanswered for WriteTimeout while nothing written before it reached the peer.",

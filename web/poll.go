@@ -241,7 +241,7 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 		testHookSubscribed(game)
 	}
 	ws := &wsConn{s: s, poll: ps, game: game}
-	last, err := ws.backfill(after, storeID)
+	last, err := s.backfill(ws, game, after, storeID)
 	if err != nil {
 		if !errors.Is(err, errReset) {
 			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, untrusted.Err(err))

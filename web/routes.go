@@ -26,9 +26,11 @@ func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, middleware.GetHead, securityHeaders, limitBody)
 
-	// Websockets have their own limits (rate, per-client and global caps,
-	// taken before the handshake) and no write deadline but per frame.
+	// Websockets and event streams have their own limits (rate, per-client
+	// and global caps, taken before the handshake) and no write deadline
+	// but per frame.
 	r.With(s.requirePublicHost).Get("/games/{game}/live", s.live)
+	r.With(s.requirePublicHost).Get("/games/{game}/events", s.events)
 
 	r.Group(func(r chi.Router) {
 		r.Use(s.writeDeadline, s.limitRequests)

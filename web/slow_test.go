@@ -16,11 +16,10 @@ import (
 	"github.com/codemojex/feed/web"
 )
 
-// dialSmallBuffer dials with a tiny socket receive buffer, so a client that
-// stops reading backs the server up after a few frames, not megabytes.
-func (e *env) dialSmallBuffer(game string, after int64) *wsClient {
-	e.tb.Helper()
-	d := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+// smallBufferDialer dials with a tiny socket receive buffer, so a client
+// that stops reading backs the server up after a few frames, not megabytes.
+func smallBufferDialer() *net.Dialer {
+	return &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
 			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
@@ -30,6 +29,12 @@ func (e *env) dialSmallBuffer(game string, after int64) *wsClient {
 		}
 		return serr
 	}}
+}
+
+// dialSmallBuffer dials a websocket through smallBufferDialer.
+func (e *env) dialSmallBuffer(game string, after int64) *wsClient {
+	e.tb.Helper()
+	d := smallBufferDialer()
 	hc := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -114,6 +114,10 @@ type Config struct {
 	PresenceEvery time.Duration
 	// DOMLines caps the lines a game page keeps in its DOM (500).
 	DOMLines int
+	// UpgradeRetry is how long a page that fell back to the event stream
+	// (websockets failed) waits before it tries a websocket again, doubling
+	// while that fails, up to 10 minutes (30s).
+	UpgradeRetry time.Duration
 
 	TailEvery    time.Duration // poll the store at least this often (1s)
 	StateEvery   time.Duration // at most one scoreboard state frame per game per this period (250ms; see board)
@@ -159,6 +163,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.PingEvery, 20*time.Second)
 	setDur(&c.PresenceEvery, 2*time.Second)
 	setInt(&c.DOMLines, 500)
+	setDur(&c.UpgradeRetry, 30*time.Second)
 	setInt(&c.TailBatch, 256)
 	setInt(&c.SendQueue, 1024)
 	setInt(&c.SendBuffer, 1<<20)
@@ -230,6 +235,7 @@ type Server struct {
 // process-wide, shared by every Server in a process).
 type Stats struct {
 	Clients       int64 // open websockets
+	EventStreams  int64 // open event streams (the fallback for websockets, events.go)
 	Requests      int64 // plain requests in flight
 	Conns         int64 // HTTP connections open (a websocket leaves this count at its handshake)
 	Hubs          int64 // games with at least one websocket
@@ -257,8 +263,8 @@ type Stats struct {
 type counters struct {
 	sent, encoded byFrame // frames written to websockets, encoded for hubs; by type
 
-	conns, clients, slowCloses, resets, tailCursor, tailErrors atomic.Int64
-	handoffHits, handoffMisses, statesSkipped, pongTimeouts    atomic.Int64
+	conns, clients, streams, slowCloses, resets, tailCursor, tailErrors atomic.Int64
+	handoffHits, handoffMisses, statesSkipped, pongTimeouts             atomic.Int64
 }
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
@@ -357,6 +363,7 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 func (s *Server) Stats() Stats {
 	return Stats{
 		Clients:       s.stats.clients.Load(),
+		EventStreams:  s.stats.streams.Load(),
 		Requests:      s.requests.total(),
 		Conns:         s.stats.conns.Load(),
 		Hubs:          int64(s.hubs.len()),

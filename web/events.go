@@ -1,0 +1,296 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/untrusted"
+)
+
+// events serves /games/{game}/events?after=SEQ[&store=ID][&board=1]: the
+// live feed as a server-sent event stream (text/event-stream), for browsers
+// behind a proxy that refuses or drops websockets. It is live over plain
+// HTTP: the same frames, in the same order, under the same limits and rules
+// (reset, slow client, write timeout, Origin), and counted among the game's
+// viewers. Each frame is one event whose data is the frame's JSON; a line's
+// event also carries its seq as the event id, so a client that reconnects
+// by itself (an EventSource does) resumes from Last-Event-ID, which wins
+// over after. The page script uses it only when websockets fail
+// (docs/live-page.md).
+//
+// Both engines serve it the same way, a request goroutine per stream: it is
+// the fallback, not the path that the fan-out's memory is measured on.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	game := chi.URLParam(r, "game")
+	if !event.ValidGame(game) {
+		s.notFound(w, r)
+		return
+	}
+	after, err := streamCursor(r)
+	if err != nil {
+		mUpgradesRejected.WithLabelValues("cursor").Inc()
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	// A browser sends Origin with a cross-site EventSource: without this
+	// check another site's pages could hold streams open and inflate the
+	// game's viewer count, although CORS keeps the data from them.
+	if !originAllowed(r, s.cfg.AllowedOrigins) {
+		mUpgradesRejected.WithLabelValues("handshake").Inc()
+		http.Error(w, "origin not allowed", http.StatusForbidden)
+		return
+	}
+	if r.Method == http.MethodHead {
+		streamHeaders(w.Header())
+		return
+	}
+	_, release, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
+	defer s.wg.Done()
+	defer release()
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("web: event stream panicked", "game", game, untrusted.Attr("panic", fmt.Sprint(v)), "stack", string(debug.Stack()))
+		}
+	}()
+
+	rc := http.NewResponseController(w)
+	// The request's whole-read limit (ReadTimeout) would end the stream:
+	// net/http reads on in the background to see the client go away.
+	if err := rc.SetReadDeadline(time.Time{}); err != nil {
+		s.log.Warn("web: clear read deadline", "game", game, "err", err)
+	}
+	streamHeaders(w.Header())
+	w.WriteHeader(http.StatusOK)
+	es := &sseConn{s: s, w: w, rc: rc, game: game}
+	// The headers go at once: the EventSource opens before the backfill.
+	if err := es.flush(); err != nil {
+		return
+	}
+
+	s.stats.streams.Add(1)
+	defer s.stats.streams.Add(-1)
+	c := newClient(s.cfg.SendQueue, r.URL.Query().Get("board") == "1")
+	h := s.hubs.subscribe(game, c)
+	defer s.changed()
+	defer s.hubs.unsubscribe(h, c)
+	s.joined(c, game)
+	if testHookSubscribed != nil {
+		testHookSubscribed(game)
+	}
+	last, err := s.backfill(es, game, after, r.URL.Query().Get("store"))
+	if err == nil {
+		err = es.flush()
+	}
+	if err != nil {
+		if errors.Is(err, errWriteStuck) {
+			es.closedStuck(after, err)
+		} else if !errors.Is(err, errReset) {
+			s.log.Debug("web: event stream ended in backfill", "game", game, "seq", after, untrusted.Err(err))
+		}
+		return
+	}
+	es.pump(r, c, last)
+}
+
+// streamCursor is an event stream's resume cursor: Last-Event-ID when the
+// client sends one (an EventSource reconnecting by itself), else after.
+func streamCursor(r *http.Request) (int64, error) {
+	v, what := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if v == "" {
+		v, what = r.URL.Query().Get("after"), "after"
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s: want a seq (a non-negative integer)", what)
+	}
+	return n, nil
+}
+
+// streamHeaders are an event stream's response headers. no-transform and
+// X-Accel-Buffering keep proxies (nginx among them) from compressing or
+// holding back the events.
+func streamHeaders(h http.Header) {
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-store, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+}
+
+// sseConn is one event stream from the point of view of its single writer,
+// the request's goroutine. Frames go into net/http's buffered response and
+// out at each flush.
+type sseConn struct {
+	s    *Server
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	game string
+	buf  []byte // one event, reused
+}
+
+// Events are "id: SEQ" (lines only), then the frame's JSON as data. Frame
+// JSON has no raw line breaks (JSON escapes them); encodeEvent still splits
+// on them, as the format requires, rather than trust that.
+var (
+	eventID   = []byte("id: ")
+	eventData = []byte("data: ")
+	pingEvent = []byte(": ping\n\n") // a comment: keeps idle proxies from closing the stream
+)
+
+// encodeEvent appends f as one server-sent event to b.
+func encodeEvent(b []byte, f frame) []byte {
+	if f.seq != 0 {
+		b = append(b, eventID...)
+		b = strconv.AppendInt(b, f.seq, 10)
+		b = append(b, '\n')
+	}
+	data := f.data
+	for {
+		i := bytes.IndexAny(data, "\r\n")
+		if i < 0 {
+			break
+		}
+		b = append(append(b, eventData...), data[:i]...)
+		b = append(b, '\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
+	b = append(append(b, eventData...), data...)
+	return append(b, '\n', '\n')
+}
+
+// put writes raw bytes within WriteTimeout: a client whose connection
+// takes nothing for that long is as slow as a stuck websocket write.
+func (es *sseConn) put(b []byte) error {
+	timeout := es.s.cfg.WriteTimeout
+	if err := es.rc.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	if _, err := es.w.Write(b); err != nil {
+		return stuck(err, timeout)
+	}
+	return nil
+}
+
+// flush sends what the response buffers hold, within WriteTimeout.
+func (es *sseConn) flush() error {
+	timeout := es.s.cfg.WriteTimeout
+	if err := es.rc.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	if err := es.rc.Flush(); err != nil {
+		return stuck(err, timeout)
+	}
+	return nil
+}
+
+// stuck marks a write that hit its deadline as errWriteStuck.
+func stuck(err error, timeout time.Duration) error {
+	var te interface{ Timeout() bool }
+	if errors.As(err, &te) && te.Timeout() {
+		return fmt.Errorf("%w for %v: %w", errWriteStuck, timeout, err)
+	}
+	return err
+}
+
+// write queues one frame as an event (sink); flush sends it.
+func (es *sseConn) write(f frame) error {
+	es.buf = encodeEvent(es.buf[:0], f)
+	if err := es.put(es.buf); err != nil {
+		return err
+	}
+	es.s.countSent(f.kind())
+	return nil
+}
+
+// reset sends a reset frame and ends the stream (sink).
+func (es *sseConn) reset(why string) error {
+	es.s.stats.resets.Add(1)
+	es.s.log.Info("web: event stream reset", "game", es.game, "reason", why)
+	if es.write(frame{typ: frameReset, data: resetFrame}) == nil {
+		es.flush()
+	}
+	return errReset
+}
+
+// fail ends the stream after a failed store read (sink): the client
+// reconnects from its cursor.
+func (es *sseConn) fail(err error) error {
+	if es.s.ctx.Err() == nil {
+		es.s.log.Warn("web: event stream backfill", "game", es.game, untrusted.Err(err))
+	}
+	return err
+}
+
+// closedStuck counts and logs a stream whose write made no progress for
+// WriteTimeout: a slow client. seq is the last line it was sent.
+func (es *sseConn) closedStuck(seq int64, err error) {
+	es.s.countSlow(1)
+	es.s.log.Info("web: slow event stream closed", "game", es.game, "seq", seq, untrusted.Err(err))
+}
+
+// pump is the stream's writer loop, as wsConn.pump is a websocket's: queued
+// hub frames (dropping lines the backfill sent), a comment every PingEvery,
+// and the ways to end: the client went away, it fell behind, or the server
+// shuts down. Each ends the response; the client resumes from its cursor.
+func (es *sseConn) pump(r *http.Request, c *client, last int64) {
+	s := es.s
+	ping := time.NewTicker(s.cfg.PingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		case <-c.slow:
+			s.log.Info("web: slow event stream closed", "game", es.game, "seq", last)
+			return
+		case <-c.ready:
+			var err error
+			if last, err = es.flushQueue(c, last); err != nil {
+				if errors.Is(err, errWriteStuck) && !isClosed(c.slow) {
+					es.closedStuck(last, err)
+				}
+				return
+			}
+		case <-ping.C:
+			if es.put(pingEvent) != nil || es.flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// flushQueue writes every frame queued in c, in order, skipping lines at or
+// below last, flushes, and returns the seq of the last line written.
+func (es *sseConn) flushQueue(c *client, last int64) (int64, error) {
+	var sent sentCount
+	defer es.s.countSentBy(&sent)
+	for _, f := range c.drain() {
+		c.took()
+		if f.seq != 0 && f.seq <= last {
+			continue
+		}
+		es.buf = encodeEvent(es.buf[:0], f)
+		if err := es.put(es.buf); err != nil {
+			return last, err
+		}
+		sent.add(f)
+		if f.seq != 0 {
+			last = f.seq
+		}
+	}
+	return last, es.flush()
+}
