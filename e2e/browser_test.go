@@ -132,13 +132,23 @@ func TestBrowserReconnect(t *testing.T) {
 	open(t, ctx, r1.url("/games/reconnect"))
 	waitConn(t, ctx, "live", 5*time.Second)
 
+	all := crashWhileWriting(t, ctx, c, r1, w, func() { waitConn(t, ctx, "live", 30*time.Second) })
+	c.waitStored("reconnect", all, 20*time.Second)
+	waitTimeline(t, ctx, reversed(sortedCopy(all)), 10*time.Second)
+}
+
+// crashWhileWriting SIGKILLs r, the replica of the page in ctx, while w
+// keeps writing; waits for the page to say it is reconnecting; restarts r;
+// waits for live (the page live again); and returns every id w wrote.
+func crashWhileWriting(t *testing.T, ctx context.Context, c *cluster, r *renderer, w *writer, live func()) []string {
+	t.Helper()
 	var stop atomic.Bool
 	done := make(chan struct{})
 	ids := make(chan []string, 1)
 	go func() { // the writer keeps writing through the crash
 		defer close(done)
 		// At most 450 lines: the page keeps 500 in its DOM (web's DOMLines),
-		// and this test compares the whole timeline. A restart waits up to
+		// and the tests compare the whole timeline. A restart waits up to
 		// 7 s for the killed process's lease, so 30 ms pacing still writes
 		// through all of it.
 		for i := 0; !stop.Load() && i < 450; i++ {
@@ -147,15 +157,13 @@ func TestBrowserReconnect(t *testing.T) {
 		}
 		ids <- w.ids
 	}()
-	r1.Kill()
+	r.Kill()
 	waitConn(t, ctx, "reconnecting", 10*time.Second)
-	c.restart(r1)
-	waitConn(t, ctx, "live", 30*time.Second)
+	c.restart(r)
+	live()
 	stop.Store(true)
 	<-done
-	all := <-ids
-	c.waitStored("reconnect", all, 20*time.Second)
-	waitTimeline(t, ctx, reversed(sortedCopy(all)), 10*time.Second)
+	return <-ids
 }
 
 // TestBrowserCrossReplica: a browser on replica A sees lines that replica B
