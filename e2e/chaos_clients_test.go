@@ -42,12 +42,13 @@ type chaosClient struct {
 	store                                          string           // the store's id; "" until (re)loaded
 	seen                                           map[string]int64 // EVT id → seq: the page's dedupe by id
 	conns, drops, dialFails, lines, states, resets int
-	boardFrames, reloads                           int
+	boardFrames, reloads, streamConns              int
 	panel                                          string // the scoreboard this socket's frames add up to
 	doubled                                        int    // lines received at or below the cursor, or twice
 }
 
-// chaosClients are the run's websocket clients.
+// chaosClients are the run's clients: websockets, and a third of them on
+// the event stream (chaosClient.streams).
 type chaosClients struct {
 	all  []*chaosClient
 	wg   sync.WaitGroup
@@ -112,6 +113,9 @@ func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string
 			cl.mu.Unlock()
 			return false
 		}
+	}
+	if cl.streams() {
+		return cl.stream(ctx, hc, addr, after, store)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	url := fmt.Sprintf("ws://%s/games/%s/live?after=%d&store=%s", addr, cl.game, after, store)
@@ -330,7 +334,7 @@ func (cs *chaosClients) lagging(st storeView) string {
 // order, as the page inserts them) with the store's for its game.
 func (cs *chaosClients) check(t *testing.T, st storeView) (lost, doubled int) {
 	t.Helper()
-	cs.errs.report(t, "websocket clients")
+	cs.errs.report(t, "live clients")
 	for _, cl := range cs.all {
 		cl.mu.Lock()
 		got := make([]string, 0, len(cl.seen))
@@ -354,15 +358,15 @@ func (cs *chaosClients) check(t *testing.T, st storeView) (lost, doubled int) {
 
 // figures sums the clients' counters for the log.
 func (cs *chaosClients) figures() string {
-	var conns, drops, fails, lines, states, boards, resets, reloads int
+	var conns, streams, drops, fails, lines, states, boards, resets, reloads int
 	for _, cl := range cs.all {
 		cl.mu.Lock()
 		conns, drops, fails, lines, states, boards = conns+cl.conns, drops+cl.drops, fails+cl.dialFails, lines+cl.lines, states+cl.states, boards+cl.boardFrames
-		resets, reloads = resets+cl.resets, reloads+cl.reloads
+		resets, reloads, streams = resets+cl.resets, reloads+cl.reloads, streams+cl.streamConns
 		cl.mu.Unlock()
 	}
-	return fmt.Sprintf("%d clients, %d connections, %d drops, %d refused dials, %d line frames, %d state frames, %d board frames, %d resets, %d page loads",
-		len(cs.all), conns, drops, fails, lines, states, boards, resets, reloads)
+	return fmt.Sprintf("%d clients, %d connections (%d of them event streams), %d drops, %d refused dials, %d line frames, %d state frames, %d board frames, %d resets, %d page loads",
+		len(cs.all), conns, streams, drops, fails, lines, states, boards, resets, reloads)
 }
 
 // diff returns the elements of sorted want missing from sorted got, and

@@ -40,7 +40,7 @@ type chaosPlan struct {
 	rate          float64 // gamesim -rate (events/s over all games)
 	bad           float64 // gamesim -bad
 	seed          int64
-	clients       int // websocket clients
+	clients       int // live clients: websockets, a third of them event streams
 
 	killEvery time.Duration // a random renderer is SIGKILLed this often
 	minKills  int           // ... at least this many times, even after the writer is done
@@ -164,7 +164,7 @@ func TestChaos(t *testing.T) {
 	f.waitReclaims()
 	st := db.timeline(t)
 	if settled {
-		chaosWait(t, plan.settle, "every websocket client to show its game's stored lines", func() (bool, string) {
+		chaosWait(t, plan.settle, "every live client to show its game's stored lines", func() (bool, string) {
 			lag := clients.lagging(st)
 			return lag == "", lag
 		})
