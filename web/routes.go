@@ -18,6 +18,10 @@ import (
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
 	"img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 
+// compressible are the content types of the public responses that are sent
+// gzipped when the client accepts it.
+var compressible = []string{"text/html", "text/css", "text/javascript", "application/javascript", "application/json", "image/svg+xml"}
+
 // maxBody caps request bodies; no endpoint takes one, so this only bounds
 // what a client can make the server read.
 const maxBody = 4 << 10
@@ -35,13 +39,23 @@ func (s *Server) routes() http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(s.writeDeadline, s.limitRequests)
 		r.NotFound(s.notFound)
-		r.Get("/", s.index)
-		r.Get("/fragments/games", s.gamesFragment)
-		r.Get("/games/{game}", s.gamePage)
-		r.Get("/games/{game}/older", s.older)
-		r.Get("/games/{game}/replay", s.replay)
-		r.Get("/games/{game}/timeline.json", s.timelineJSON)
-		r.Get(static.Prefix+"{file}", s.static)
+		r.Group(func(r chi.Router) {
+			// Pages, fragments, replay data and assets go gzipped to
+			// clients that take it: lines repeat their markup, so a page
+			// shrinks several times over (docs/operations.md). Not the
+			// operator's pages: they may carry the admin token beside text
+			// from the streams, which a BREACH-style attack could guess by
+			// the compressed size. Nor the websocket or the event stream
+			// (routes above): a stream must not wait in a compressor.
+			r.Use(middleware.Compress(5, compressible...))
+			r.Get("/", s.index)
+			r.Get("/fragments/games", s.gamesFragment)
+			r.Get("/games/{game}", s.gamePage)
+			r.Get("/games/{game}/older", s.older)
+			r.Get("/games/{game}/replay", s.replay)
+			r.Get("/games/{game}/timeline.json", s.timelineJSON)
+			r.Get(static.Prefix+"{file}", s.static)
+		})
 		r.Get("/healthz", s.healthz)
 		r.Get("/readyz", s.readyz)
 
