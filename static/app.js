@@ -466,15 +466,26 @@
     }
 
     // lost: the connection ended; try again, switching transports after
-    // SWITCH_AFTER tries in a row that never got a frame.
+    // SWITCH_AFTER tries in a row that never got a frame while the server
+    // answered plain HTTP. A try made while the server is down (a replica
+    // restarting) is no miss: the transport is not to blame, and an event
+    // stream costs the server more than a websocket.
     function lost() {
       if (opening) { clearTimeout(opening); opening = 0; }
-      if (!got && ++misses >= SWITCH_AFTER) {
-        misses = 0;
-        var other = transport === 'ws' ? 'sse' : 'ws';
-        if (other === 'sse' ? window.EventSource : window.WebSocket) transport = other;
+      if (!got) {
+        var t = transport;
+        fetch('/healthz', { cache: 'no-store' }).then(function (r) {
+          if (r.ok) miss(t);
+        }, function () { /* the server is down */ });
       }
       retry();
+    }
+
+    function miss(t) {
+      if (t !== transport || ++misses < SWITCH_AFTER) return;
+      misses = 0;
+      var other = transport === 'ws' ? 'sse' : 'ws';
+      if (other === 'sse' ? window.EventSource : window.WebSocket) transport = other;
     }
 
     // retry reconnects with exponential backoff and full jitter, 0.5 s

@@ -44,8 +44,9 @@ func mustOpenBrowser(tb testing.TB) *browser {
 			if strings.HasPrefix(ev.Entry.Text, "WebSocket connection to") {
 				return
 			}
-			// So is an event stream cut or refused (the fallback's).
-			if strings.Contains(ev.Entry.URL, "/events?") && strings.Contains(ev.Entry.Text, "net::ERR_") {
+			// So is an event stream cut or refused (the fallback's), and
+			// the page's /healthz while the server is down.
+			if (strings.Contains(ev.Entry.URL, "/events?") || strings.HasSuffix(ev.Entry.URL, "/healthz")) && strings.Contains(ev.Entry.Text, "net::ERR_") {
 				return
 			}
 			if ev.Entry.Level == log.EntryLevelError || strings.Contains(ev.Entry.Text, "Content Security Policy") {

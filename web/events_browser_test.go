@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,49 @@ func TestBrowserEventStreamUpgrades(t *testing.T) {
 	if n := b.num(`window.__mark || 0`); n != 1 {
 		t.Fatalf("the page reloaded")
 	}
+	b.noProblems()
+}
+
+// A page whose server is down (a replica restarting) keeps to websockets:
+// its tries fail, but so does plain HTTP, so they are no reason to fall
+// back to the event stream, which costs the server more.
+func TestBrowserServerDownKeepsWebsockets(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 4)
+	e.upsert(evs[:2]...)
+	px := mustStartProxy(t, e.srv.Addr())
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(px.url("/games/g1")))
+	b.until("live on a websocket", `document.querySelector('#conn').dataset.state === 'live' && document.getElementById('game').dataset.transport === 'ws'`)
+
+	px.down.Store(true)
+	px.closeAll()
+	// Five tries, more than twice SWITCH_AFTER.
+	tries := func() int {
+		n := 0
+		for _, l := range px.refusedPaths() {
+			if strings.Contains(l, "/live?") || strings.Contains(l, "/events?") {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, 30*time.Second, "the page to try five times while the server is down", func() bool { return tries() >= 5 })
+	for _, l := range px.refusedPaths() {
+		if strings.Contains(l, "/events?") {
+			t.Fatalf("the page tried an event stream while the server was down: %q", l)
+		}
+	}
+	e.upsert(evs[2:]...)
+	px.down.Store(false)
+	b.until("live again", `document.querySelector('#conn').dataset.state === 'live'`)
+	if v := b.eval(`[document.getElementById('game').dataset.transport]`); v[0] != "ws" {
+		t.Fatalf("back on %q, want ws: the outage made the page fall back", v[0])
+	}
+	if n := e.srv.Stats().EventStreams; n != 0 {
+		t.Fatalf("%d event streams open", n)
+	}
+	b.until("every line", `document.querySelectorAll('#timeline > li').length === 4`)
 	b.noProblems()
 }

@@ -1,10 +1,13 @@
 package web_test
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // proxy is a TCP relay in front of a server. cut makes the connections it
@@ -18,6 +21,29 @@ type proxy struct {
 	mu   sync.Mutex
 	cuts []func()
 	all  []net.Conn // browser sides, closed when the test ends
+
+	// down closes every new connection once it has read the request's
+	// first line, as a host whose server is gone does (the lines in
+	// asked).
+	down  atomic.Bool
+	asked []string
+}
+
+// refuse reads the request line of c and closes it.
+func (p *proxy) refuse(c net.Conn) {
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	p.mu.Lock()
+	p.asked = append(p.asked, line)
+	p.mu.Unlock()
+}
+
+// refusedPaths returns the request lines refuse saw.
+func (p *proxy) refusedPaths() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.asked...)
 }
 
 func mustStartProxy(tb testing.TB, to string) *proxy {
@@ -45,6 +71,10 @@ func mustStartProxy(tb testing.TB, to string) *proxy {
 			c, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			if p.down.Load() {
+				go p.refuse(c)
+				continue
 			}
 			wg.Add(1)
 			go func() { defer wg.Done(); p.relay(c) }()
@@ -91,5 +121,18 @@ func (p *proxy) cut() {
 	p.mu.Unlock()
 	for _, c := range cuts {
 		c()
+	}
+}
+
+// closeAll closes every connection relayed so far, both sides: the
+// browser sees its connections end, as when the server's host goes down.
+func (p *proxy) closeAll() {
+	p.cut()
+	p.mu.Lock()
+	all := p.all
+	p.all = nil
+	p.mu.Unlock()
+	for _, c := range all {
+		c.Close()
 	}
 }

@@ -268,7 +268,7 @@ func runOne(ctx context.Context, o *options, name string) ([]bench.Row, error) {
 		res, err := bench.Fanout(ctx, bench.FanoutConfig{
 			Dir: o.dir, Renderer: renderer, Self: self, Games: o.fanGames, Clients: o.fanClients,
 			Rounds: o.fanRounds, Every: 500 * time.Millisecond, Log: logw, Baseline: true,
-			PollEngines: []string{bench.EngineNbioStd}, RendererOther: true,
+			PollEngines: []string{bench.EngineNbioStd}, RendererOther: true, Streams: true,
 			HeapProfile: profile("fanout.heap.prof"), CPUProfile: profile("fanout.cpu.prof"),
 		})
 		if err != nil {

@@ -30,6 +30,7 @@ func runClients(ctx context.Context, args []string) error {
 	prefix := fs.String("prefix", "fan", "game name prefix")
 	games := fs.Int("games", 100, "games (GAME = PREFIX-i, i in 1..games); client i watches game i%games")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the expected deliveries")
+	streams := fs.Bool("stream", false, "take the event stream (/games/GAME/events) instead of websockets")
 	backfilled := fs.Int("backfilled", 1, "line frames each client gets on connecting (the renderer backfills the seed line; the bare broadcaster none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -42,7 +43,7 @@ func runClients(ctx context.Context, args []string) error {
 		names[i] = gamesim.GameName(*prefix, i+1)
 	}
 	start := time.Now()
-	sw, err := bench.Connect(ctx, bench.SwarmConfig{BaseURL: *url, Games: names, N: *n})
+	sw, err := bench.Connect(ctx, bench.SwarmConfig{BaseURL: *url, Games: names, N: *n, Streams: *streams})
 	if err != nil {
 		return err
 	}

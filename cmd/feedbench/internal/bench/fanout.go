@@ -53,6 +53,12 @@ type FanoutConfig struct {
 	// with the other websocket engine (OtherEngine) on the same store, in
 	// place of the first.
 	RendererOther bool
+	// Streams, with a Renderer binary, measures last a renderer whose
+	// clients take the event stream, the page's fallback where websockets
+	// are blocked, in place of the one before.
+	Streams bool
+
+	streamClients bool // this phase's clients take the event stream
 }
 
 // FanoutResult holds the fan-out figures: the renderer's and, when
@@ -65,6 +71,7 @@ type FanoutResult struct {
 	Engine      string       // the renderer's websocket engine (DefaultEngine)
 	OtherEngine string       // the one measured beside it (OtherEngine)
 	Other       *fanoutPhase // the renderer with -ws-engine OtherEngine
+	Streams     *fanoutPhase // the renderer, its clients on the event stream
 }
 
 // PollPhase is the fan-out figures of the bare broadcaster on a poller
@@ -118,32 +125,62 @@ func Fanout(ctx context.Context, cfg FanoutConfig) (FanoutResult, error) {
 		}
 		res.Polls = append(res.Polls, PollPhase{Engine: engine, fanoutPhase: ph})
 	}
-	if !cfg.RendererOther || cfg.Renderer == "" {
+	if cfg.Renderer == "" {
 		return res, nil
 	}
-	// The first renderer goes; a second one, under another consumer name
-	// (no lease to wait out) and on the same store, serves on the other
-	// engine.
-	if r, ok := st.rend.(*Renderer); ok {
-		r.Kill()
+	last, _ := st.rend.(*Renderer)
+	stored := 1 + cfg.Rounds // lines per game: the seed line and the rounds so far
+	if cfg.RendererOther {
+		// The renderer goes; another one, under another consumer name
+		// (no lease to wait out) and on the same store, serves on the
+		// other engine.
+		rn, err := nextRenderer(ctx, cfg, st, last, "fan-other", "-ws-engine", res.OtherEngine)
+		if err != nil {
+			return res, err
+		}
+		defer rn.Stop()
+		fmt.Fprintf(cfg.Log, "fanout: renderer, -ws-engine %s\n", res.OtherEngine)
+		// Each client backfills the lines stored so far.
+		ph, err := fanoutRun(ctx, cfg, st, rn, NewWriter(st.rdb, st.mint, st.games), stored, false)
+		if err != nil {
+			return res, fmt.Errorf("renderer on %s: %w", res.OtherEngine, err)
+		}
+		res.Other, last, stored = &ph, rn, stored+cfg.Rounds
+	}
+	if cfg.Streams {
+		rn, err := nextRenderer(ctx, cfg, st, last, "fan-streams")
+		if err != nil {
+			return res, err
+		}
+		defer rn.Stop()
+		fmt.Fprintf(cfg.Log, "fanout: renderer, clients on the event stream\n")
+		scfg := cfg
+		scfg.streamClients = true
+		ph, err := fanoutRun(ctx, scfg, st, rn, NewWriter(st.rdb, st.mint, st.games), stored, false)
+		if err != nil {
+			return res, fmt.Errorf("renderer with event streams: %w", err)
+		}
+		res.Streams = &ph
+	}
+	return res, nil
+}
+
+// nextRenderer kills last (when there is one) and starts another renderer
+// process on the same store and Redis under consumer, with extra flags.
+func nextRenderer(ctx context.Context, cfg FanoutConfig, st *stage, last *Renderer, consumer string, extra ...string) (*Renderer, error) {
+	if last != nil {
+		last.Kill()
 	}
 	rn, err := StartRenderer(cfg.Renderer, RendererArgs{RedisURL: st.redis.URL(), DB: filepath.Join(cfg.Dir, "fanout.db"),
-		Consumer: "fan-other", LogDir: cfg.Dir, Extra: []string{"-ws-engine", res.OtherEngine}})
+		Consumer: consumer, LogDir: cfg.Dir, Extra: extra})
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	defer rn.Stop()
 	if err := rn.WaitReady(ctx, 30*time.Second); err != nil {
-		return res, err
+		rn.Stop()
+		return nil, err
 	}
-	fmt.Fprintf(cfg.Log, "fanout: renderer, -ws-engine %s\n", res.OtherEngine)
-	// Each client backfills the seed line and the first renderer's rounds.
-	ph, err := fanoutRun(ctx, cfg, st, rn, NewWriter(st.rdb, st.mint, st.games), 1+cfg.Rounds, false)
-	if err != nil {
-		return res, fmt.Errorf("renderer on %s: %w", res.OtherEngine, err)
-	}
-	res.Other = &ph
-	return res, nil
+	return rn, nil
 }
 
 // fanoutBroadcaster measures the bare broadcaster on engine, as its own
@@ -220,7 +257,8 @@ type clients struct {
 // clients are connected.
 func startClients(ctx context.Context, cfg FanoutConfig, url string, backfilled int) (*clients, error) {
 	cmd := exec.CommandContext(ctx, cfg.Self, "clients", "-n", strconv.Itoa(cfg.Clients), "-url", url,
-		"-prefix", "fan", "-games", strconv.Itoa(cfg.Games), "-backfilled", strconv.Itoa(backfilled))
+		"-prefix", "fan", "-games", strconv.Itoa(cfg.Games), "-backfilled", strconv.Itoa(backfilled),
+		"-stream="+strconv.FormatBool(cfg.streamClients))
 	cmd.Stderr = cfg.Log
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -378,6 +416,16 @@ func (r FanoutResult) Rows() []Row {
 				other, n.RSSBefore>>20, n.RSSConnected>>20, float64(n.RSSAfter-n.RSSBefore)/float64(c.Clients)/1024),
 				Value: fmt.Sprintf("%.1f KiB (%s engine %.1f)", perClient(*n, c.Clients), r.Engine, perClient(r.fanoutPhase, c.Clients))},
 			Row{Bench: "fan-out", Metric: fmt.Sprintf("renderer -ws-engine %s: XADD → frame, every delivery; per round to the last client; deliveries (dropped)", other),
+				Value: fmt.Sprintf("p50 %s · p99 %s · max %s; p50 %s · max %s; %d / %d (%d dropped)",
+					ms(n.Q.P50), ms(n.Q.P99), ms(n.Q.Max), ms(n.ToAll.P50), ms(n.ToAll.Max), n.Q.N, n.Expected, n.Dropped)},
+		)
+	}
+	if n := r.Streams; n != nil {
+		rows = append(rows,
+			Row{Bench: "fan-out", Metric: fmt.Sprintf("memory per client: renderer -ws-engine %s, every client on the event stream (the page's fallback where websockets are blocked; RSS %d → %d MiB; %.1f KiB per client after the rounds)",
+				r.Engine, n.RSSBefore>>20, n.RSSConnected>>20, float64(n.RSSAfter-n.RSSBefore)/float64(c.Clients)/1024),
+				Value: fmt.Sprintf("%.1f KiB (websockets %.1f)", perClient(*n, c.Clients), perClient(r.fanoutPhase, c.Clients))},
+			Row{Bench: "fan-out", Metric: "event streams: XADD → event, every delivery; per round to the last client; deliveries (dropped)",
 				Value: fmt.Sprintf("p50 %s · p99 %s · max %s; p50 %s · max %s; %d / %d (%d dropped)",
 					ms(n.Q.P50), ms(n.Q.P99), ms(n.Q.Max), ms(n.ToAll.P50), ms(n.ToAll.Max), n.Q.N, n.Expected, n.Dropped)},
 		)

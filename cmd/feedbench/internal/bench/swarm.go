@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -26,6 +27,9 @@ type SwarmConfig struct {
 	IPs int
 	// Concurrency is the number of dials in flight (default 200).
 	Concurrency int
+	// Streams makes the clients take the event stream
+	// (/games/GAME/events, the page's fallback) instead of websockets.
+	Streams bool
 }
 
 // Delivery is one line frame received by one client.
@@ -45,6 +49,10 @@ type Swarm struct {
 type wsClient struct {
 	game string
 	conn *websocket.Conn
+	// stream, cancel: an event-stream client's response body, and the
+	// end of its request.
+	stream *bufio.Reader
+	cancel context.CancelFunc
 
 	mu         sync.Mutex
 	frames     int64
@@ -83,7 +91,14 @@ func Connect(ctx context.Context, cfg SwarmConfig) (*Swarm, error) {
 			// board=1 as the page script asks: the frames a browser gets.
 			url := strings.Replace(cfg.BaseURL, "http", "ws", 1) + "/games/" + c.game + "/live?after=0&board=1"
 			hc := &http.Client{Transport: transports[i%len(transports)]}
-			first, err := c.dial(ctx, url, hc)
+			dial := c.dial
+			if cfg.Streams {
+				url = cfg.BaseURL + "/games/" + c.game + "/events?after=0&board=1"
+				dial = func(ctx context.Context, url string, hc *http.Client) ([]byte, error) {
+					return c.open(ctx, runCtx, url, hc)
+				}
+			}
+			first, err := dial(ctx, url, hc)
 			if err != nil {
 				errs <- fmt.Errorf("client %d (%s): %w", i, c.game, err)
 				return
@@ -140,9 +155,81 @@ func (c *wsClient) dial(ctx context.Context, url string, hc *http.Client) ([]byt
 	}
 }
 
-func (c *wsClient) read(ctx context.Context) {
+// open is dial for an event-stream client: the request lives in runCtx
+// (Close ends it), the wait for the stream and its first frame in ctx.
+func (c *wsClient) open(ctx, runCtx context.Context, url string, hc *http.Client) ([]byte, error) {
+	backoff := 100 * time.Millisecond
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
+		rctx, cancel := context.WithCancel(runCtx)
+		stop := context.AfterFunc(ctx, cancel)
+		slow := time.AfterFunc(30*time.Second, cancel)
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		resp, err := hc.Do(req)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			c.stream, c.cancel = bufio.NewReader(resp.Body), cancel
+			data, err := c.event()
+			slow.Stop()
+			stop()
+			if err != nil {
+				cancel()
+				return nil, fmt.Errorf("first event: %w", err)
+			}
+			return data, nil
+		}
+		slow.Stop()
+		stop()
+		cancel()
+		retry := err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable)
+		if err == nil {
+			resp.Body.Close()
+			if !retry {
+				err = fmt.Errorf("HTTP %d", resp.StatusCode)
+			}
+		}
+		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
+			if err == nil {
+				err = errors.New("refused until the deadline")
+			}
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// event reads an event stream up to its next event's data (the server's
+// frames are one data line each).
+func (c *wsClient) event() ([]byte, error) {
+	for {
+		line, err := c.stream.ReadBytes('\n')
+		if err != nil {
+			return nil, err
+		}
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			return bytes.TrimSuffix(data, []byte("\n")), nil
+		}
+	}
+}
+
+func (c *wsClient) read(ctx context.Context) {
+	next := func() ([]byte, error) {
 		_, data, err := c.conn.Read(ctx)
+		return data, err
+	}
+	if c.stream != nil {
+		next = c.event
+	}
+	for {
+		data, err := next()
 		now := time.Now()
 		if err != nil {
 			c.mu.Lock()
@@ -221,6 +308,9 @@ func (s *Swarm) Close() {
 	for _, c := range s.clients {
 		if c != nil && c.conn != nil {
 			c.conn.CloseNow()
+		}
+		if c != nil && c.cancel != nil {
+			c.cancel()
 		}
 	}
 	s.wg.Wait()
