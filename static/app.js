@@ -300,9 +300,9 @@
 
     // The feed comes over a websocket, or over an event stream (EventSource)
     // where a proxy refuses or drops websockets: same frames, same cursor.
-    // After SWITCH_AFTER tries in a row that never got a frame, the page
-    // switches to the other transport (docs/live-page.md, "Where websockets
-    // are blocked").
+    // After SWITCH_AFTER tries in a row that never got a frame while the
+    // server answered plain HTTP, the page switches to the other transport
+    // (docs/live-page.md, "Where websockets are blocked").
     var SWITCH_AFTER = 2;
     var OPEN_WITHIN = 10000; // ms for a connection to bring its first frame
     var transport = window.WebSocket ? 'ws' : 'sse';
@@ -415,8 +415,8 @@
 
     // scheduleUpgrade: a page on the event stream tries a websocket again
     // after 30 s, then after twice as long each time it fails, up to 10
-    // min: the websockets that failed may have failed with the server (a
-    // restart), not because a proxy refuses them.
+    // min: the proxy that refused them may be gone (a laptop that left the
+    // office network), or the server refused them for a while (full).
     function scheduleUpgrade() {
       if (upgrade || !window.WebSocket) return;
       if (!upgradeWait) upgradeWait = Number(root.dataset.upgradeMs) || 30000;
