@@ -106,10 +106,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 // streamCursor is an event stream's resume cursor: Last-Event-ID when the
 // client sends one (an EventSource reconnecting by itself), else after.
 func streamCursor(r *http.Request) (int64, error) {
-	v, what := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
-	if v == "" {
-		v, what = r.URL.Query().Get("after"), "after"
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		return parseCursor(v, "Last-Event-ID")
 	}
+	return parseCursor(r.URL.Query().Get("after"), "after")
+}
+
+// parseCursor parses a resume cursor, a seq, from the parameter or header
+// named what.
+func parseCursor(v, what string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("%s: want a seq (a non-negative integer)", what)
@@ -170,30 +175,27 @@ func encodeEvent(b []byte, f frame) []byte {
 	return append(b, '\n', '\n')
 }
 
-// put writes raw bytes within WriteTimeout: a client whose connection
-// takes nothing for that long is as slow as a stuck websocket write.
-func (es *sseConn) put(b []byte) error {
+// within runs a write of the stream under WriteTimeout: a client whose
+// connection takes nothing for that long is as slow as a stuck websocket
+// write, and the write fails with errWriteStuck.
+func (es *sseConn) within(write func() error) error {
 	timeout := es.s.cfg.WriteTimeout
 	if err := es.rc.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
-	if _, err := es.w.Write(b); err != nil {
+	if err := write(); err != nil {
 		return stuck(err, timeout)
 	}
 	return nil
 }
 
-// flush sends what the response buffers hold, within WriteTimeout.
-func (es *sseConn) flush() error {
-	timeout := es.s.cfg.WriteTimeout
-	if err := es.rc.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
-		return err
-	}
-	if err := es.rc.Flush(); err != nil {
-		return stuck(err, timeout)
-	}
-	return nil
+// put writes raw bytes into the response, within WriteTimeout.
+func (es *sseConn) put(b []byte) error {
+	return es.within(func() error { _, err := es.w.Write(b); return err })
 }
+
+// flush sends what the response buffers hold, within WriteTimeout.
+func (es *sseConn) flush() error { return es.within(es.rc.Flush) }
 
 // stuck marks a write that hit its deadline as errWriteStuck.
 func stuck(err error, timeout time.Duration) error {
@@ -204,10 +206,15 @@ func stuck(err error, timeout time.Duration) error {
 	return err
 }
 
+// putFrame writes f as one event into the response; flush sends it.
+func (es *sseConn) putFrame(f frame) error {
+	es.buf = encodeEvent(es.buf[:0], f)
+	return es.put(es.buf)
+}
+
 // write queues one frame as an event (sink); flush sends it.
 func (es *sseConn) write(f frame) error {
-	es.buf = encodeEvent(es.buf[:0], f)
-	if err := es.put(es.buf); err != nil {
+	if err := es.putFrame(f); err != nil {
 		return err
 	}
 	es.s.countSent(f.kind())
@@ -283,8 +290,7 @@ func (es *sseConn) flushQueue(c *client, last int64) (int64, error) {
 		if f.seq != 0 && f.seq <= last {
 			continue
 		}
-		es.buf = encodeEvent(es.buf[:0], f)
-		if err := es.put(es.buf); err != nil {
+		if err := es.putFrame(f); err != nil {
 			return last, err
 		}
 		sent.add(f)

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -40,10 +39,10 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r)
 		return
 	}
-	after, err := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
-	if err != nil || after < 0 {
+	after, err := parseCursor(r.URL.Query().Get("after"), "after")
+	if err != nil {
 		mUpgradesRejected.WithLabelValues("cursor").Inc()
-		http.Error(w, "after: want a seq (a non-negative integer)", http.StatusBadRequest)
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	key, release, ok := s.admit(w, r)

@@ -124,77 +124,77 @@ func Connect(ctx context.Context, cfg SwarmConfig) (*Swarm, error) {
 // dial connects, retrying refusals (rate limit, capacity) with backoff, and
 // reads the first frame.
 func (c *wsClient) dial(ctx context.Context, url string, hc *http.Client) ([]byte, error) {
-	backoff := 100 * time.Millisecond
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	return retryRefused(ctx, func() ([]byte, int, error) {
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		conn, resp, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPClient: hc})
 		cancel()
-		if err == nil {
-			conn.SetReadLimit(1 << 20)
-			c.conn = conn
-			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			_, data, err := conn.Read(rctx)
-			if err != nil {
-				conn.CloseNow()
-				return nil, fmt.Errorf("first frame: %w", err)
+		if err != nil {
+			status := 0
+			if resp != nil {
+				status = resp.StatusCode
 			}
-			return data, nil
+			return nil, status, err
 		}
-		retry := resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable)
-		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, err
+		conn.SetReadLimit(1 << 20)
+		c.conn = conn
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_, data, err := conn.Read(rctx)
+		if err != nil {
+			conn.CloseNow()
+			return nil, 0, fmt.Errorf("first frame: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 2*time.Second)
-	}
+		return data, 0, nil
+	})
 }
 
 // open is dial for an event-stream client: the request lives in runCtx
 // (Close ends it), the wait for the stream and its first frame in ctx.
 func (c *wsClient) open(ctx, runCtx context.Context, url string, hc *http.Client) ([]byte, error) {
-	backoff := 100 * time.Millisecond
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	return retryRefused(ctx, func() ([]byte, int, error) {
 		rctx, cancel := context.WithCancel(runCtx)
 		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
 		slow := time.AfterFunc(30*time.Second, cancel)
+		defer slow.Stop()
 		req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
 		if err != nil {
 			cancel()
-			return nil, err
+			return nil, 0, err
 		}
 		resp, err := hc.Do(req)
-		if err == nil && resp.StatusCode == http.StatusOK {
-			c.stream, c.cancel = bufio.NewReader(resp.Body), cancel
-			data, err := c.event()
-			slow.Stop()
-			stop()
-			if err != nil {
-				cancel()
-				return nil, fmt.Errorf("first event: %w", err)
-			}
+		if err != nil {
+			cancel()
+			return nil, 0, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			cancel()
+			return nil, resp.StatusCode, fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		c.stream, c.cancel = bufio.NewReader(resp.Body), cancel
+		data, err := c.event()
+		if err != nil {
+			cancel()
+			return nil, 0, fmt.Errorf("first event: %w", err)
+		}
+		return data, 0, nil
+	})
+}
+
+// retryRefused calls try until it succeeds, fails otherwise than by a
+// refusal (HTTP 429 or 503: the rate limit, capacity) or 2 minutes pass,
+// backing off from 100 ms to 2 s between refusals.
+func retryRefused(ctx context.Context, try func() (data []byte, status int, err error)) ([]byte, error) {
+	backoff := 100 * time.Millisecond
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		data, status, err := try()
+		if err == nil {
 			return data, nil
 		}
-		slow.Stop()
-		stop()
-		cancel()
-		retry := err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable)
-		if err == nil {
-			resp.Body.Close()
-			if !retry {
-				err = fmt.Errorf("HTTP %d", resp.StatusCode)
-			}
-		}
+		retry := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
 		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
-			if err == nil {
-				err = errors.New("refused until the deadline")
-			}
 			return nil, err
 		}
 		select {
