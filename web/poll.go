@@ -94,6 +94,12 @@ func newPoller(s *Server) (*poller, error) {
 	if err := p.eng.Start(); err != nil {
 		return nil, fmt.Errorf("web: nbio engine: %w", err)
 	}
+	if err := awaitPollers(p.eng, 10*time.Second); err != nil {
+		// Not stopped: a stop before the loops run would spin for ever
+		// (awaitPollers). The engine's goroutines idle until the process,
+		// whose Open failed, exits.
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stop = cancel
 	p.wg.Add(1)

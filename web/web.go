@@ -305,10 +305,9 @@ func Open(cfg Config) (*Server, error) {
 		cancel()
 		return nil, fmt.Errorf("%w: %s: set an admin token, or listen on 127.0.0.1", ErrAdminExposed, ln.Addr())
 	}
-	// The nbio engine starts last, once nothing can fail: stopped right
-	// after its start, nbio 1.6.8's poller can miss the stop (its loop
-	// clears the flag the stop set) and spin forever, with Stop waiting
-	// for it. A CI run hung there once, on the admin-exposed path.
+	// The nbio engine starts last, once nothing can fail, so a failed Open
+	// has no engine to stop. Stopped before its loops run, nbio 1.6.8's
+	// engine would spin for ever; newPoller waits for them (awaitPollers).
 	if cfg.WSEngine == WSEngineNbio {
 		if s.poll, err = newPoller(s); err != nil {
 			ln.Close()
