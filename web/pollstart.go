@@ -86,7 +86,15 @@ func awaitPollers(eng *nbhttp.Engine, timeout time.Duration) error {
 
 // socketPair returns the two ends of a connected Unix stream socket pair.
 func socketPair() (net.Conn, net.Conn, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// SOCK_CLOEXEC is not everywhere; ForkLock keeps a concurrent exec
+	// from inheriting the fds before they are marked.
+	syscall.ForkLock.RLock()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fds[0])
+		syscall.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, nil, fmt.Errorf("socketpair: %w", err)
 	}
