@@ -64,6 +64,13 @@ func TestMetricsCountOnce(t *testing.T) {
 	// e1: a watcher of g1 gets three lines, backfilled and tailed.
 	e1 := MustOpenEnv(t, nil)
 	w1 := e1.dial("g1", 0)
+	// The state frame is written once the socket has joined g1's hub, so
+	// the lines stored after it are encoded by the hub. Stored sooner, the
+	// tailer could pass them by (no hub yet) and the backfill bring them,
+	// and LinesEncoded stayed 0 (one run in a dozen).
+	if f := w1.next(); f.T != "state" {
+		t.Fatalf("first frame %q, want state", f.T)
+	}
 	e1.upsert(e1.gen("g1").chats(t, 3)...)
 	w1.lines(3)
 	// e2: a watcher gets a line; a cursor ahead of the store gets a reset.
