@@ -138,3 +138,7 @@ const SpillAt = spillAt
 func EncodeEvent(seq int64, data []byte) []byte {
 	return encodeEvent(nil, frame{seq: seq, data: data})
 }
+
+// AwaitPollers is awaitPollers, for a test of engines with several pollers
+// (a server on a small machine has one).
+var AwaitPollers = awaitPollers
