@@ -98,7 +98,7 @@ func newPoller(s *Server) (*poller, error) {
 		// Not stopped: a stop before the loops run would spin for ever
 		// (awaitPollers). The engine's goroutines idle until the process,
 		// whose Open failed, exits.
-		return nil, err
+		return nil, fmt.Errorf("web: nbio pollers: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stop = cancel

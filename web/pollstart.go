@@ -13,7 +13,7 @@ import (
 )
 
 // awaitPollers returns once every event loop of eng runs, so that a stop
-// can no longer be missed.
+// can no longer be missed. Its errors are bare; newPoller wraps them.
 //
 // nbio 1.6.8 starts each poller on its own goroutine, whose loop begins by
 // clearing the shutdown flag. A Stop that comes before that line sets the
@@ -38,17 +38,17 @@ func awaitPollers(eng *nbhttp.Engine, timeout time.Duration) error {
 	// already covered keeps its fds open and one more, to move the next.
 	for tries := 0; len(covered) < n; tries++ {
 		if tries >= 8*n {
-			return fmt.Errorf("web: nbio pollers: no socket for each of %d pollers", n)
+			return fmt.Errorf("no socket for each of %d pollers", n)
 		}
 		a, b, err := socketPair()
 		if err != nil {
-			return fmt.Errorf("web: nbio pollers: %w", err)
+			return err
 		}
 		hold = append(hold, b)
 		c, err := nbio.NBConn(a) // a dup; a itself is closed
 		if err != nil {
 			a.Close()
-			return fmt.Errorf("web: nbio pollers: %w", err)
+			return err
 		}
 		hold = append(hold, c)
 		i := c.Hash() % n
@@ -66,10 +66,10 @@ func awaitPollers(eng *nbhttp.Engine, timeout time.Duration) error {
 			}
 		})
 		if _, err := eng.AddConn(c); err != nil {
-			return fmt.Errorf("web: nbio pollers: %w", err)
+			return err
 		}
 		if _, err := b.Write([]byte{0}); err != nil {
-			return fmt.Errorf("web: nbio pollers: %w", err)
+			return err
 		}
 	}
 	deadline := time.NewTimer(timeout)
@@ -78,7 +78,7 @@ func awaitPollers(eng *nbhttp.Engine, timeout time.Duration) error {
 		select {
 		case <-ran:
 		case <-deadline.C:
-			return fmt.Errorf("web: nbio pollers: not running after %v", timeout)
+			return fmt.Errorf("not running after %v", timeout)
 		}
 	}
 	return nil
