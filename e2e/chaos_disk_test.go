@@ -8,41 +8,25 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-)
 
-// requireRootEnv, when set, makes a run that needs root (to mount a tmpfs)
-// fail instead of leaving the full-disk spell out: CI runs as root and sets
-// it (see internal/renderer's faults tests).
-const requireRootEnv = "CODEMOJEX_REQUIRE_ROOT"
+	"github.com/codemojex/feed/internal/testkit/tmpfs"
+)
 
 // chaosTmpfs mounts a tmpfs of size on a fresh directory for the store and
 // unmounts it when the test ends, on failure too (registered before the
-// renderers start, so it runs after they are killed). Without root it
-// reports false: the run goes on without a full-disk spell, and says so.
+// renderers start, so it runs after they are killed). Where no tmpfs can be
+// mounted (not root, not Linux) it reports false: the run goes on without a
+// full-disk spell, and says so, unless tmpfs.RequireEnv is set.
 func chaosTmpfs(t *testing.T, size string) (string, bool) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv(requireRootEnv) != "" {
-			t.Fatalf("the full-disk spell mounts a tmpfs and needs root; %s is set, so this fails rather than leaves it out", requireRootEnv)
+	if err := tmpfs.Usable(); err != nil {
+		if tmpfs.Required() {
+			t.Fatalf("the full-disk spell mounts a tmpfs: %v; %s is set, so this fails rather than leaves it out", err, tmpfs.RequireEnv)
 		}
-		t.Logf("chaos: not root: no full-disk spell (set %s=1 to make this a failure)", requireRootEnv)
+		t.Logf("chaos: %v: no full-disk spell (set %s=1 to make this a failure)", err, tmpfs.RequireEnv)
 		return "", false
 	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Fatalf("mount tmpfs on %s: %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			// Something still holds a file there: detach it, so no mount
-			// outlives the test, and say so.
-			t.Errorf("unmount %s: %v", dir, err)
-			if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-				t.Errorf("lazy unmount %s: %v", dir, err)
-			}
-		}
-	})
-	return dir, true
+	return tmpfs.MustMount(t, size), true
 }
 
 // fillDisk makes the filesystem of dir full: it shrinks the tmpfs to what
@@ -57,7 +41,7 @@ func fillDisk(dir string) (string, error) {
 			return "", err
 		}
 		used := (st.Blocks - st.Bfree) * uint64(st.Bsize)
-		if err = remountSize(dir, fmt.Sprint(used+8<<20)); err == nil {
+		if err = tmpfs.Resize(dir, fmt.Sprint(used+8<<20)); err == nil {
 			break
 		}
 	}
@@ -89,12 +73,7 @@ func freeDisk(dir, path, size string) error {
 	if err := os.Remove(path); err != nil {
 		return err
 	}
-	return remountSize(dir, size)
-}
-
-// remountSize changes the size of the tmpfs on dir.
-func remountSize(dir, size string) error {
-	return syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size="+size)
+	return tmpfs.Resize(dir, size)
 }
 
 // readyz returns a renderer's /readyz status and body; 0 when it does not

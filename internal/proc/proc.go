@@ -23,10 +23,10 @@ type Process struct {
 }
 
 // Start starts cmd in its own process group, so that a Ctrl-C of the
-// parent is not delivered twice, and with SIGKILL as its parent-death
-// signal, so that a killed parent does not leave it running.
+// parent is not delivered twice, and on Linux with SIGKILL as its
+// parent-death signal, so that a killed parent does not leave it running.
 func Start(cmd *exec.Cmd) (*Process, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("proc: start %s: %w", cmd.Path, err)
 	}

@@ -21,39 +21,24 @@ import (
 	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/testkit/proctest"
 	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/tmpfs"
 	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
 )
 
-// RequireRootEnv, when set, turns a test that needs root (to mount a tmpfs)
-// into a failure instead of a skip: CI runs as root and sets it.
-const RequireRootEnv = "CODEMOJEX_REQUIRE_ROOT"
-
+// requireRoot skips a test that mounts a tmpfs where none can be mounted
+// (not root, not Linux), or fails it when tmpfs.RequireEnv is set, as CI
+// sets it.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
+	err := tmpfs.Usable()
+	if err == nil {
 		return
 	}
-	if os.Getenv(RequireRootEnv) != "" {
-		t.Fatalf("this test mounts a tmpfs and needs root; %s is set, so it fails rather than skips", RequireRootEnv)
+	if tmpfs.Required() {
+		t.Fatalf("this test mounts a tmpfs: %v; %s is set, so it fails rather than skips", err, tmpfs.RequireEnv)
 	}
-	t.Skipf("needs root to mount a tmpfs (set %s=1 to make this a failure)", RequireRootEnv)
-}
-
-// mustTmpfs mounts a tmpfs of size on a fresh directory and unmounts it
-// when the test ends (after everything registered later is closed).
-func mustTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Fatalf("mount tmpfs on %s: %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
+	t.Skipf("%v (set %s=1 to make this a failure)", err, tmpfs.RequireEnv)
 }
 
 // fill writes a file in dir until the filesystem is full and returns it.
@@ -172,7 +157,7 @@ func deadCount(t *testing.T, rdb redis.UniversalClient, games ...string) int64 {
 // and /readyz is 200.
 func TestFullDisk(t *testing.T) {
 	requireRoot(t)
-	dir := mustTmpfs(t, "16m")
+	dir := tmpfs.MustMount(t, "16m")
 	rs := redistest.MustStart(t)
 	rdb := rs.Client(t)
 	m := MustRunMain(t, rs.URL(), filepath.Join(dir, "feed.db"), "r1", "-poison-after", "3", "-min-idle", "1s")
