@@ -125,6 +125,13 @@ type Config struct {
 	SendQueue    int           // frames queued per websocket before it is closed as slow (1024; keep it above TailBatch)
 	WriteTimeout time.Duration // a websocket write may make no progress, and a ping go unanswered while nothing reaches the peer, this long (10s)
 	ReadTimeout  time.Duration // whole-request read limit of plain HTTP requests (30s; websockets are exempt)
+	// PeerTimeout is how long bytes written to a client may go
+	// unacknowledged by its host before the kernel drops the connection
+	// (TCP_USER_TIMEOUT, Linux only; 30s). It is how an event stream whose
+	// client vanished (no FIN, no RST: a phone gone out of range) ends; a
+	// websocket's ends sooner by its unanswered ping. Negative leaves the
+	// kernel's default, about fifteen minutes of retransmissions.
+	PeerTimeout time.Duration
 	// ResponseTimeout is how long a plain (non-websocket) response may take
 	// to be written in full; a client that does not read is cut off (30s).
 	ResponseTimeout time.Duration
@@ -159,6 +166,9 @@ func (c Config) withDefaults() Config {
 	setDur(&c.StateEvery, 250*time.Millisecond)
 	setDur(&c.WriteTimeout, 10*time.Second)
 	setDur(&c.ReadTimeout, 30*time.Second)
+	if c.PeerTimeout == 0 { // negative: off
+		c.PeerTimeout = 30 * time.Second
+	}
 	setDur(&c.ResponseTimeout, 30*time.Second)
 	setDur(&c.PingEvery, 20*time.Second)
 	setDur(&c.PresenceEvery, 2*time.Second)
@@ -297,6 +307,9 @@ func Open(cfg Config) (*Server, error) {
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("web: listen %s: %w", cfg.Addr, err)
+	}
+	if cfg.PeerTimeout > 0 {
+		ln = &peerTimeoutListener{Listener: ln, timeout: cfg.PeerTimeout, log: cfg.Logger}
 	}
 	s.ln = ln
 	s.loopback = isLoopback(ln.Addr())

@@ -130,6 +130,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 		WSEngine:             m.Config.WSEngine,
 		SendBuffer:           m.Config.SendBuffer,
+		PeerTimeout:          peerTimeout(m.Config.PeerTimeout),
 		ResponseTimeout:      m.Config.ResponseTimeout,
 		MaxClients:           m.Config.MaxClients,
 		MaxSocketsPerClient:  m.Config.MaxSocketsPerClient,
@@ -304,4 +305,13 @@ func newLogger(level string) *slog.Logger {
 		l = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// peerTimeout maps the -peer-timeout flag, where 0 means the kernel's
+// default, to web.Config.PeerTimeout, where that is negative.
+func peerTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
