@@ -41,10 +41,7 @@ func mustWire(tb testing.TB) *wire {
 		_, err = exec.LookPath("ip")
 	}
 	if err != nil {
-		if tmpfs.Required() {
-			tb.Fatalf("a network namespace needs root and ip(8): %v; %s is set", err, tmpfs.RequireEnv)
-		}
-		tb.Skipf("a network namespace needs root and ip(8): %v", err)
+		tmpfs.SkipOrFail(tb, fmt.Errorf("a network namespace needs root and ip(8): %w", err))
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)

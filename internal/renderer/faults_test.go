@@ -26,21 +26,6 @@ import (
 	"github.com/codemojex/feed/store"
 )
 
-// requireRoot skips a test that mounts a tmpfs where none can be mounted
-// (not root, not Linux), or fails it when tmpfs.RequireEnv is set, as CI
-// sets it.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	err := tmpfs.Usable()
-	if err == nil {
-		return
-	}
-	if tmpfs.Required() {
-		t.Fatalf("this test mounts a tmpfs: %v; %s is set, so it fails rather than skips", err, tmpfs.RequireEnv)
-	}
-	t.Skipf("%v (set %s=1 to make this a failure)", err, tmpfs.RequireEnv)
-}
-
 // fill writes a file in dir until the filesystem is full and returns it.
 func fill(t *testing.T, dir string) string {
 	t.Helper()
@@ -156,7 +141,7 @@ func deadCount(t *testing.T, rdb redis.UniversalClient, games ...string) int64 {
 // poison-after × min-idle); once space returns every entry is shown once
 // and /readyz is 200.
 func TestFullDisk(t *testing.T) {
-	requireRoot(t)
+	tmpfs.Require(t)
 	dir := tmpfs.MustMount(t, "16m")
 	rs := redistest.MustStart(t)
 	rdb := rs.Client(t)

@@ -33,6 +33,24 @@ func Usable() error {
 // Required reports whether RequireEnv is set.
 func Required() bool { return os.Getenv(RequireEnv) != "" }
 
+// SkipOrFail skips tb because of err (what it needs and cannot have here),
+// or fails it when RequireEnv is set: CI must not skip such a test silently.
+func SkipOrFail(tb testing.TB, err error) {
+	tb.Helper()
+	if Required() {
+		tb.Fatalf("%v; %s is set, so this fails rather than skips", err, RequireEnv)
+	}
+	tb.Skipf("%v (set %s=1 to make this a failure)", err, RequireEnv)
+}
+
+// Require is SkipOrFail unless this process can mount a tmpfs (Usable).
+func Require(tb testing.TB) {
+	tb.Helper()
+	if err := Usable(); err != nil {
+		SkipOrFail(tb, err)
+	}
+}
+
 // MustMount mounts a tmpfs of size (mount's "size=" option: "8m", or bytes)
 // on a fresh directory and returns it. It unmounts it when the test ends,
 // after everything registered later has been closed; a mount something

@@ -13,12 +13,7 @@ import (
 // TestMountFillResize: a mounted tmpfs fills at its size, and Resize gives
 // it room again, as the full-disk faults use it.
 func TestMountFillResize(t *testing.T) {
-	if err := tmpfs.Usable(); err != nil {
-		if tmpfs.Required() {
-			t.Fatalf("%v; %s is set", err, tmpfs.RequireEnv)
-		}
-		t.Skip(err)
-	}
+	tmpfs.Require(t)
 	dir := tmpfs.MustMount(t, "1m")
 	f, err := os.Create(filepath.Join(dir, "filler"))
 	if err != nil {
