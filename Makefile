@@ -41,8 +41,9 @@ bench:
 ## chaos: the long chaos runs, single node and Redis Cluster (the short ones are part of `make test`).
 ## Needs root for the full-disk spell (a tmpfs); CHAOS_ARGS='-chaos.events 2500' for a shorter run.
 CHAOS_ARGS ?=
+CHAOS_LOGS ?= var/chaos-logs
 chaos:
-	$(GO) test -race -run '^(TestChaos|TestRedisCluster)$$' -count=1 -v -timeout $(CHAOS_TIMEOUT) ./e2e -chaos.long $(CHAOS_ARGS)
+	$(GO) test -race -run '^(TestChaos|TestRedisCluster)$$' -count=1 -v -timeout $(CHAOS_TIMEOUT) ./e2e -chaos.long $(if $(CHAOS_LOGS),-chaos.logs $(abspath $(CHAOS_LOGS))) $(CHAOS_ARGS)
 
 ## generate: regenerate the templ components (*_templ.go are committed).
 generate:

@@ -34,6 +34,7 @@ type chaosClient struct {
 	home  int
 	addrs []string
 	local net.IP // its own loopback address: one browser, one address
+	wires wireTails
 	errs  *errorList
 	lost  *atomic.Bool // the store file was deleted: resets are expected
 
@@ -75,7 +76,7 @@ func (cs *chaosClients) wait() { cs.wg.Wait() }
 // run connects and reads until ctx ends.
 func (cl *chaosClient) run(ctx context.Context) {
 	hc := &http.Client{Transport: &http.Transport{
-		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: cl.local}, Timeout: 2 * time.Second}).DialContext,
+		DialContext: cl.wires.dialer((&net.Dialer{LocalAddr: &net.TCPAddr{IP: cl.local}, Timeout: 2 * time.Second}).DialContext),
 	}}
 	rng := rand.New(rand.NewPCG(uint64(cl.idx), 0x636c69656e74))
 	backoff := 100 * time.Millisecond
@@ -151,12 +152,14 @@ func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string
 			cl.mu.Lock()
 			cursor := cl.cursor
 			cl.mu.Unlock()
-			// Where in the session and after which line, for the next
-			// look: one empty message in 944,034 frames was seen once
-			// (docs/benchmarks-journal.md, the evening of 1 Dec 2026).
-			cl.errs.add("client %d (%s) on %s: bad frame %q (%v, %d bytes; frame %d of the session, after seq %d from %d): %v",
-				cl.idx, cl.game, addr, b, typ, len(b), n, cursor, after, err)
-			continue
+			// Where in the session, after which line and how it sat on the
+			// wire, for the next look: an empty message and a truncated one
+			// were each seen once (docs/benchmarks-journal.md, 1 and 3 Dec
+			// 2026). Then the client resumes from its cursor, as the page
+			// does, so that a line the bad frame held is not lost.
+			cl.errs.add("client %d (%s) on %s: bad frame %q (%v, %d bytes; frame %d of the session, after seq %d from %d): %v; %s",
+				cl.idx, cl.game, addr, b, typ, len(b), n, cursor, after, err, cl.wires.around(b))
+			return true
 		}
 		cl.frame(addr, f)
 		if f.T == "reset" {

@@ -71,8 +71,9 @@ func (cl *chaosClient) stream(ctx context.Context, hc *http.Client, addr string,
 			// The server's frames are one line of JSON each.
 			var f frame
 			if err := json.Unmarshal([]byte(line[len("data: "):]), &f); err != nil {
-				cl.errs.add("client %d (%s) on %s: bad event %q (line %d of the stream from %d): %v", cl.idx, cl.game, addr, line, n, after, err)
-				continue
+				cl.errs.add("client %d (%s) on %s: bad event %q (line %d of the stream from %d): %v; %s",
+					cl.idx, cl.game, addr, line, n, after, err, cl.wires.around([]byte(line)))
+				return true // resume from the cursor, as the page does
 			}
 			if f.T == "line" && id != strconv.FormatInt(f.Seq, 10) {
 				cl.errs.add("client %d (%s) on %s: line seq %d came with event id %q", cl.idx, cl.game, addr, f.Seq, id)

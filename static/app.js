@@ -335,8 +335,15 @@
       // Any frame proves the connection alive.
       if (probe) { clearTimeout(probe); probe = 0; }
       if (!got) opened();
-      var f;
-      try { f = JSON.parse(ev.data); } catch (e) { return; }
+      var f = null;
+      try { f = JSON.parse(ev.data); } catch (e) { /* below */ }
+      if (!f || typeof f !== 'object') {
+        // Not a frame: one damaged on its way (cut short, seen once in a
+        // chaos run) may have been a line. Ignored, it would leave a gap;
+        // a new connection from the cursor brings that line again.
+        resume();
+        return;
+      }
       switch (f.t) {
         case 'line':
           add(parse(f.html));
@@ -346,8 +353,7 @@
           replaceBoard(parse(f.html));
           break;
         case 'board':
-          // A socket's close resumes it through onclose; a stream has none.
-          if (!patchBoard(f.html) && ws) { if (isSocket(ws)) ws.close(); else restart(); }
+          if (!patchBoard(f.html)) resume();
           break;
         case 'watching':
           if (watching) {
@@ -362,6 +368,14 @@
           location.reload();
           break;
       }
+    }
+
+    // resume takes a new connection from the cursor, which backfills what
+    // this one missed. A socket's close resumes it through onclose (and
+    // the messages already received are dropped); a stream has none.
+    function resume() {
+      if (!ws) return;
+      if (isSocket(ws)) ws.close(); else restart();
     }
 
     // opened: the connection works (it brought a frame; a proxy that

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/testkit/browsertest"
+	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/web"
 )
 
@@ -97,6 +99,20 @@ func (b *browser) eval(js string) []string {
 		b.tb.Fatal(err)
 	}
 	return v
+}
+
+// showsOnce waits for the page to show evs, each once and in order, live
+// again and without a reload since window.__mark was set.
+func (b *browser) showsOnce(evs []store.Event) {
+	b.tb.Helper()
+	b.until("every line", `document.querySelectorAll('#timeline > li').length === `+strconv.Itoa(len(evs)))
+	if got, want := b.eval(domIDs), reverse(evtIDs(evs)); !eq(got, want) {
+		b.tb.Fatalf("timeline %v, want %v", got, want)
+	}
+	b.until("live again", `document.querySelector('#conn').dataset.state === 'live'`)
+	if n := b.num(`window.__mark || 0`); n != 1 {
+		b.tb.Fatalf("the page reloaded")
+	}
 }
 
 func (b *browser) noProblems() {

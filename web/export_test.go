@@ -1,6 +1,10 @@
 package web
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/codemojex/feed/internal/nbiocheck"
+)
 
 // SetTestHookSubscribed installs f to run between a websocket's hub
 // subscription and its backfill, and returns a func that removes it. Set it
@@ -142,3 +146,8 @@ func EncodeEvent(seq int64, data []byte) []byte {
 // AwaitPollers is awaitPollers, for a test of engines with several pollers
 // (a server on a small machine has one).
 var AwaitPollers = awaitPollers
+
+// NbioMallocs returns how many buffers nbio has taken from its pool in
+// this test process (TestMain checks every one): what a test must see grow
+// to know it made nbio keep bytes the kernel did not take.
+func NbioMallocs() int64 { return nbioAllocator.(*nbiocheck.Allocator).Mallocs() }

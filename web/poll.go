@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/lesismal/nbio"
 	"github.com/lesismal/nbio/logging"
+	"github.com/lesismal/nbio/mempool"
 	"github.com/lesismal/nbio/nbhttp"
 	nbws "github.com/lesismal/nbio/nbhttp/websocket"
 
@@ -66,6 +67,9 @@ const pollSlack = 64 << 10
 
 var nbioLogOnce sync.Once
 
+// nbioAllocator lends nbio its buffers; nil is nbio's default pool.
+var nbioAllocator mempool.Allocator
+
 // newPoller starts the nbio engine and the sweep goroutine.
 func newPoller(s *Server) (*poller, error) {
 	nbioLogOnce.Do(func() { logging.SetLogger(nbioLogger{s.log}) })
@@ -75,6 +79,7 @@ func newPoller(s *Server) (*poller, error) {
 		MaxWriteBufferSize:      s.cfg.SendBuffer + pollSlack,
 		ReleaseWebsocketPayload: true,
 		SupportServerOnly:       true,
+		BodyAllocator:           nbioAllocator,
 	})
 	// The kernel took n bytes of a socket: the basis of the slow-client
 	// bound and of the stuck-write check. Called by nbio with the socket's

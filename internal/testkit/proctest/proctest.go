@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,6 +31,8 @@ var (
 // Binaries builds every command under cmd/ once per test process and
 // returns the directory that holds them. They are built without -race: the
 // unit tests run with it, and the crash tests want real-speed processes.
+// They are built with the nbiocheck tag: nbio's buffers are checked, and a
+// misuse is logged (MisuseLine), which fails the test (Start).
 func Binaries(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
@@ -37,11 +40,11 @@ func Binaries(tb testing.TB) string {
 		if buildErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", buildDir+string(os.PathSeparator), "./cmd/...")
+		cmd := exec.Command("go", "build", "-tags", "nbiocheck", "-o", buildDir+string(os.PathSeparator), "./cmd/...")
 		cmd.Dir = moduleRoot()
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("proctest: go build ./cmd/...: %v\n%s", err, out)
+			buildErr = fmt.Errorf("proctest: go build -tags nbiocheck ./cmd/...: %v\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
@@ -49,6 +52,10 @@ func Binaries(tb testing.TB) string {
 	}
 	return buildDir
 }
+
+// MisuseLine is the log message of a binary built with the nbiocheck tag
+// when nbio's buffers are misused (web/nbiocheck.go).
+const MisuseLine = "web: nbio buffer misused"
 
 // Cleanup removes the built binaries; call it from TestMain after m.Run.
 func Cleanup() {
@@ -88,6 +95,10 @@ func Start(tb testing.TB, name, bin string, args []string, env ...string) *Proc 
 	}
 	tb.Cleanup(func() {
 		p.Kill()
+		if out := p.Output(); strings.Contains(out, MisuseLine) {
+			i := strings.Index(out, MisuseLine)
+			tb.Errorf("%s misused nbio's buffers:\n%s", p.Name, out[i:min(len(out), i+6000)])
+		}
 		if tb.Failed() {
 			tb.Logf("--- output of %s (last 6000 bytes):\n%s", p.Name, tailString(p.Output(), 6000))
 		}

@@ -1,0 +1,19 @@
+//go:build nbiocheck
+
+package web
+
+import (
+	"log/slog"
+
+	"github.com/lesismal/nbio/mempool"
+
+	"github.com/codemojex/feed/internal/nbiocheck"
+)
+
+// Built with the nbiocheck tag (the crash tests' binaries), nbio's buffers
+// are checked and each misuse is logged: the tests fail on the line.
+func init() {
+	nbioAllocator = nbiocheck.New(mempool.DefaultMemPool, func(misuse string) {
+		slog.Error("web: nbio buffer misused", "misuse", misuse)
+	})
+}
