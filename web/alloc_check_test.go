@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lesismal/nbio/mempool"
@@ -11,26 +12,32 @@ import (
 	"github.com/codemojex/feed/internal/nbiocheck"
 )
 
-// TestMain runs the package's tests with nbio's buffers checked: a buffer
-// freed twice or used after its free fails the run (internal/nbiocheck).
+// TestMain runs the package's tests with nbio's buffers and every frame the
+// nbio engine writes checked: a buffer freed twice or used after its free,
+// or a frame that is not well formed, fails the run (internal/nbiocheck).
 func TestMain(m *testing.M) {
 	var (
 		mu    sync.Mutex
 		first string
 	)
-	check := nbiocheck.New(mempool.DefaultMemPool, func(misuse string) {
+	var frames atomic.Int64 // bad frames written
+	note := func(misuse string) {
 		mu.Lock()
 		defer mu.Unlock()
 		if first == "" {
 			first = misuse
 		}
-	})
+	}
+	check := nbiocheck.New(mempool.DefaultMemPool, note)
 	nbioAllocator = check
+	newWireCheck = func(string) func([]byte) {
+		return nbiocheck.NewFrames(func(misuse string) { frames.Add(1); note(misuse) }).Write
+	}
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()
-	if n := check.Misuses(); n > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: nbio's buffers were misused %d times; the first:\n%s\n", n, first)
+	if n, m := check.Misuses(), frames.Load(); n+int(m) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: nbio's buffers were misused %d times and %d sockets wrote a bad frame; the first:\n%s\n", n, m, first)
 		code = 1
 	}
 	os.Exit(code)

@@ -11,9 +11,15 @@ import (
 )
 
 // Built with the nbiocheck tag (the crash tests' binaries), nbio's buffers
-// are checked and each misuse is logged: the tests fail on the line.
+// and every frame a socket writes are checked, and each misuse is logged:
+// the tests fail on the line.
 func init() {
 	nbioAllocator = nbiocheck.New(mempool.DefaultMemPool, func(misuse string) {
 		slog.Error("web: nbio buffer misused", "misuse", misuse)
 	})
+	newWireCheck = func(game string) func([]byte) {
+		return nbiocheck.NewFrames(func(misuse string) {
+			slog.Error("web: nbio buffer misused", "game", game, "misuse", misuse)
+		}).Write
+	}
 }

@@ -70,6 +70,11 @@ var nbioLogOnce sync.Once
 // nbioAllocator lends nbio its buffers; nil is nbio's default pool.
 var nbioAllocator mempool.Allocator
 
+// newWireCheck, when set, makes each socket's check of what it writes
+// (internal/nbiocheck): in the web package's tests and in builds with the
+// nbiocheck tag.
+var newWireCheck func(game string) func(b []byte)
+
 // newPoller starts the nbio engine and the sweep goroutine.
 func newPoller(s *Server) (*poller, error) {
 	nbioLogOnce.Do(func() { logging.SetLogger(nbioLogger{s.log}) })
@@ -84,9 +89,12 @@ func newPoller(s *Server) (*poller, error) {
 	// The kernel took n bytes of a socket: the basis of the slow-client
 	// bound and of the stuck-write check. Called by nbio with the socket's
 	// lock held; it takes no lock of ours.
-	p.eng.OnWrittenSize(func(c *nbio.Conn, _ []byte, n int) {
+	p.eng.OnWrittenSize(func(c *nbio.Conn, b []byte, n int) {
 		if wc, ok := c.Session().(*nbws.Conn); ok {
 			if ps, ok := wc.Session().(*pollSocket); ok {
+				if ps.wire != nil {
+					ps.wire(b[:n])
+				}
 				ps.written.Add(int64(n))
 				ps.progress.Store(time.Now().UnixNano())
 				select {
@@ -175,6 +183,10 @@ type pollSocket struct {
 
 	last int64 // seq of the last line written; the writer's alone
 
+	// wire, when set (newWireCheck), is given the bytes the kernel takes,
+	// under nbio's lock of the socket.
+	wire func(b []byte)
+
 	queued   atomic.Int64  // bytes handed to nbio
 	written  atomic.Int64  // bytes the kernel took
 	progress atomic.Int64  // unix ns: unsent bytes last moved (or started)
@@ -207,6 +219,9 @@ type pollClose struct {
 func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key string, after int64, storeID string, c *client, release func()) {
 	p := s.poll
 	ps := &pollSocket{p: p, game: game, c: c, room: make(chan struct{}, 1)}
+	if newWireCheck != nil {
+		ps.wire = newWireCheck(game)
+	}
 	ps.c.wake = ps.wake
 	ps.c.flush = ps.flushHere
 	ps.busy.Store(true) // the backfill below is the first writer

@@ -1,0 +1,74 @@
+package nbiocheck_test
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/codemojex/feed/internal/nbiocheck"
+)
+
+func frame(b0 byte, payload string) []byte {
+	n := len(payload)
+	var h []byte
+	switch {
+	case n < 126:
+		h = []byte{b0, byte(n)}
+	case n < 1<<16:
+		h = binary.BigEndian.AppendUint16([]byte{b0, 126}, uint16(n))
+	default:
+		h = binary.BigEndian.AppendUint64([]byte{b0, 127}, uint64(n))
+	}
+	return append(h, payload...)
+}
+
+func join(fs ...[]byte) []byte {
+	var b []byte
+	for _, f := range fs {
+		b = append(b, f...)
+	}
+	return b
+}
+
+// The check passes a server's sound output, however the kernel took it,
+// and reports the first bad frame: the truncated message and the empty
+// one that chaos runs saw among them.
+func TestFramesChecked(t *testing.T) {
+	long := `{"t":"line","html":"` + strings.Repeat("x", 900) + `"}`
+	sound := join(frame(0x81, `{"t":"state"}`), frame(0x89, ""), frame(0x81, long),
+		frame(0x01, `{"t":"li`), frame(0x8a, "pong"), frame(0x80, `ne"}`), frame(0x88, "\x03\xe8bye"))
+	cut := frame(0x81, long)
+	binary.BigEndian.PutUint16(cut[2:4], 768) // the length's low byte zeroed
+
+	for _, tc := range []struct {
+		name string
+		out  []byte
+		want string // "" for sound output
+	}{
+		{"sound", sound, ""},
+		{"truncated", join(frame(0x81, `{"t":"state"}`), cut), "not one JSON object"},
+		{"empty", join(frame(0x81, `{"t":"state"}`), frame(0x81, "")), "not one JSON object"},
+		{"masked", []byte{0x81, 0x82, 1, 2, 3, 4, 'a', 'b'}, "masked"},
+		{"reserved bit", frame(0xc1, "{}"), "reserved bit"},
+		{"long ping", frame(0x89, strings.Repeat("p", 126)), "control frame"},
+	} {
+		for _, step := range []int{1, 7, 4096} {
+			var got []string
+			f := nbiocheck.NewFrames(func(m string) { got = append(got, m) })
+			for b := tc.out; len(b) > 0; {
+				n := min(step, len(b))
+				f.Write(b[:n])
+				b = b[n:]
+			}
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Errorf("%s by %d: sound output reported: %q", tc.name, step, got)
+				}
+				continue
+			}
+			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+				t.Errorf("%s by %d: reports %q, want one of %q", tc.name, step, got, tc.want)
+			}
+		}
+	}
+}
