@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -76,14 +75,21 @@ type Proc struct {
 	Args []string
 	Env  []string
 
-	mu   sync.Mutex
-	out  bytes.Buffer
-	proc *proc.Process
+	mu      sync.Mutex
+	out     bytes.Buffer
+	misused string // the first MisuseLine logged, and what follows it
+	proc    *proc.Process
+}
+
+func (p *Proc) misuse() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.misused
 }
 
 // Start starts bin (a name from Binaries, or a path) with args; the process
-// is SIGKILLed when the test ends, and its output is logged if the test
-// failed.
+// is SIGKILLed when the test ends, its output is logged if the test failed,
+// and the test fails if the process logged MisuseLine.
 func Start(tb testing.TB, name, bin string, args []string, env ...string) *Proc {
 	tb.Helper()
 	if !filepath.IsAbs(bin) {
@@ -95,9 +101,8 @@ func Start(tb testing.TB, name, bin string, args []string, env ...string) *Proc 
 	}
 	tb.Cleanup(func() {
 		p.Kill()
-		if out := p.Output(); strings.Contains(out, MisuseLine) {
-			i := strings.Index(out, MisuseLine)
-			tb.Errorf("%s misused nbio's buffers:\n%s", p.Name, out[i:min(len(out), i+6000)])
+		if m := p.misuse(); m != "" {
+			tb.Errorf("%s misused nbio's buffers:\n%s", p.Name, m)
 		}
 		if tb.Failed() {
 			tb.Logf("--- output of %s (last 6000 bytes):\n%s", p.Name, tailString(p.Output(), 6000))
@@ -208,6 +213,11 @@ type lockedWriter struct{ p *Proc }
 func (w *lockedWriter) Write(b []byte) (int, error) {
 	w.p.mu.Lock()
 	defer w.p.mu.Unlock()
+	// The first misuse is kept apart: the output's tail may lose it. A
+	// log record comes in one write.
+	if i := bytes.Index(b, []byte(MisuseLine)); i >= 0 && w.p.misused == "" {
+		w.p.misused = string(b[i:min(len(b), i+6000)])
+	}
 	// Keep memory bounded on long runs: the tail is what a failure needs.
 	if w.p.out.Len() > 4<<20 {
 		tail := append([]byte(nil), w.p.out.Bytes()[w.p.out.Len()-1<<20:]...)
