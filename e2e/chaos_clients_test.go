@@ -123,9 +123,12 @@ func (cl *chaosClient) session(ctx context.Context, hc *http.Client, addr string
 	if cl.boards() {
 		url += "&board=1"
 	}
-	conn, _, err := websocket.Dial(dctx, url, &websocket.DialOptions{
-		HTTPClient: hc, HTTPHeader: http.Header{"Origin": {"http://" + addr}},
-	})
+	opts := &websocket.DialOptions{HTTPClient: hc, HTTPHeader: http.Header{"Origin": {"http://" + addr}}}
+	if cl.idx%4 < 2 {
+		// Half take compressed frames, as browsers do (permessage-deflate).
+		opts.CompressionMode = websocket.CompressionNoContextTakeover
+	}
+	conn, _, err := websocket.Dial(dctx, url, opts)
 	cancel()
 	if err != nil {
 		cl.mu.Lock()

@@ -32,6 +32,8 @@ var chaosEvents = flag.Int("chaos.events", 0, "events per game (0: the form's ow
 
 // chaosLogs, when set, is a directory TestChaos writes every process's
 // output to, pass or fail, for diagnosis.
+var chaosClientsN = flag.Int("chaos.clients", 0, "live clients (0: the form's own, 50); more clients read more frames, for a rare bad frame")
+
 var chaosLogs = flag.String("chaos.logs", "", "directory to write TestChaos's process logs to")
 
 // chaosPlan is the shape of one chaos run: the load and the fault schedule.
@@ -72,6 +74,9 @@ func chaosPlanFor(long bool) chaosPlan {
 	}
 	if *chaosEvents > 0 {
 		p.events = *chaosEvents
+	}
+	if *chaosClientsN > 0 {
+		p.clients = *chaosClientsN
 	}
 	return p
 }

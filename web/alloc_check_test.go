@@ -30,8 +30,8 @@ func TestMain(m *testing.M) {
 	}
 	check := nbiocheck.New(mempool.DefaultMemPool, note)
 	nbioAllocator = check
-	newWireCheck = func(string) func([]byte) {
-		return nbiocheck.NewFrames(func(misuse string) { frames.Add(1); note(misuse) }).Write
+	newWireCheck = func(_ string, deflate bool) func([]byte) {
+		return nbiocheck.NewFrames(func(misuse string) { frames.Add(1); note(misuse) }, deflate).Write
 	}
 	code := m.Run()
 	mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/codemojex/feed/internal/testkit/wallproxy"
+	"github.com/codemojex/feed/web"
 )
 
 // damageFrames makes the page's next line frame arrive cut in half, once
@@ -61,6 +62,9 @@ func TestBrowserDamagedFrameResumes(t *testing.T) {
 			b.until("the damaged line shown from a new connection", `document.querySelectorAll('#timeline > li').length === 4`)
 			if n := b.num(`window.__damaged || 0`); n != 1 {
 				t.Fatalf("%v frames damaged, want 1", n)
+			}
+			if transport == "ws" && e.cfg.WSEngine != web.WSEngineStd && e.srv.Stats().FramesDeflated == 0 {
+				t.Fatalf("no frame compressed: Chromium offers permessage-deflate, the nbio engine takes it")
 			}
 			e.upsert(evs[4:]...)
 			b.showsOnce(evs)

@@ -78,8 +78,11 @@ func EncodeFrameHTML(t string, seq int64, id string, html []byte, n int64) []byt
 	return encodeHTML(wireFrame{T: t, Seq: seq, ID: id, N: n}, html)
 }
 
-// AppendTextFrame is the nbio engine's framing of a text message.
-func AppendTextFrame(b, data []byte) []byte { return appendTextFrame(b, data) }
+// AppendTextFrame is the nbio engine's framing of a text message, RSV1 set
+// when compressed.
+func AppendTextFrame(b, data []byte, compressed bool) []byte {
+	return appendTextFrame(b, data, compressed)
+}
 
 // Fanout is a hub and a tailer's wake list, for tests of the tailer's
 // broadcast (broadcastTo and wakes.run).
@@ -151,3 +154,13 @@ var AwaitPollers = awaitPollers
 // this test process (TestMain checks every one): what a test must see grow
 // to know it made nbio keep bytes the kernel did not take.
 func NbioMallocs() int64 { return nbioAllocator.(*nbiocheck.Allocator).Mallocs() }
+
+// OffersDeflate reports whether a handshake with these
+// Sec-WebSocket-Extensions values gets compressed frames.
+func OffersDeflate(values ...string) bool {
+	r := &http.Request{Header: http.Header{}}
+	for _, v := range values {
+		r.Header.Add("Sec-WebSocket-Extensions", v)
+	}
+	return offersDeflate(r)
+}

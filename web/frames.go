@@ -87,7 +87,8 @@ func lineFrame(l store.Line) frame {
 	b := bufpool.Get()
 	defer bufpool.Put(b)
 	templates.WriteLineItem(b, l.Seq, l.EvtID, l.Kind, l.HTML)
-	return frame{seq: l.Seq, data: encodeHTML(wireFrame{T: frameLine, Seq: l.Seq, ID: l.EvtID}, b.Bytes())}
+	data := encodeHTML(wireFrame{T: frameLine, Seq: l.Seq, ID: l.EvtID}, b.Bytes())
+	return frame{seq: l.Seq, data: data, z: newDeflated(data)}
 }
 
 var resetFrame = encode(wireFrame{T: frameReset})
@@ -125,5 +126,6 @@ func boardFrame(ctx context.Context, b store.Scoreboard, keep []bool) (frame, er
 		return frame{}, err
 	}
 	f.data = encodeHTML(wireFrame{T: f.kind()}, sb.Bytes())
+	f.z = newDeflated(f.data)
 	return f, nil
 }

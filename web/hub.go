@@ -11,6 +11,7 @@ type frame struct {
 	seq  int64  // the line's seq; 0 for other frames
 	typ  string // frame type for the counters when not a line or a state
 	data []byte
+	z    *deflated // data compressed, made once for every socket; nil: never compressed (deflate.go)
 }
 
 // kind is f's frame type: a line, a state (the scoreboard), or its typ.

@@ -249,7 +249,7 @@ func (ws *wsConn) delivered() int64 { return delivered(ws.sent, ws.netConn) }
 // write sends one frame within the write timeout.
 func (ws *wsConn) write(f frame) error {
 	if ws.poll != nil {
-		if err := ws.poll.writeBackfill(f.data); err != nil {
+		if err := ws.poll.writeBackfill(f); err != nil {
 			return err
 		}
 		ws.s.countSent(f.kind())

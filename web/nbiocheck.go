@@ -17,9 +17,9 @@ func init() {
 	nbioAllocator = nbiocheck.New(mempool.DefaultMemPool, func(misuse string) {
 		slog.Error("web: nbio buffer misused", "misuse", misuse)
 	})
-	newWireCheck = func(game string) func([]byte) {
+	newWireCheck = func(game string, deflate bool) func([]byte) {
 		return nbiocheck.NewFrames(func(misuse string) {
 			slog.Error("web: nbio buffer misused", "game", game, "misuse", misuse)
-		}).Write
+		}, deflate).Write
 	}
 }

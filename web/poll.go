@@ -73,7 +73,7 @@ var nbioAllocator mempool.Allocator
 // newWireCheck, when set, makes each socket's check of what it writes
 // (internal/nbiocheck): in the web package's tests and in builds with the
 // nbiocheck tag.
-var newWireCheck func(game string) func(b []byte)
+var newWireCheck func(game string, deflate bool) func(b []byte)
 
 // newPoller starts the nbio engine and the sweep goroutine.
 func newPoller(s *Server) (*poller, error) {
@@ -181,7 +181,8 @@ type pollSocket struct {
 	h    *hub
 	conn *nbws.Conn // set by the upgrader's open handler
 
-	last int64 // seq of the last line written; the writer's alone
+	last    int64 // seq of the last line written; the writer's alone
+	deflate bool  // permessage-deflate was negotiated (deflate.go)
 
 	// wire, when set (newWireCheck), is given the bytes the kernel takes,
 	// under nbio's lock of the socket.
@@ -220,7 +221,7 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 	p := s.poll
 	ps := &pollSocket{p: p, game: game, c: c, room: make(chan struct{}, 1)}
 	if newWireCheck != nil {
-		ps.wire = newWireCheck(game)
+		ps.wire = newWireCheck(game, !s.cfg.NoCompression && offersDeflate(r))
 	}
 	ps.c.wake = ps.wake
 	ps.c.flush = ps.flushHere
@@ -230,8 +231,17 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 	up.KeepaliveTime = 0 // liveness is the sweep's pings
 	up.MessageLengthLimit = 512
 	up.CheckOrigin = func(r *http.Request) bool { return originAllowed(r, s.cfg.AllowedOrigins) }
+	if !s.cfg.NoCompression {
+		// nbio answers an offer with no context takeover either way and
+		// inflates what the page sends; this package frames and
+		// compresses what it writes (deflate.go), so nbio's own
+		// compression of writes stays off.
+		up.EnableCompression(true)
+		ps.deflate = offersDeflate(r)
+	}
 	up.OnOpen(func(c *nbws.Conn) {
 		ps.conn = c
+		c.EnableWriteCompression(false)
 		c.SetSession(ps)
 	})
 	up.OnMessage(ps.onMessage)
@@ -353,8 +363,9 @@ func (ps *pollSocket) pending() bool {
 // writeBackfill writes one backfill frame once the unsent bytes leave room
 // for it: the backfill runs on the request's goroutine and may wait, as
 // the std engine's blocking writes do, up to WriteTimeout without progress.
-func (ps *pollSocket) writeBackfill(data []byte) error {
+func (ps *pollSocket) writeBackfill(f frame) error {
 	s := ps.p.s
+	data, compressed := ps.payload(f)
 	timer := time.NewTimer(s.cfg.WriteTimeout)
 	defer timer.Stop()
 	for ps.unsent()+wireSize(data) > ps.p.limit/2 {
@@ -378,7 +389,14 @@ func (ps *pollSocket) writeBackfill(data []byte) error {
 	if ps.closing.Load() {
 		return errPollClosed
 	}
-	return ps.write(nbws.TextMessage, data)
+	pb := gatherPool.Get().(*[]byte)
+	b := appendTextFrame((*pb)[:0], data, compressed)
+	err := ps.writeFrames(b)
+	if cap(b) <= 2*maxGather {
+		*pb = b[:0]
+		gatherPool.Put(pb)
+	}
+	return err
 }
 
 var errPollClosed = errors.New("web: websocket closed")

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	nbws "github.com/lesismal/nbio/nbhttp/websocket"
 )
 
 // maxGather bounds the frames one write of the nbio engine carries: a
@@ -23,21 +21,35 @@ var gatherPool = sync.Pool{New: func() any {
 }}
 
 // appendTextFrame appends data as one unmasked, unfragmented websocket text
-// frame (RFC 6455, section 5.2: a server's frames are not masked); its size
-// is wireSize(data).
-func appendTextFrame(b, data []byte) []byte {
-	const finText = 0x81
+// frame (RFC 6455, section 5.2: a server's frames are not masked), with
+// RSV1 set when data is compressed (RFC 7692); its size is wireSize(data).
+func appendTextFrame(b, data []byte, compressed bool) []byte {
+	var b0 byte = 0x81 // FIN, text
+	if compressed {
+		b0 |= 0x40
+	}
 	switch n := len(data); {
 	case n < 126:
-		b = append(b, finText, byte(n))
+		b = append(b, b0, byte(n))
 	case n < 1<<16:
-		b = append(b, finText, 126)
+		b = append(b, b0, 126)
 		b = binary.BigEndian.AppendUint16(b, uint16(n))
 	default:
-		b = append(b, finText, 127)
+		b = append(b, b0, 127)
 		b = binary.BigEndian.AppendUint64(b, uint64(n))
 	}
 	return append(b, data...)
+}
+
+// payload is what goes on the wire for f: its compressed form when the
+// socket negotiated permessage-deflate and that is smaller, else its data.
+func (ps *pollSocket) payload(f frame) (data []byte, compressed bool) {
+	if ps.deflate && f.z != nil {
+		if z := f.z.of(f.data, &ps.p.s.stats.deflated); z != nil {
+			return z, true
+		}
+	}
+	return f.data, false
 }
 
 // writeFrames hands frames already framed by appendTextFrame to the socket
@@ -87,14 +99,15 @@ func (ps *pollSocket) writeQueued() bool {
 		if f.seq != 0 && f.seq <= ps.last {
 			continue
 		}
-		if ps.unsent()+int64(len(buf))+wireSize(f.data) > ps.p.limit {
+		data, compressed := ps.payload(f)
+		if ps.unsent()+int64(len(buf))+wireSize(data) > ps.p.limit {
 			if write() {
 				ps.countSlowOnce()
 				ps.closeSlow(fmt.Errorf("web: %d bytes unsent", ps.unsent()))
 			}
 			return false
 		}
-		buf = appendTextFrame(buf, f.data)
+		buf = appendTextFrame(buf, data, compressed)
 		gathered.add(f)
 		if f.seq != 0 {
 			ps.last = f.seq
@@ -104,16 +117,6 @@ func (ps *pollSocket) writeQueued() bool {
 		}
 	}
 	return write()
-}
-
-// write hands one message to nbio, which writes what the kernel takes now
-// and keeps the rest until the socket is writable.
-func (ps *pollSocket) write(typ nbws.MessageType, data []byte) error {
-	if ps.unsent() <= 0 {
-		ps.progress.Store(time.Now().UnixNano()) // the stall clock starts now
-	}
-	ps.queued.Add(wireSize(data))
-	return ps.conn.WriteMessage(typ, data)
 }
 
 // unsent is the bytes handed to nbio that the kernel has not taken. nbio's

@@ -10,18 +10,26 @@ import (
 
 // TestAppendTextFrame: the nbio engine frames its gathered messages itself;
 // each is one final, unmasked text frame with the shortest length encoding
-// (RFC 6455, section 5.2), read back here by the RFC's rules.
+// (RFC 6455, section 5.2), RSV1 set when compressed (RFC 7692), read back
+// here by the RFCs' rules.
 func TestAppendTextFrame(t *testing.T) {
-	for _, n := range []int{0, 1, 125, 126, 127, 65535, 65536, 70000} {
+	for _, tc := range []struct {
+		n          int
+		compressed bool
+	}{{0, false}, {1, false}, {125, false}, {126, false}, {127, true}, {65535, false}, {65536, true}, {70000, false}} {
+		n, want0 := tc.n, byte(0x81)
+		if tc.compressed {
+			want0 = 0xc1
+		}
 		data := bytes.Repeat([]byte{'x'}, n)
 		prefix := []byte("before")
-		b := web.AppendTextFrame(append([]byte(nil), prefix...), data)
+		b := web.AppendTextFrame(append([]byte(nil), prefix...), data, tc.compressed)
 		if !bytes.HasPrefix(b, prefix) {
 			t.Fatalf("n=%d: the buffer's earlier bytes changed", n)
 		}
 		f := b[len(prefix):]
-		if f[0] != 0x81 {
-			t.Fatalf("n=%d: first byte %#x, want FIN and text (0x81)", n, f[0])
+		if f[0] != want0 {
+			t.Fatalf("n=%d: first byte %#x, want FIN, text and RSV1 when compressed (%#x)", n, f[0], want0)
 		}
 		if f[1]&0x80 != 0 {
 			t.Fatalf("n=%d: masked", n)

@@ -27,7 +27,8 @@ var stressFor = flag.Duration("web.stress", 3*time.Second, "how long TestWriteSt
 // does, for -web.stress: lines of every size (escapes, emoji) in bursts,
 // clients with a 4 KiB receive window that stall now and then (so the
 // kernel takes part of a write and the engine keeps the rest), get dropped
-// as slow, hang up on their own, probe, and are pinged every 20 ms. Every
+// as slow, hang up on their own, probe, and are pinged every 20 ms; half of
+// them take compressed frames (permessage-deflate). Every
 // message must be a whole frame, every line above the client's cursor, and
 // every client must reach the last line; TestMain fails the run if nbio
 // lent one of its buffers to two owners (internal/nbiocheck). It looks for
@@ -137,7 +138,11 @@ func (c *stressClient) session(ctx context.Context, hc *http.Client, rng *rand.R
 		url += "&board=1"
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	conn, _, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPClient: hc})
+	opts := &websocket.DialOptions{HTTPClient: hc}
+	if c.idx%4 < 2 {
+		opts.CompressionMode = websocket.CompressionNoContextTakeover // as browsers do
+	}
+	conn, _, err := websocket.Dial(dctx, url, opts)
 	cancel()
 	if err != nil {
 		return // the server is busy or the test ended: try again

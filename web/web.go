@@ -125,6 +125,11 @@ type Config struct {
 	SendQueue    int           // frames queued per websocket before it is closed as slow (1024; keep it above TailBatch)
 	WriteTimeout time.Duration // a websocket write may make no progress, and a ping go unanswered while nothing reaches the peer, this long (10s)
 	ReadTimeout  time.Duration // whole-request read limit of plain HTTP requests (30s; websockets are exempt)
+	// NoCompression turns off permessage-deflate on the nbio engine's
+	// websockets: by default a socket whose handshake offers it gets
+	// compressed frames (each compressed once for every socket; the std
+	// engine never compresses).
+	NoCompression bool
 	// PeerTimeout is how long bytes written to a client may go
 	// unacknowledged by its host before the kernel drops the connection
 	// (TCP_USER_TIMEOUT, Linux only; 30s). It is how an event stream whose
@@ -265,6 +270,9 @@ type Stats struct {
 	// StatesSkipped counts scoreboard frames not sent because the hub's
 	// clients showed that panel already.
 	StatesSkipped int64
+	// FramesDeflated counts frames compressed for permessage-deflate
+	// sockets: once per frame, however many sockets it goes to.
+	FramesDeflated int64
 }
 
 // counters are the one place a Server's events are counted: Stats reads
@@ -274,7 +282,7 @@ type counters struct {
 	sent, encoded byFrame // frames written to websockets, encoded for hubs; by type
 
 	conns, clients, streams, slowCloses, resets, tailCursor, tailErrors atomic.Int64
-	handoffHits, handoffMisses, statesSkipped, pongTimeouts             atomic.Int64
+	handoffHits, handoffMisses, statesSkipped, pongTimeouts, deflated   atomic.Int64
 }
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
@@ -391,6 +399,8 @@ func (s *Server) Stats() Stats {
 		HandoffHits:   s.stats.handoffHits.Load(),
 		HandoffMisses: s.stats.handoffMisses.Load(),
 		StatesSkipped: s.stats.statesSkipped.Load(),
+
+		FramesDeflated: s.stats.deflated.Load(),
 	}
 }
 

@@ -1,19 +1,29 @@
 package nbiocheck
 
 import (
+	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 )
+
+// flateTail ends a sync-flushed deflate stream; permessage-deflate sends
+// a message without it (RFC 7692, section 7.2.2 says to put it back).
+var flateTail = []byte{0, 0, 0xff, 0xff}
 
 // Frames checks one socket's output as the kernel takes it (nbio's
 // OnWrittenSize): every websocket frame of a server well formed (no mask,
-// no reserved bit, a known opcode, a control frame whole and at most 125
-// bytes) and every text message one JSON object. It reports the first bad
+// no reserved bit but a compressed message's RSV1 where permessage-deflate
+// was negotiated, a known opcode, a control frame whole and at most 125
+// bytes) and every text message, inflated if need be, one JSON object. It reports the first bad
 // frame with its header, its ends and the frame before it, and checks no
 // further: past a bad header the stream has no frames to find.
 type Frames struct {
-	report func(misuse string)
+	report  func(misuse string)
+	deflate bool // permessage-deflate negotiated: RSV1 marks a compressed message
 
 	off    int64  // bytes seen
 	hdr    []byte // the current frame's header so far
@@ -22,15 +32,17 @@ type Frames struct {
 	fin    bool   // the current frame ends its message
 	msg    []byte // the text message so far (fragments gathered)
 	ctl    bool   // the current frame is a control frame
+	z      bool   // the current message is compressed
 	prev   string // the frame before, described
 	frames int64
 	bad    bool
 }
 
 // NewFrames returns a check of one socket's output that calls report with
-// the first bad frame.
-func NewFrames(report func(misuse string)) *Frames {
-	return &Frames{report: report, need: -1}
+// the first bad frame; deflate says the socket negotiated
+// permessage-deflate.
+func NewFrames(report func(misuse string), deflate bool) *Frames {
+	return &Frames{report: report, deflate: deflate, need: -1}
 }
 
 // Write takes the next bytes written to the socket.
@@ -86,7 +98,7 @@ func (f *Frames) header() {
 	switch {
 	case h[1]&0x80 != 0:
 		f.fail("a masked frame")
-	case h[0]&0x70 != 0:
+	case h[0]&0x30 != 0 || h[0]&0x40 != 0 && !(f.deflate && (f.op == 1 || f.op == 2)):
 		f.fail("a reserved bit set")
 	case f.op != 0 && f.op != 1 && f.op != 2 && f.op != 8 && f.op != 9 && f.op != 10:
 		f.fail("an unknown opcode")
@@ -102,6 +114,9 @@ func (f *Frames) header() {
 	if f.bad {
 		return
 	}
+	if f.op == 1 || f.op == 2 {
+		f.z = h[0]&0x40 != 0
+	}
 	f.need = n
 	if n == 0 {
 		f.end()
@@ -112,7 +127,15 @@ func (f *Frames) header() {
 func (f *Frames) end() {
 	f.frames++
 	if !f.ctl && (f.op == 1 || f.op == 0) && f.fin {
-		if len(f.msg) == 0 || f.msg[0] != '{' || !json.Valid(f.msg) {
+		m := f.msg
+		if f.z {
+			var err error
+			if m, err = io.ReadAll(flate.NewReader(io.MultiReader(bytes.NewReader(f.msg), bytes.NewReader(flateTail)))); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+				f.fail("a compressed message that does not inflate: " + err.Error())
+				return
+			}
+		}
+		if len(m) == 0 || m[0] != '{' || !json.Valid(m) {
 			f.fail("a text message that is not one JSON object")
 			return
 		}

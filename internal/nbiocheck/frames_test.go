@@ -1,6 +1,8 @@
 package nbiocheck_test
 
 import (
+	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"strings"
 	"testing"
@@ -22,6 +24,20 @@ func frame(b0 byte, payload string) []byte {
 	return append(h, payload...)
 }
 
+// deflate compresses s as a permessage-deflate message.
+func deflate(tb testing.TB, s string) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	if _, err := w.Write([]byte(s)); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{0, 0, 0xff, 0xff})
+}
+
 func join(fs ...[]byte) []byte {
 	var b []byte
 	for _, f := range fs {
@@ -40,21 +56,27 @@ func TestFramesChecked(t *testing.T) {
 	cut := frame(0x81, long)
 	binary.BigEndian.PutUint16(cut[2:4], 768) // the length's low byte zeroed
 
+	z := deflate(t, long)
 	for _, tc := range []struct {
-		name string
-		out  []byte
-		want string // "" for sound output
+		name    string
+		out     []byte
+		deflate bool
+		want    string // "" for sound output
 	}{
-		{"sound", sound, ""},
-		{"truncated", join(frame(0x81, `{"t":"state"}`), cut), "not one JSON object"},
-		{"empty", join(frame(0x81, `{"t":"state"}`), frame(0x81, "")), "not one JSON object"},
-		{"masked", []byte{0x81, 0x82, 1, 2, 3, 4, 'a', 'b'}, "masked"},
-		{"reserved bit", frame(0xc1, "{}"), "reserved bit"},
-		{"long ping", frame(0x89, strings.Repeat("p", 126)), "control frame"},
+		{"sound", sound, false, ""},
+		{"sound, compressed", join(frame(0xc1, string(z)), sound), true, ""},
+		{"compressed, not negotiated", frame(0xc1, string(z)), false, "reserved bit"},
+		{"compressed, cut", frame(0xc1, string(z[:len(z)/2])), true, "JSON"},
+		{"truncated", join(frame(0x81, `{"t":"state"}`), cut), false, "not one JSON object"},
+		{"empty", join(frame(0x81, `{"t":"state"}`), frame(0x81, "")), false, "not one JSON object"},
+		{"masked", []byte{0x81, 0x82, 1, 2, 3, 4, 'a', 'b'}, false, "masked"},
+		{"reserved bit", frame(0xa1, "{}"), true, "reserved bit"},
+		{"compressed ping", frame(0xc9, ""), true, "reserved bit"},
+		{"long ping", frame(0x89, strings.Repeat("p", 126)), false, "control frame"},
 	} {
 		for _, step := range []int{1, 7, 4096} {
 			var got []string
-			f := nbiocheck.NewFrames(func(m string) { got = append(got, m) })
+			f := nbiocheck.NewFrames(func(m string) { got = append(got, m) }, tc.deflate)
 			for b := tc.out; len(b) > 0; {
 				n := min(step, len(b))
 				f.Write(b[:n])

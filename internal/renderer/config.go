@@ -50,6 +50,7 @@ type Config struct {
 
 	// Limits of the web side (see web.Config).
 	WSEngine             string // web.WSEngineStd or web.WSEngineNbio
+	WSCompress           bool   // permessage-deflate on the nbio engine's websockets
 	SendBuffer           int
 	PeerTimeout          time.Duration
 	ResponseTimeout      time.Duration
@@ -97,6 +98,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.String(&c.TrustedProxies, "trusted-proxies", "FEED_TRUSTED_PROXIES", "", "CIDR prefixes of reverse proxies whose X-Forwarded-For is believed, comma-separated; empty: none")
 	fs.Duration(&c.ResponseTimeout, "response-timeout", "FEED_RESPONSE_TIMEOUT", 30*time.Second, "time to write a whole non-websocket response; a client that does not read is cut off")
 	fs.String(&c.WSEngine, "ws-engine", "FEED_WS_ENGINE", web.WSEngineNbio, "websocket engine: nbio (sockets on an epoll poller after the handshake: less memory and CPU per client) or std (goroutines per socket, coder/websocket)")
+	fs.Bool(&c.WSCompress, "ws-compress", "FEED_WS_COMPRESS", true, "nbio engine: compress websocket frames (permessage-deflate, no context takeover) for clients that offer it, as browsers do; each frame is compressed once for all its sockets")
 	fs.Duration(&c.PeerTimeout, "peer-timeout", "FEED_PEER_TIMEOUT", 30*time.Second, "drop a connection whose host has left bytes written to it unacknowledged this long (TCP_USER_TIMEOUT, Linux): how an event stream whose client vanished ends; 0 leaves the kernel's default (about 15 minutes)")
 	fs.Int(&c.SendBuffer, "send-buffer", "FEED_SEND_BUFFER", 1<<20, "nbio engine: bytes of a websocket the kernel has not taken before the client is closed as slow")
 	fs.Int(&c.MaxClients, "max-clients", "FEED_MAX_CLIENTS", 10000, "websockets this replica holds at most")

@@ -102,3 +102,30 @@ func TestWSEngineFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestWSCompressFlag: websocket compression is on unless -ws-compress=false
+// or FEED_WS_COMPRESS=false turns it off, the flag over the environment.
+func TestWSCompressFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  string // $FEED_WS_COMPRESS
+		want bool
+	}{
+		{nil, "", true},
+		{nil, "false", false},
+		{[]string{"-ws-compress=false"}, "", false},
+		{[]string{"-ws-compress=true"}, "false", true},
+	} {
+		t.Setenv("FEED_WS_COMPRESS", tt.env)
+		if tt.env == "" {
+			os.Unsetenv("FEED_WS_COMPRESS")
+		}
+		m := renderer.NewMain()
+		if err := m.ParseFlags(append([]string{"-db", "x.db"}, tt.args...)); err != nil {
+			t.Fatalf("%q: %v", tt.args, err)
+		}
+		if m.Config.WSCompress != tt.want {
+			t.Errorf("%q, $FEED_WS_COMPRESS %q: compress %v, want %v", tt.args, tt.env, m.Config.WSCompress, tt.want)
+		}
+	}
+}

@@ -129,6 +129,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger:         log,
 
 		WSEngine:             m.Config.WSEngine,
+		NoCompression:        !m.Config.WSCompress,
 		SendBuffer:           m.Config.SendBuffer,
 		PeerTimeout:          peerTimeout(m.Config.PeerTimeout),
 		ResponseTimeout:      m.Config.ResponseTimeout,
