@@ -25,15 +25,17 @@ type Frames struct {
 	report  func(misuse string)
 	deflate bool // permessage-deflate negotiated: RSV1 marks a compressed message
 
-	off    int64  // bytes seen
-	hdr    []byte // the current frame's header so far
-	need   int64  // its payload bytes still to come; -1 in a header
-	op     byte   // the current frame's opcode
-	fin    bool   // the current frame ends its message
-	msg    []byte // the text message so far (fragments gathered)
-	ctl    bool   // the current frame is a control frame
-	z      bool   // the current message is compressed
-	prev   string // the frame before, described
+	off    int64         // bytes seen
+	hdr    []byte        // the current frame's header so far
+	need   int64         // its payload bytes still to come; -1 in a header
+	op     byte          // the current frame's opcode
+	fin    bool          // the current frame ends its message
+	msg    []byte        // the text message so far (fragments gathered)
+	ctl    bool          // the current frame is a control frame
+	z      bool          // the current message is compressed
+	fr     io.ReadCloser // the socket's inflater, reset for each message
+	out    bytes.Buffer  // an inflated message
+	prev   string        // the frame before, described
 	frames int64
 	bad    bool
 }
@@ -129,11 +131,21 @@ func (f *Frames) end() {
 	if !f.ctl && (f.op == 1 || f.op == 0) && f.fin {
 		m := f.msg
 		if f.z {
-			var err error
-			if m, err = io.ReadAll(flate.NewReader(io.MultiReader(bytes.NewReader(f.msg), bytes.NewReader(flateTail)))); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			// One inflater per socket, reset: a new one per message costs
+			// tens of KiB, too much for a renderer the crash tests load.
+			src := io.MultiReader(bytes.NewReader(f.msg), bytes.NewReader(flateTail))
+			if f.fr == nil {
+				f.fr = flate.NewReader(src)
+			} else if err := f.fr.(flate.Resetter).Reset(src, nil); err != nil {
+				f.fail("an inflater that does not reset: " + err.Error())
+				return
+			}
+			f.out.Reset()
+			if _, err := f.out.ReadFrom(f.fr); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 				f.fail("a compressed message that does not inflate: " + err.Error())
 				return
 			}
+			m = f.out.Bytes()
 		}
 		if len(m) == 0 || m[0] != '{' || !json.Valid(m) {
 			f.fail("a text message that is not one JSON object")

@@ -64,7 +64,8 @@ func TestFramesChecked(t *testing.T) {
 		want    string // "" for sound output
 	}{
 		{"sound", sound, false, ""},
-		{"sound, compressed", join(frame(0xc1, string(z)), sound), true, ""},
+		{"sound, compressed", join(frame(0xc1, string(z)), sound, frame(0xc1, string(z))), true, ""},
+		{"compressed, then one cut", join(frame(0xc1, string(z)), frame(0xc1, string(z[:len(z)/2]))), true, "JSON"},
 		{"compressed, not negotiated", frame(0xc1, string(z)), false, "reserved bit"},
 		{"compressed, cut", frame(0xc1, string(z[:len(z)/2])), true, "JSON"},
 		{"truncated", join(frame(0x81, `{"t":"state"}`), cut), false, "not one JSON object"},
