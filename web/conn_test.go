@@ -52,7 +52,8 @@ func TestLivePings(t *testing.T) {
 	if st := e.srv.Stats(); st.PongTimeouts != 1 || st.SlowCloses != 0 {
 		t.Fatalf("PongTimeouts = %d, SlowCloses = %d; want the mute client counted as gone, not slow", st.PongTimeouts, st.SlowCloses)
 	}
-	// Several ping periods later the reading client is still there.
+	// Several ping periods later the reading client is still there: an
+	// invariant checked over a window, so the loop runs out its time.
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		if n := e.srv.Stats().Clients; n != 1 {

@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/proc"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/web"
 )
@@ -271,13 +272,10 @@ func TestLiveSubscribeBackfillWindow(t *testing.T) {
 				return
 			}
 			e.ring()
-			deadline := time.Now().Add(5 * time.Second)
-			for e.srv.Stats().TailCursor < res[len(res)-1].Seq {
-				if time.Now().After(deadline) {
-					t.Error("tailer never passed the gap")
-					return
-				}
-				time.Sleep(time.Millisecond)
+			if _, err := proc.Poll(context.Background(), 5*time.Second, "the tailer past the gap", func() (bool, error) {
+				return e.srv.Stats().TailCursor >= res[len(res)-1].Seq, nil
+			}); err != nil {
+				t.Error(err)
 			}
 		})
 	})

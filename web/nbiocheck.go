@@ -15,11 +15,11 @@ import (
 // the tests fail on the line.
 func init() {
 	nbioAllocator = nbiocheck.New(mempool.DefaultMemPool, func(misuse string) {
-		slog.Error("web: nbio buffer misused", "misuse", misuse)
+		slog.Error(nbiocheck.LogMessage, "misuse", misuse)
 	})
 	newWireCheck = func(game string, deflate bool) func([]byte) {
 		return nbiocheck.NewFrames(func(misuse string) {
-			slog.Error("web: nbio buffer misused", "game", game, "misuse", misuse)
+			slog.Error(nbiocheck.LogMessage, "game", game, "misuse", misuse)
 		}, deflate).Write
 	}
 }

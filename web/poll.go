@@ -220,9 +220,6 @@ type pollClose struct {
 func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key string, after int64, storeID string, c *client, release func()) {
 	p := s.poll
 	ps := &pollSocket{p: p, game: game, c: c, room: make(chan struct{}, 1)}
-	if newWireCheck != nil {
-		ps.wire = newWireCheck(game, !s.cfg.NoCompression && offersDeflate(r))
-	}
 	ps.c.wake = ps.wake
 	ps.c.flush = ps.flushHere
 	ps.busy.Store(true) // the backfill below is the first writer
@@ -238,6 +235,9 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 		// compression of writes stays off.
 		up.EnableCompression(true)
 		ps.deflate = offersDeflate(r)
+	}
+	if newWireCheck != nil {
+		ps.wire = newWireCheck(game, ps.deflate)
 	}
 	up.OnOpen(func(c *nbws.Conn) {
 		ps.conn = c
@@ -389,14 +389,10 @@ func (ps *pollSocket) writeBackfill(f frame) error {
 	if ps.closing.Load() {
 		return errPollClosed
 	}
-	pb := gatherPool.Get().(*[]byte)
-	b := appendTextFrame((*pb)[:0], data, compressed)
-	err := ps.writeFrames(b)
-	if cap(b) <= 2*maxGather {
-		*pb = b[:0]
-		gatherPool.Put(pb)
-	}
-	return err
+	pb := getGather()
+	b := appendTextFrame(*pb, data, compressed)
+	defer putGather(pb, b)
+	return ps.writeFrames(b)
 }
 
 var errPollClosed = errors.New("web: websocket closed")

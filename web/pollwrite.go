@@ -20,6 +20,22 @@ var gatherPool = sync.Pool{New: func() any {
 	return &b
 }}
 
+// getGather lends an empty gather buffer.
+func getGather() *[]byte {
+	pb := gatherPool.Get().(*[]byte)
+	*pb = (*pb)[:0]
+	return pb
+}
+
+// putGather gives pb back with b, what was gathered in it, unless one
+// freak frame grew it past twice its size.
+func putGather(pb *[]byte, b []byte) {
+	if cap(b) <= 2*maxGather {
+		*pb = b[:0]
+		gatherPool.Put(pb)
+	}
+}
+
 // appendTextFrame appends data as one unmasked, unfragmented websocket text
 // frame (RFC 6455, section 5.2: a server's frames are not masked), with
 // RSV1 set when data is compressed (RFC 7692); its size is wireSize(data).
@@ -74,14 +90,9 @@ func (ps *pollSocket) writeFrames(b []byte) error {
 // slow, or a write failed (nbio has closed it, and end runs).
 func (ps *pollSocket) writeQueued() bool {
 	s := ps.p.s
-	pb := gatherPool.Get().(*[]byte)
-	buf := (*pb)[:0]
-	defer func() {
-		if cap(buf) <= 2*maxGather { // not one freak frame's buffer
-			*pb = buf[:0]
-			gatherPool.Put(pb)
-		}
-	}()
+	pb := getGather()
+	buf := *pb
+	defer func() { putGather(pb, buf) }()
 	var gathered sentCount // not yet written
 	write := func() bool {
 		if len(buf) == 0 {

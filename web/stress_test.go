@@ -46,7 +46,7 @@ func TestWriteStress(t *testing.T) {
 	clients := make([]*stressClient, 16)
 	var wg sync.WaitGroup
 	for i := range clients {
-		c := &stressClient{idx: i, url: e.liveURL(g.game, 0), board: i%2 == 0}
+		c := &stressClient{idx: i, e: e, game: g.game, board: i%2 == 0}
 		clients[i] = c
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run(ctx) }()
@@ -112,7 +112,8 @@ func stressText(rng *rand.Rand) string {
 // test ends.
 type stressClient struct {
 	idx   int
-	url   string
+	e     *env
+	game  string
 	board bool
 
 	cursor                    atomic.Int64
@@ -133,7 +134,7 @@ func (c *stressClient) run(ctx context.Context) {
 }
 
 func (c *stressClient) session(ctx context.Context, hc *http.Client, rng *rand.Rand) {
-	url := c.url[:strings.LastIndex(c.url, "=")+1] + fmt.Sprint(c.cursor.Load())
+	url := c.e.liveURL(c.game, c.cursor.Load())
 	if c.board {
 		url += "&board=1"
 	}

@@ -16,6 +16,11 @@ import (
 	"github.com/lesismal/nbio/mempool"
 )
 
+// LogMessage is what a binary built with the nbiocheck tag logs for each
+// misuse (web/nbiocheck.go); the crash tests fail on it
+// (internal/testkit/proctest).
+const LogMessage = "web: nbio buffer misused"
+
 // Allocator is a mempool.Allocator that checks each buffer's use against
 // its lending and frees.
 type Allocator struct {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codemojex/feed/internal/nbiocheck"
 	"github.com/codemojex/feed/internal/proc"
 	"github.com/codemojex/feed/internal/testkit/wait"
 )
@@ -54,7 +55,7 @@ func Binaries(tb testing.TB) string {
 
 // MisuseLine is the log message of a binary built with the nbiocheck tag
 // when nbio's buffers are misused (web/nbiocheck.go).
-const MisuseLine = "web: nbio buffer misused"
+const MisuseLine = nbiocheck.LogMessage
 
 // Cleanup removes the built binaries; call it from TestMain after m.Run.
 func Cleanup() {
