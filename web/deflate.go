@@ -28,12 +28,26 @@ type deflated struct {
 	b    []byte // nil when compressing does not make it smaller
 }
 
+// deflateCount counts the compressions done, and the payload bytes of
+// their frames before and after (after is before when compressing did not
+// shrink the frame, which then goes plain): once per frame, however many
+// sockets take it.
+type deflateCount struct {
+	frames, plain, packed atomic.Int64
+}
+
 // of returns data's compressed payload, or nil when it is not smaller;
-// made counts the compressions done.
-func (z *deflated) of(data []byte, made *atomic.Int64) []byte {
+// n counts the compression when this call made it.
+func (z *deflated) of(data []byte, n *deflateCount) []byte {
 	z.once.Do(func() {
 		z.b = deflate(data)
-		made.Add(1)
+		n.frames.Add(1)
+		n.plain.Add(int64(len(data)))
+		if z.b != nil {
+			n.packed.Add(int64(len(z.b)))
+		} else {
+			n.packed.Add(int64(len(data)))
+		}
 	})
 	return z.b
 }

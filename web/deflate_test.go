@@ -109,7 +109,10 @@ func TestDeflate(t *testing.T) {
 			for _, z := range zs {
 				readLines(t, z, 1)
 			}
-			before := e.srv.Stats().FramesDeflated
+			before := e.srv.Stats()
+			mFrames := metric(t, "codemojex_web_frames_deflated_total", nil)
+			mPlain := metric(t, "codemojex_web_deflate_bytes_total", map[string]string{"form": "plain"})
+			mPacked := metric(t, "codemojex_web_deflate_bytes_total", map[string]string{"form": "deflated"})
 			plainN[0].Store(0)
 			zN[0].Store(0)
 
@@ -124,7 +127,24 @@ func TestDeflate(t *testing.T) {
 				}
 			}
 
-			deflated := e.srv.Stats().FramesDeflated - before
+			after := e.srv.Stats()
+			deflated := after.FramesDeflated - before.FramesDeflated
+			plainBytes, packedBytes := after.DeflatePlainBytes-before.DeflatePlainBytes, after.DeflatedBytes-before.DeflatedBytes
+			// The metrics are the Stats, summed over the process's Servers
+			// (the earlier ones closed, so their part does not move).
+			for _, m := range []struct {
+				name string
+				got  float64
+				want int64
+			}{
+				{"frames deflated", metric(t, "codemojex_web_frames_deflated_total", nil) - mFrames, deflated},
+				{"plain bytes", metric(t, "codemojex_web_deflate_bytes_total", map[string]string{"form": "plain"}) - mPlain, plainBytes},
+				{"deflated bytes", metric(t, "codemojex_web_deflate_bytes_total", map[string]string{"form": "deflated"}) - mPacked, packedBytes},
+			} {
+				if int64(m.got) != m.want {
+					t.Errorf("metric of %s moved by %v, Stats by %d", m.name, m.got, m.want)
+				}
+			}
 			ratio := float64(zN[0].Load()) / float64(plainN[0].Load())
 			t.Logf("%d frames: %d bytes plain, %d compressed (%.2f), %d compressions", len(want), plainN[0].Load(), zN[0].Load(), ratio, deflated)
 			if tc.off || e.cfg.WSEngine == web.WSEngineStd {
@@ -138,6 +158,10 @@ func TestDeflate(t *testing.T) {
 			}
 			if deflated == 0 || deflated > int64(len(want)) {
 				t.Fatalf("%d compressions for %d frames to three sockets, want one per frame at most", deflated, len(want))
+			}
+			// Each chat line is 128+ bytes and shrinks: counted at both sizes.
+			if plainBytes < deflated*128 || packedBytes <= 0 || float64(packedBytes) > 0.75*float64(plainBytes) {
+				t.Fatalf("%d frames deflated from %d to %d bytes, want 128+ bytes each, shrunk under 0.75", deflated, plainBytes, packedBytes)
 			}
 		})
 	}

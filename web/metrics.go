@@ -137,6 +137,15 @@ var metrics = counterset.New(
 	counterset.Counter("codemojex_web_resets_total",
 		"Reset frames sent to clients too far behind or ahead of this store.",
 		func(c *counters) int64 { return c.resets.Load() }),
+	counterset.Counter("codemojex_web_frames_deflated_total",
+		"Frames compressed for websockets that negotiated permessage-deflate: once per frame, shared by every such socket of its game.",
+		func(c *counters) int64 { return c.deflated.frames.Load() }),
+	counterset.Labeled("codemojex_web_deflate_bytes_total",
+		"Payload bytes of the frames compressed, before (form=plain) and after (form=deflated; a frame that did not shrink goes plain and counts as it is): their ratio is what compression saves per frame.",
+		"form", []string{"plain", "deflated"}, func(c *counters, add func(string, int64)) {
+			add("plain", c.deflated.plain.Load())
+			add("deflated", c.deflated.packed.Load())
+		}),
 	counterset.Counter("codemojex_web_tail_errors_total",
 		"Failed store reads of the tailer.",
 		func(c *counters) int64 { return c.tailErrors.Load() }),

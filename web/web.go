@@ -272,7 +272,9 @@ type Stats struct {
 	StatesSkipped int64
 	// FramesDeflated counts frames compressed for permessage-deflate
 	// sockets: once per frame, however many sockets it goes to.
-	FramesDeflated int64
+	// DeflatePlainBytes and DeflatedBytes are those frames' payload bytes
+	// before and after (a frame that did not shrink counts as it is).
+	FramesDeflated, DeflatePlainBytes, DeflatedBytes int64
 }
 
 // counters are the one place a Server's events are counted: Stats reads
@@ -282,7 +284,8 @@ type counters struct {
 	sent, encoded byFrame // frames written to websockets, encoded for hubs; by type
 
 	conns, clients, streams, slowCloses, resets, tailCursor, tailErrors atomic.Int64
-	handoffHits, handoffMisses, statesSkipped, pongTimeouts, deflated   atomic.Int64
+	handoffHits, handoffMisses, statesSkipped, pongTimeouts             atomic.Int64
+	deflated                                                            deflateCount
 }
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
@@ -382,25 +385,26 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 // Stats returns a snapshot of this server's counters.
 func (s *Server) Stats() Stats {
 	return Stats{
-		Clients:       s.stats.clients.Load(),
-		EventStreams:  s.stats.streams.Load(),
-		Requests:      s.requests.total(),
-		Conns:         s.stats.conns.Load(),
-		Hubs:          int64(s.hubs.len()),
-		LinesEncoded:  s.stats.encoded.get(frameLine),
-		StatesEncoded: s.stats.encoded.get(frameState),
-		BoardsEncoded: s.stats.encoded.get(frameBoard),
-		FramesSent:    s.stats.sent.sum(),
-		SlowCloses:    s.stats.slowCloses.Load(),
-		PongTimeouts:  s.stats.pongTimeouts.Load(),
-		Resets:        s.stats.resets.Load(),
-		TailCursor:    s.stats.tailCursor.Load(),
-		TailErrors:    s.stats.tailErrors.Load(),
-		HandoffHits:   s.stats.handoffHits.Load(),
-		HandoffMisses: s.stats.handoffMisses.Load(),
-		StatesSkipped: s.stats.statesSkipped.Load(),
-
-		FramesDeflated: s.stats.deflated.Load(),
+		Clients:           s.stats.clients.Load(),
+		EventStreams:      s.stats.streams.Load(),
+		Requests:          s.requests.total(),
+		Conns:             s.stats.conns.Load(),
+		Hubs:              int64(s.hubs.len()),
+		LinesEncoded:      s.stats.encoded.get(frameLine),
+		StatesEncoded:     s.stats.encoded.get(frameState),
+		BoardsEncoded:     s.stats.encoded.get(frameBoard),
+		FramesSent:        s.stats.sent.sum(),
+		SlowCloses:        s.stats.slowCloses.Load(),
+		PongTimeouts:      s.stats.pongTimeouts.Load(),
+		Resets:            s.stats.resets.Load(),
+		TailCursor:        s.stats.tailCursor.Load(),
+		TailErrors:        s.stats.tailErrors.Load(),
+		HandoffHits:       s.stats.handoffHits.Load(),
+		HandoffMisses:     s.stats.handoffMisses.Load(),
+		StatesSkipped:     s.stats.statesSkipped.Load(),
+		FramesDeflated:    s.stats.deflated.frames.Load(),
+		DeflatePlainBytes: s.stats.deflated.plain.Load(),
+		DeflatedBytes:     s.stats.deflated.packed.Load(),
 	}
 }
 
