@@ -33,6 +33,7 @@ type options struct {
 	latRate, latGames, latClients int
 	latDuration                   time.Duration
 	latRounds                     int
+	latCompressed                 bool
 
 	fanClients, fanGames, fanRounds int
 
@@ -65,6 +66,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.latClients, "latency-clients", 1000, "latency: websocket clients spread over the games")
 	fs.DurationVar(&o.latDuration, "latency-duration", 20*time.Second, "latency: measured writing time of the renderer, and of the baseline")
 	fs.IntVar(&o.latRounds, "latency-rounds", 2, "latency: rounds of each server, interleaved renderer, baseline, baseline, renderer, … (each of -latency-duration / rounds)")
+	fs.BoolVar(&o.latCompressed, "latency-compressed", true, "latency: one more renderer round, after the others, whose clients offer permessage-deflate as browsers do (reported apart from the targets)")
 	fs.IntVar(&o.fanClients, "fanout-clients", 10000, "fan-out: websocket clients (in a separate process)")
 	fs.IntVar(&o.fanGames, "fanout-games", 100, "fan-out: games the clients are spread over")
 	fs.IntVar(&o.fanRounds, "fanout-rounds", 10, "fan-out: rounds of one line to every game")
@@ -254,7 +256,7 @@ func runOne(ctx context.Context, o *options, name string) ([]bench.Row, error) {
 		res, err := bench.Latency(ctx, bench.LatencyConfig{Self: self,
 			Dir: o.dir, Renderer: renderer, Games: o.latGames, Clients: o.latClients,
 			Rate: float64(o.latRate), Warmup: 2 * time.Second, Duration: o.latDuration, Rounds: o.latRounds, Log: logw,
-			CPUProfile: profile("latency.cpu.prof"), Dump: profile("latency-deliveries.csv"),
+			CPUProfile: profile("latency.cpu.prof"), Dump: profile("latency-deliveries.csv"), Compressed: o.latCompressed,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("latency: %w", err)

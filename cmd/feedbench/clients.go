@@ -59,7 +59,7 @@ func runClients(ctx context.Context, args []string) error {
 		_, _ = proc.Poll(ctx, *wait, "deliveries", func() (bool, error) {
 			return len(sw.Deliveries()) >= expected+*backfilled**n, nil
 		})
-		frames, _ := sw.Received()
+		frames, _, _ := sw.Received()
 		rep := bench.ClientReport{Connected: *n, Frames: frames, Deliveries: sw.Deliveries()}
 		var derr error
 		rep.Dropped, derr = sw.Dropped()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/cmd/feedbench/internal/bench"
+	"github.com/codemojex/feed/web"
 )
 
 func TestSummarize(t *testing.T) {
@@ -87,6 +88,35 @@ func TestLatencyInProcess(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLatencyCompressed: the round of compressing clients is measured
+// apart, every line reaches every client, and on the nbio engine (which
+// compresses) its clients read fewer bytes off the wire per line than the
+// plain round's.
+func TestLatencyCompressed(t *testing.T) {
+	res, err := bench.Latency(context.Background(), bench.LatencyConfig{
+		Dir: t.TempDir(), Games: 3, Clients: 6, Rate: 100, Compressed: true,
+		Warmup: 200 * time.Millisecond, Duration: time.Second, Log: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := res.Compressed
+	if z == nil {
+		t.Fatal("no round of compressing clients")
+	}
+	if z.Sent != 100 || z.Q.N != z.Expected || z.Dropped != 0 || len(res.RoundP99) != 1 {
+		t.Fatalf("compressing round: sent %d, %d of %d deliveries, %d dropped; plain rounds %d", z.Sent, z.Q.N, z.Expected, z.Dropped, len(res.RoundP99))
+	}
+	plain, packed := res.WirePerLine(), z.WirePerLine()
+	t.Logf("wire bytes per line: %.0f plain, %.0f compressing (engine %s)", plain, packed, bench.DefaultEngine())
+	if plain < res.BytesPerLine {
+		t.Fatalf("plain round read %.0f wire bytes per line for %.0f payload bytes", plain, res.BytesPerLine)
+	}
+	if bench.DefaultEngine() == web.WSEngineNbio && packed > 0.8*plain {
+		t.Fatalf("compressing clients read %.0f bytes per line against %.0f plain: not compressed", packed, plain)
 	}
 }
 

@@ -41,6 +41,11 @@ type LatencyConfig struct {
 	// Self is this program, run as "SELF broadcaster" for the baseline
 	// ("" skips the baseline).
 	Self string
+	// Compressed adds, after the rounds, one renderer round of
+	// Duration/Rounds whose clients all offer permessage-deflate, as
+	// browsers do. Its figures stand apart: the targets compare the plain
+	// rounds with the baseline, whose clients take plain frames.
+	Compressed bool
 }
 
 // LatencyResult is XADD → websocket frame latency over every delivery,
@@ -49,8 +54,11 @@ type LatencyResult struct {
 	Cfg LatencyConfig
 	latencyPhase
 	// Base is the bare broadcaster's run (nil without Cfg.Self).
-	Base      *latencyPhase
-	InProcess bool
+	Base *latencyPhase
+	// Compressed is the round of compressing clients (nil without
+	// Cfg.Compressed).
+	Compressed *latencyPhase
+	InProcess  bool
 }
 
 // Latency runs one real renderer process, connects Clients websocket
@@ -87,18 +95,26 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 			if first {
 				prof, dump, first = cfg.CPUProfile, cfg.Dump, false
 			}
-			p, err := latencyRun(ctx, round, st, st.rend, NewWriter(st.rdb, st.mint, st.games), prof, dump)
+			p, err := latencyRun(ctx, round, st, st.rend, NewWriter(st.rdb, st.mint, st.games), prof, dump, false)
 			if err != nil {
 				return res, err
 			}
 			res.latencyPhase.add(p)
 			continue
 		}
-		p, err := latencyRun(ctx, round, st, b, NewPublisher(st.rdb, st.mint, st.games), "", "")
+		p, err := latencyRun(ctx, round, st, b, NewPublisher(st.rdb, st.mint, st.games), "", "", false)
 		if err != nil {
 			return res, fmt.Errorf("baseline: %w", err)
 		}
 		res.Base.add(p)
+	}
+	if cfg.Compressed {
+		p, err := latencyRun(ctx, round, st, st.rend, NewWriter(st.rdb, st.mint, st.games), "", "", true)
+		if err != nil {
+			return res, fmt.Errorf("compressing clients: %w", err)
+		}
+		res.Compressed = &latencyPhase{}
+		res.Compressed.add(p)
 	}
 	return res, nil
 }
@@ -154,6 +170,7 @@ type latencyPhase struct {
 
 	lat   []time.Duration // every delivery's latency
 	bytes int64           // payload bytes of the frames received
+	wire  int64           // bytes read off the clients' connections
 	wall  float64         // seconds written in the measured windows
 }
 
@@ -172,6 +189,7 @@ func (p *latencyPhase) add(o latencyPhase) {
 	p.Dropped += o.Dropped
 	p.Frames += o.Frames
 	p.bytes += o.bytes
+	p.wire += o.wire
 	p.ServerCPU += o.ServerCPU
 	p.lat = append(p.lat, o.lat...)
 	p.WindowP99 = append(p.WindowP99, o.WindowP99...)
@@ -229,11 +247,12 @@ const commitMetric = "codemojex_store_upsert_batch_seconds"
 // before the consumer has the line in hand.
 const readMetric = "codemojex_feed_read_lag_seconds"
 
-// latencyRun connects the clients to srv, writes with w and measures.
-func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w *Writer, cpuProfile, dump string) (latencyPhase, error) {
+// latencyRun connects the clients to srv (offering permessage-deflate when
+// compress), writes with w and measures.
+func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w *Writer, cpuProfile, dump string, compress bool) (latencyPhase, error) {
 	var res latencyPhase
 	start := time.Now()
-	sw, err := Connect(ctx, SwarmConfig{BaseURL: srv.URL(), Games: st.games, N: cfg.Clients})
+	sw, err := Connect(ctx, SwarmConfig{BaseURL: srv.URL(), Games: st.games, N: cfg.Clients, Compress: compress})
 	if err != nil {
 		return res, err
 	}
@@ -244,7 +263,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 		return res, err
 	}
 	w.Reset()
-	frames0, bytes0 := sw.Received()
+	frames0, bytes0, wire0 := sw.Received()
 	stopProfile, err := startCPUProfile(cpuProfile)
 	if err != nil {
 		return res, err
@@ -307,9 +326,10 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	if dump != "" {
 		dumpDeliveries(dump, w, from, sw.Deliveries())
 	}
-	frames1, bytes1 := sw.Received()
+	frames1, bytes1, wire1 := sw.Received()
 	res.Frames = frames1 - frames0
 	res.bytes = bytes1 - bytes0
+	res.wire = wire1 - wire0
 	if len(lat) > 0 {
 		res.FramesPerLine = float64(res.Frames) / float64(len(lat))
 		res.BytesPerLine = float64(res.bytes) / float64(len(lat))
@@ -361,8 +381,8 @@ func (r LatencyResult) Rows() []Row {
 			Value: r.perCommit()},
 		{Bench: "latency", Metric: "deliveries received / expected (clients dropped)",
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
-		{Bench: "latency", Metric: "websocket frames, and their payload bytes, received per line delivered (line + scoreboard state and board frames)",
-			Value: fmt.Sprintf("%.2f; %.0f B", r.FramesPerLine, r.BytesPerLine)},
+		{Bench: "latency", Metric: "websocket frames, their payload bytes, and the bytes read off the wire, received per line delivered (line + scoreboard state and board frames)",
+			Value: fmt.Sprintf("%.2f; %.0f B; %.0f B", r.FramesPerLine, r.BytesPerLine, r.WirePerLine())},
 		{Bench: "latency", Metric: "CPU while writing, in cores: renderer / feedbench (clients + writer) / redis-server",
 			Value: r.cpuString()},
 	}
@@ -373,14 +393,15 @@ func (r LatencyResult) Rows() []Row {
 	rows = append(rows,
 		Row{Bench: "latency", Metric: fmt.Sprintf("baseline: bare broadcaster (coder/websocket, frames pre-rendered, Redis PUBLISH → frame), same clients, rate and mix; %d lines", b.Sent),
 			Value: fmt.Sprintf("p50 %s · p99 %s · max %s", ms(b.Q.P50), ms(b.Q.P99), ms(b.Q.Max))},
-		Row{Bench: "latency", Metric: "baseline: deliveries received / expected (clients dropped); frames and payload bytes per line",
-			Value: fmt.Sprintf("%d / %d (%d dropped); %.2f; %.0f B", b.Q.N, b.Expected, b.Dropped, b.FramesPerLine, b.BytesPerLine)},
+		Row{Bench: "latency", Metric: "baseline: deliveries received / expected (clients dropped); frames, payload bytes and wire bytes per line",
+			Value: fmt.Sprintf("%d / %d (%d dropped); %.2f; %.0f B; %.0f B", b.Q.N, b.Expected, b.Dropped, b.FramesPerLine, b.BytesPerLine, b.WirePerLine())},
 		Row{Bench: "latency", Metric: "baseline: CPU while writing, in cores: broadcaster / feedbench / redis-server",
 			Value: fmt.Sprintf("%.2f / %.2f / %.2f", b.RendererCores, b.BenchCores, b.RedisCores)},
 	)
 	if r.InProcess {
 		return rows // the renderer's CPU is not its own: no ratios
 	}
+	rows = append(rows, r.compressedRows()...)
 	perFrame, basePerFrame := r.cpuPerFrame(), b.cpuPerFrame()
 	p99ratio := ratio(float64(r.Q.P99), float64(b.Q.P99))
 	if len(r.RoundP99) > 1 {
@@ -398,6 +419,33 @@ func (r LatencyResult) Rows() []Row {
 			Target: "≤ 2× (baseline p99 the floor)", Met: verdict(b.Q.N > 0 && r.Q.P99 <= 2*b.Q.P99)},
 	)
 	return rows
+}
+
+// compressedRows are the figures of the round of compressing clients, set
+// against the plain rounds' and the baseline's: what a browser's socket
+// costs the renderer, and what it receives.
+func (r LatencyResult) compressedRows() []Row {
+	z := r.Compressed
+	if z == nil || r.Base == nil {
+		return nil
+	}
+	return []Row{
+		{Bench: "latency", Metric: fmt.Sprintf("compressing clients (every client offers permessage-deflate, as browsers do), one renderer round of %v after the others: XADD → frame; deliveries received / expected", r.Cfg.Duration/time.Duration(max(r.Cfg.Rounds, 1))),
+			Value: fmt.Sprintf("p50 %s · p99 %s · max %s; %d / %d", ms(z.Q.P50), ms(z.Q.P99), ms(z.Q.Max), z.Q.N, z.Expected)},
+		{Bench: "latency", Metric: "compressing clients: renderer CPU per delivered frame, against the plain rounds' and the baseline's (plain frames)",
+			Value: fmt.Sprintf("%.1f µs = %.2f× plain (%.1f µs), %.2f× the baseline (%.1f µs)", z.cpuPerFrame(), ratio(z.cpuPerFrame(), r.cpuPerFrame()), r.cpuPerFrame(), ratio(z.cpuPerFrame(), r.Base.cpuPerFrame()), r.Base.cpuPerFrame())},
+		{Bench: "latency", Metric: "compressing clients: bytes read off the wire per line delivered, against the plain rounds' and the baseline's",
+			Value: fmt.Sprintf("%.0f B = %.2f× plain (%.0f B), %.2f× the baseline (%.0f B)", z.WirePerLine(), ratio(z.WirePerLine(), r.WirePerLine()), r.WirePerLine(), ratio(z.WirePerLine(), r.Base.WirePerLine()), r.Base.WirePerLine())},
+	}
+}
+
+// WirePerLine is the bytes read off the clients' connections per line
+// delivered.
+func (p latencyPhase) WirePerLine() float64 {
+	if len(p.lat) == 0 {
+		return 0
+	}
+	return float64(p.wire) / float64(len(p.lat))
 }
 
 // roundsNote says, in the headline row, how the lines were measured.

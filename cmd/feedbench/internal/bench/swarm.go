@@ -30,6 +30,9 @@ type SwarmConfig struct {
 	// Streams makes the clients take the event stream
 	// (/games/GAME/events, the page's fallback) instead of websockets.
 	Streams bool
+	// Compress makes the websocket clients offer permessage-deflate, as
+	// browsers do (no context takeover: what the renderer answers).
+	Compress bool
 }
 
 // Delivery is one line frame received by one client.
@@ -44,6 +47,7 @@ type Swarm struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	drops   atomic.Int64
+	wire    atomic.Int64 // bytes read from the clients' TCP connections
 }
 
 type wsClient struct {
@@ -70,13 +74,24 @@ func Connect(ctx context.Context, cfg SwarmConfig) (*Swarm, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 200
 	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s := &Swarm{cancel: cancel, clients: make([]*wsClient, cfg.N)}
 	transports := make([]*http.Transport, cfg.IPs)
 	for i := range transports {
 		d := &net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 1, byte(i/250), byte(i%250+1))}}
-		transports[i] = &http.Transport{DialContext: d.DialContext, DisableCompression: true}
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &countingConn{Conn: c, n: &s.wire}, nil
+		}
+		transports[i] = &http.Transport{DialContext: dial, DisableCompression: true}
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	s := &Swarm{cancel: cancel, clients: make([]*wsClient, cfg.N)}
+	mode := websocket.CompressionDisabled
+	if cfg.Compress {
+		mode = websocket.CompressionNoContextTakeover
+	}
 	sem := make(chan struct{}, cfg.Concurrency)
 	errs := make(chan error, cfg.N)
 	var dialWG sync.WaitGroup
@@ -91,7 +106,9 @@ func Connect(ctx context.Context, cfg SwarmConfig) (*Swarm, error) {
 			// board=1 as the page script asks: the frames a browser gets.
 			url := strings.Replace(cfg.BaseURL, "http", "ws", 1) + "/games/" + c.game + "/live?after=0&board=1"
 			hc := &http.Client{Transport: transports[i%len(transports)]}
-			dial := c.dial
+			dial := func(ctx context.Context, url string, hc *http.Client) ([]byte, error) {
+				return c.dial(ctx, url, hc, mode)
+			}
 			if cfg.Streams {
 				url = cfg.BaseURL + "/games/" + c.game + "/events?after=0&board=1"
 				dial = func(ctx context.Context, url string, hc *http.Client) ([]byte, error) {
@@ -123,10 +140,10 @@ func Connect(ctx context.Context, cfg SwarmConfig) (*Swarm, error) {
 
 // dial connects, retrying refusals (rate limit, capacity) with backoff, and
 // reads the first frame.
-func (c *wsClient) dial(ctx context.Context, url string, hc *http.Client) ([]byte, error) {
+func (c *wsClient) dial(ctx context.Context, url string, hc *http.Client, mode websocket.CompressionMode) ([]byte, error) {
 	return retryRefused(ctx, func() ([]byte, int, error) {
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		conn, resp, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPClient: hc})
+		conn, resp, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPClient: hc, CompressionMode: mode})
 		cancel()
 		if err != nil {
 			status := 0
@@ -273,15 +290,29 @@ func (s *Swarm) Deliveries() []Delivery {
 	return out
 }
 
-// Received returns the number of frames received by all clients, and their
-// payload bytes.
-func (s *Swarm) Received() (frames, bytes int64) {
+// Received returns the number of frames received by all clients, their
+// payload bytes, and the bytes the clients read off their connections
+// (frames as sent, compressed or not, with their headers; the handshakes'
+// responses).
+func (s *Swarm) Received() (frames, bytes, wire int64) {
 	for _, c := range s.clients {
 		c.mu.Lock()
 		frames, bytes = frames+c.frames, bytes+c.bytes
 		c.mu.Unlock()
 	}
-	return frames, bytes
+	return frames, bytes, s.wire.Load()
+}
+
+// countingConn counts the bytes read from a connection into n.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	k, err := c.Conn.Read(b)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // Dropped returns how many clients lost their connection, and the first
