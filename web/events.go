@@ -26,8 +26,8 @@ import (
 // over after. The page script uses it only when websockets fail
 // (docs/live-page.md).
 //
-// Both engines serve it the same way, a request goroutine per stream: it is
-// the fallback, not the path that the fan-out's memory is measured on.
+// The std engine serves it on the request's goroutine; the nbio engine hands
+// it to its poller after the headers, as it does a websocket (pollstream.go).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	game := chi.URLParam(r, "game")
 	if !event.ValidGame(game) {
@@ -54,6 +54,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	_, release, ok := s.admit(w, r)
 	if !ok {
+		return
+	}
+	if s.poll != nil && s.pollStream(w, r, game, after, release) {
 		return
 	}
 	defer s.wg.Done()

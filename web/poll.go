@@ -90,18 +90,24 @@ func newPoller(s *Server) (*poller, error) {
 	// bound and of the stuck-write check. Called by nbio with the socket's
 	// lock held; it takes no lock of ours.
 	p.eng.OnWrittenSize(func(c *nbio.Conn, b []byte, n int) {
-		if wc, ok := c.Session().(*nbws.Conn); ok {
-			if ps, ok := wc.Session().(*pollSocket); ok {
-				if ps.wire != nil {
-					ps.wire(b[:n])
-				}
-				ps.written.Add(int64(n))
-				ps.progress.Store(time.Now().UnixNano())
-				select {
-				case ps.room <- struct{}{}:
-				default:
-				}
-			}
+		var ps *pollSocket
+		switch v := c.Session().(type) {
+		case *nbws.Conn:
+			ps, _ = v.Session().(*pollSocket)
+		case *streamSession:
+			ps = v.ps
+		}
+		if ps == nil {
+			return
+		}
+		if ps.wire != nil {
+			ps.wire(b[:n])
+		}
+		ps.written.Add(int64(n))
+		ps.progress.Store(time.Now().UnixNano())
+		select {
+		case ps.room <- struct{}{}:
+		default:
 		}
 	})
 	if err := p.eng.Start(); err != nil {
@@ -173,13 +179,19 @@ func (p *poller) sweep(ctx context.Context) {
 	}
 }
 
-// pollSocket is one websocket on the nbio engine.
+// pollSocket is one websocket, or one event stream (stream), on the nbio
+// engine.
 type pollSocket struct {
 	p    *poller
 	game string
 	c    *client
 	h    *hub
-	conn *nbws.Conn // set by the upgrader's open handler
+	conn *nbws.Conn // set by the upgrader's open handler; nil for a stream
+
+	// stream is the connection of an event stream (pollstream.go): frames
+	// go out as server-sent events, the sweep's pings are comments, and a
+	// close is the connection's, once what was written has gone out.
+	stream *nbio.Conn
 
 	last    int64 // seq of the last line written; the writer's alone
 	deflate bool  // permessage-deflate was negotiated (deflate.go)
@@ -365,10 +377,12 @@ func (ps *pollSocket) pending() bool {
 // the std engine's blocking writes do, up to WriteTimeout without progress.
 func (ps *pollSocket) writeBackfill(f frame) error {
 	s := ps.p.s
-	data, compressed := ps.payload(f)
+	pb := getGather()
+	b := ps.appendFrame(*pb, f)
+	defer putGather(pb, b)
 	timer := time.NewTimer(s.cfg.WriteTimeout)
 	defer timer.Stop()
-	for ps.unsent()+wireSize(data) > ps.p.limit/2 {
+	for ps.unsent()+int64(len(b)) > ps.p.limit/2 {
 		select {
 		case <-ps.room:
 			if !timer.Stop() {
@@ -389,9 +403,6 @@ func (ps *pollSocket) writeBackfill(f frame) error {
 	if ps.closing.Load() {
 		return errPollClosed
 	}
-	pb := getGather()
-	b := appendTextFrame(*pb, data, compressed)
-	defer putGather(pb, b)
 	return ps.writeFrames(b)
 }
 
@@ -401,7 +412,7 @@ var errPollClosed = errors.New("web: websocket closed")
 // the page to resume from its cursor.
 func (ps *pollSocket) closeSlow(err error) {
 	ps.slowOnce.Do(func() {
-		ps.p.s.log.Info("web: slow websocket closed", "game", ps.game, "seq", ps.last, untrusted.Err(err))
+		ps.p.s.log.Info("web: slow "+ps.what()+" closed", "game", ps.game, "seq", ps.last, untrusted.Err(err))
 		ps.closeNow(websocket.StatusPolicyViolation, reasonSlow, ps.p.s.cfg.WriteTimeout)
 	})
 }
@@ -431,6 +442,10 @@ func (ps *pollSocket) closeNow(code websocket.StatusCode, reason string, grace t
 	if ps.closing.Swap(true) {
 		return
 	}
+	if ps.stream != nil {
+		go ps.closeWhenSent(grace)
+		return
+	}
 	ps.queued.Add(wireSize([]byte(reason)) + 2)
 	if err := ps.conn.WriteClose(int(code), reason); err != nil {
 		ps.hardClose()
@@ -442,7 +457,10 @@ func (ps *pollSocket) closeNow(code websocket.StatusCode, reason string, grace t
 // hardClose drops the connection without a handshake.
 func (ps *pollSocket) hardClose() {
 	ps.closing.Store(true)
-	if ps.conn != nil {
+	switch {
+	case ps.stream != nil:
+		ps.stream.Close()
+	case ps.conn != nil:
 		ps.conn.Close()
 	}
 }
@@ -452,15 +470,24 @@ func (ps *pollSocket) hardClose() {
 // sends the ping when one is due.
 func (ps *pollSocket) check(now time.Time, ping bool) {
 	s := ps.p.s
-	if ps.conn == nil || ps.closing.Load() {
+	if ps.conn == nil && ps.stream == nil || ps.closing.Load() {
 		return
 	}
 	if ps.unsent() > 0 && now.UnixNano()-ps.progress.Load() > int64(s.cfg.WriteTimeout) {
 		if ps.countSlowOnce() {
-			s.log.Info("web: slow websocket closed", "game", ps.game,
+			s.log.Info("web: slow "+ps.what()+" closed", "game", ps.game,
 				"err", fmt.Sprintf("web: write stuck for %v", s.cfg.WriteTimeout))
 		}
 		ps.hardClose()
+		return
+	}
+	if ps.stream != nil {
+		// A stream has no pong: a peer that is gone stops taking bytes
+		// (the stall above) or the kernel gives up on it (TCP_USER_TIMEOUT),
+		// as on the std engine.
+		if ping && ps.writeFrames(pingEvent) != nil {
+			ps.hardClose()
+		}
 		return
 	}
 	if at := ps.pingAt.Load(); at != 0 && now.UnixNano()-at > int64(s.cfg.WriteTimeout) {
@@ -498,7 +525,7 @@ func (ps *pollSocket) delivered() int64 {
 func (ps *pollSocket) end(err error, release func()) {
 	ps.endOnce.Do(func() {
 		if err != nil {
-			ps.p.s.log.Debug("web: websocket connection ended", "game", ps.game, untrusted.Err(err))
+			ps.p.s.log.Debug("web: "+ps.what()+" connection ended", "game", ps.game, untrusted.Err(err))
 		}
 		ps.closing.Store(true)
 		ps.unsubscribe()
@@ -519,7 +546,7 @@ func (ps *pollSocket) start() bool {
 	ps.p.mu.Lock()
 	ps.p.socks[ps] = struct{}{}
 	ps.p.mu.Unlock()
-	s.stats.clients.Add(1)
+	ps.count().Add(1)
 	ps.h = s.hubs.subscribe(ps.game, ps.c)
 	ps.started = true
 	return true
@@ -538,9 +565,25 @@ func (ps *pollSocket) unsubscribe() {
 	ps.p.mu.Lock()
 	delete(ps.p.socks, ps)
 	ps.p.mu.Unlock()
-	s.stats.clients.Add(-1)
+	ps.count().Add(-1)
 	s.hubs.unsubscribe(ps.h, ps.c)
 	s.changed()
+}
+
+// what names the socket in logs.
+func (ps *pollSocket) what() string {
+	if ps.stream != nil {
+		return "event stream"
+	}
+	return "websocket"
+}
+
+// count is the gauge the socket is counted in while it is started.
+func (ps *pollSocket) count() *atomic.Int64 {
+	if ps.stream != nil {
+		return &ps.p.s.stats.streams
+	}
+	return &ps.p.s.stats.clients
 }
 
 // nbioLogger hands nbio's warnings and errors to the server's logger (nbio

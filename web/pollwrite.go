@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 )
@@ -57,15 +58,19 @@ func appendTextFrame(b, data []byte, compressed bool) []byte {
 	return append(b, data...)
 }
 
-// payload is what goes on the wire for f: its compressed form when the
-// socket negotiated permessage-deflate and that is smaller, else its data.
-func (ps *pollSocket) payload(f frame) (data []byte, compressed bool) {
+// appendFrame appends f to b as it goes on the wire: a websocket text frame
+// of its compressed form when the socket negotiated permessage-deflate and
+// that is smaller, else of its data; a server-sent event on a stream.
+func (ps *pollSocket) appendFrame(b []byte, f frame) []byte {
+	if ps.stream != nil {
+		return encodeEvent(b, f)
+	}
 	if ps.deflate && f.z != nil {
 		if z := f.z.of(f.data, &ps.p.s.stats.deflated); z != nil {
-			return z, true
+			return appendTextFrame(b, z, true)
 		}
 	}
-	return f.data, false
+	return appendTextFrame(b, f.data, false)
 }
 
 // writeFrames hands frames already framed by appendTextFrame to the socket
@@ -80,8 +85,16 @@ func (ps *pollSocket) writeFrames(b []byte) error {
 		ps.progress.Store(time.Now().UnixNano()) // the stall clock starts now
 	}
 	ps.queued.Add(int64(len(b)))
-	_, err := ps.conn.UnderlayerConn().Write(b)
+	_, err := ps.out().Write(b)
 	return err
+}
+
+// out is the connection the socket's bytes are written to.
+func (ps *pollSocket) out() net.Conn {
+	if ps.stream != nil {
+		return ps.stream
+	}
+	return ps.conn.UnderlayerConn()
 }
 
 // writeQueued writes the frames queued in the mailbox, in order, gathered
@@ -110,15 +123,16 @@ func (ps *pollSocket) writeQueued() bool {
 		if f.seq != 0 && f.seq <= ps.last {
 			continue
 		}
-		data, compressed := ps.payload(f)
-		if ps.unsent()+int64(len(buf))+wireSize(data) > ps.p.limit {
+		n := len(buf)
+		buf = ps.appendFrame(buf, f)
+		if ps.unsent()+int64(len(buf)) > ps.p.limit {
+			buf = buf[:n]
 			if write() {
 				ps.countSlowOnce()
 				ps.closeSlow(fmt.Errorf("web: %d bytes unsent", ps.unsent()))
 			}
 			return false
 		}
-		buf = appendTextFrame(buf, data, compressed)
 		gathered.add(f)
 		if f.seq != 0 {
 			ps.last = f.seq
