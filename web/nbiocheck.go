@@ -11,7 +11,7 @@ import (
 )
 
 // Built with the nbiocheck tag (the crash tests' binaries), nbio's buffers
-// and every frame a socket writes are checked, and each misuse is logged:
+// and every frame a socket or event stream writes are checked, and each misuse is logged:
 // the tests fail on the line.
 func init() {
 	nbioAllocator = nbiocheck.New(mempool.DefaultMemPool, func(misuse string) {
@@ -21,5 +21,10 @@ func init() {
 		return nbiocheck.NewFrames(func(misuse string) {
 			slog.Error(nbiocheck.LogMessage, "game", game, "misuse", misuse)
 		}, deflate).Write
+	}
+	newStreamCheck = func(game string) func([]byte) {
+		return nbiocheck.NewEvents(func(misuse string) {
+			slog.Error(nbiocheck.LogMessage, "game", game, "misuse", misuse)
+		}).Write
 	}
 }

@@ -75,6 +75,9 @@ var nbioAllocator mempool.Allocator
 // nbiocheck tag.
 var newWireCheck func(game string, deflate bool) func(b []byte)
 
+// newStreamCheck is newWireCheck for an event stream on the poller.
+var newStreamCheck func(game string) func(b []byte)
+
 // newPoller starts the nbio engine and the sweep goroutine.
 func newPoller(s *Server) (*poller, error) {
 	nbioLogOnce.Do(func() { logging.SetLogger(nbioLogger{s.log}) })

@@ -103,6 +103,9 @@ func (s *Server) pollStream(w http.ResponseWriter, r *http.Request, game string,
 	p := s.poll
 	c := newClient(s.cfg.SendQueue, r.URL.Query().Get("board") == "1")
 	ps := &pollSocket{p: p, game: game, c: c, room: make(chan struct{}, 1), stream: nbc}
+	if newStreamCheck != nil {
+		ps.wire = newStreamCheck(game)
+	}
 	ps.c.wake = ps.wake
 	ps.c.flush = ps.flushHere
 	ps.busy.Store(true) // the head and the backfill below are the first writer

@@ -3,7 +3,8 @@
 // buffer to two owners, which puts one socket's bytes on another's wire.
 // The web package's tests, and the binaries the crash tests build (tag
 // nbiocheck), run nbio through it; a misuse is reported with the stacks
-// of the use and of the buffer's last free.
+// of the use and of the buffer's last free. Frames and Events check what
+// a websocket and an event stream write, as the kernel takes it.
 package nbiocheck
 
 import (
