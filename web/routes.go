@@ -35,6 +35,11 @@ func (s *Server) routes() http.Handler {
 	// but per frame.
 	r.With(s.requirePublicHost).Get("/games/{game}/live", s.live)
 	r.With(s.requirePublicHost).Get("/games/{game}/events", s.events)
+	// Liveness answers whatever else its address has in flight: a probe
+	// shares its address with the traffic it watches (a load balancer, a
+	// node, every client without -trusted-proxies), and a cap that refused
+	// it under load would have a live replica restarted. It costs nothing.
+	r.With(s.writeDeadline).Get("/healthz", s.healthz)
 
 	r.Group(func(r chi.Router) {
 		r.Use(s.writeDeadline, s.limitRequests)
@@ -56,7 +61,6 @@ func (s *Server) routes() http.Handler {
 			r.Get("/games/{game}/timeline.json", s.timelineJSON)
 			r.Get(static.Prefix+"{file}", s.static)
 		})
-		r.Get("/healthz", s.healthz)
 		r.Get("/readyz", s.readyz)
 
 		r.Group(func(r chi.Router) {
