@@ -137,8 +137,8 @@ func TestChaos(t *testing.T) {
 	}
 	start := time.Now()
 	f.run()
-	t.Logf("chaos: faults over after %v: %d kills, %d graceful restarts, %d Redis restarts, %d outages, %d full disks, %d store losses, %d refused starts",
-		time.Since(start).Round(time.Millisecond), f.kills, f.terms, f.redisRestarts, f.outages, f.diskFulls, f.storeLosses, f.refused)
+	t.Logf("chaos: faults over after %v: %d kills, %d graceful restarts, %d Redis restarts, %d outages, %d full disks, %d store losses, %d refused starts, %d restarts seen serving by their log (this process's probes late)",
+		time.Since(start).Round(time.Millisecond), f.kills, f.terms, f.redisRestarts, f.outages, f.diskFulls, f.storeLosses, f.refused, f.lateProbes)
 
 	waitCtx, waitCancel := context.WithTimeout(ctx, plan.settle)
 	defer waitCancel()

@@ -169,13 +169,25 @@ const clkTck = 100
 // cpuTicks returns the user + system CPU time of process pid so far.
 func cpuTicks(tb testing.TB, pid int) int64 {
 	tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	n, err := procTicks(pid)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return n
+}
+
+// procTicks is cpuTicks for a caller that goes on without it.
+func procTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
 	// The command name may hold spaces; the fields after it are fixed.
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return utime + stime
+	return utime + stime, nil
 }
