@@ -409,7 +409,7 @@ func (ps *pollSocket) writeBackfill(f frame) error {
 	return ps.writeFrames(b)
 }
 
-var errPollClosed = errors.New("web: websocket closed")
+var errPollClosed = errors.New("web: connection closed")
 
 // closeSlow closes a client that fell behind, with the reason that tells
 // the page to resume from its cursor.

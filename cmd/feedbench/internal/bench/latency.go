@@ -430,8 +430,10 @@ func (r LatencyResult) compressedRows() []Row {
 		return nil
 	}
 	return []Row{
-		{Bench: "latency", Metric: fmt.Sprintf("compressing clients (every client offers permessage-deflate, as browsers do), one renderer round of %v after the others: XADD → frame; deliveries received / expected", r.Cfg.Duration/time.Duration(max(r.Cfg.Rounds, 1))),
-			Value: fmt.Sprintf("p50 %s · p99 %s · max %s; %d / %d", ms(z.Q.P50), ms(z.Q.P99), ms(z.Q.Max), z.Q.N, z.Expected)},
+		{Bench: "latency", Metric: fmt.Sprintf("compressing clients (every client offers permessage-deflate, as browsers do), one renderer round of %v after the others: XADD → frame; deliveries received / expected; CPU in cores, renderer / feedbench (its clients inflate every frame) / redis-server", r.Cfg.Duration/time.Duration(max(r.Cfg.Rounds, 1))),
+			Value: fmt.Sprintf("p50 %s · p99 %s · max %s; %d / %d; %.2f / %.2f / %.2f", ms(z.Q.P50), ms(z.Q.P99), ms(z.Q.Max), z.Q.N, z.Expected, z.RendererCores, z.BenchCores, z.RedisCores)},
+		{Bench: "latency", Metric: "compressing clients: XADD → line handed to the hubs, as the renderer measures it (" + handoffMetric + "; bucket upper bounds): the part of the path before compression",
+			Value: quantiles(z.Handoff, "lines")},
 		{Bench: "latency", Metric: "compressing clients: renderer CPU per delivered frame, against the plain rounds' and the baseline's (plain frames)",
 			Value: fmt.Sprintf("%.1f µs = %.2f× plain (%.1f µs), %.2f× the baseline (%.1f µs)", z.cpuPerFrame(), ratio(z.cpuPerFrame(), r.cpuPerFrame()), r.cpuPerFrame(), ratio(z.cpuPerFrame(), r.Base.cpuPerFrame()), r.Base.cpuPerFrame())},
 		{Bench: "latency", Metric: "compressing clients: bytes read off the wire per line delivered, against the plain rounds' and the baseline's",
