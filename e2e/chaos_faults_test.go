@@ -228,6 +228,10 @@ func (f *chaosFaults) allUp() bool {
 
 var healthClient = &http.Client{Timeout: 300 * time.Millisecond}
 
+// patientClient is healthClient with time to spare: whether a renderer
+// answers at all, when the supervisor's probes missed it.
+var patientClient = &http.Client{Timeout: 10 * time.Second}
+
 // supervise moves each renderer along: a dead one is started again with
 // its name, a refused start (name still held, Redis away) is retried with
 // backoff, and one that exits by itself is a failure.
@@ -273,13 +277,14 @@ func (f *chaosFaults) supervise(now time.Time) {
 				// answer in half a millisecond. The renderer's own log says
 				// when it began serving; an answer with time to spare says
 				// it still does.
-				if at, ok := servingSince(n.r.Output()); ok && at.Sub(n.downAt) <= 30*time.Second && answers(n.r) {
+				p := probe(n.r)
+				if at, ok := servingSince(n.r.Output()); ok && at.Sub(n.downAt) <= 30*time.Second && p.code == http.StatusOK {
 					f.lateProbes++
-					f.t.Logf("chaos: %s serving since %v after it went down; this process's probes were late (%s)", n.r.name, at.Sub(n.downAt).Round(time.Millisecond), whyNotServing(n.r))
+					f.t.Logf("chaos: %s serving since %v after it went down; this process's probes were late (%s)", n.r.name, at.Sub(n.downAt).Round(time.Millisecond), whyNotServing(n.r, p))
 					n.state = nodeUp
 					break
 				}
-				f.t.Fatalf("chaos: %s not serving again %v after it went down (%d start attempts); %s", n.r.name, now.Sub(n.downAt), n.tries, whyNotServing(n.r))
+				f.t.Fatalf("chaos: %s not serving again %v after it went down (%d start attempts); %s", n.r.name, now.Sub(n.downAt), n.tries, whyNotServing(n.r, p))
 			}
 		}
 	}
@@ -287,9 +292,7 @@ func (f *chaosFaults) supervise(now time.Time) {
 
 // servingSince returns when a renderer's last start logged "web: serving".
 func servingSince(out string) (time.Time, bool) {
-	if i := strings.LastIndex(out, "=== start "); i >= 0 {
-		out = out[i:]
-	}
+	out = sinceLastStart(out)
 	i := strings.Index(out, `msg="web: serving"`)
 	if i < 0 {
 		return time.Time{}, false
@@ -304,31 +307,38 @@ func servingSince(out string) (time.Time, bool) {
 	return at, err == nil
 }
 
-// answers reports whether a renderer answers /healthz within 10 s.
-func answers(r *renderer) bool {
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(r.url("/healthz"))
+// probeResult is what one patient /healthz probe got, and how long it took.
+type probeResult struct {
+	code int // 0 when it failed
+	took time.Duration
+	err  error
+}
+
+// probe asks a renderer's /healthz with patientClient.
+func probe(r *renderer) probeResult {
+	t0 := time.Now()
+	resp, err := patientClient.Get(r.url("/healthz"))
 	if err != nil {
-		return false
+		return probeResult{took: time.Since(t0), err: err}
 	}
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return probeResult{code: resp.StatusCode, took: time.Since(t0)}
+}
+
+func (p probeResult) String() string {
+	if p.err != nil {
+		return fmt.Sprintf("a 10 s probe failed after %v: %v", p.took.Round(time.Millisecond), p.err)
+	}
+	return fmt.Sprintf("a 10 s probe answered %d after %v", p.code, p.took.Round(time.Millisecond))
 }
 
 // whyNotServing says what a renderer that missed its liveness bound was
 // doing, so that the failure explains itself: how long a probe with time
-// to spare takes, the host's load, how late a 1 ms timer of this process
+// to spare took (p), the host's load, how late a 1 ms timer of this process
 // fires (a starved test process misses probes too), and the renderer's
 // goroutines, written to -chaos.logs when it is set.
-func whyNotServing(r *renderer) string {
-	var parts []string
-	slow := &http.Client{Timeout: 10 * time.Second}
-	t0 := time.Now()
-	if resp, err := slow.Get(r.url("/healthz")); err != nil {
-		parts = append(parts, fmt.Sprintf("a 10 s probe failed after %v: %v", time.Since(t0).Round(time.Millisecond), err))
-	} else {
-		resp.Body.Close()
-		parts = append(parts, fmt.Sprintf("a 10 s probe answered %d after %v", resp.StatusCode, time.Since(t0).Round(time.Millisecond)))
-	}
+func whyNotServing(r *renderer, p probeResult) string {
+	parts := []string{p.String()}
 	// The same probe from a process of its own: whether the renderer or
 	// this, the test's busy process, is slow to answer.
 	if out, err := exec.Command("curl", "-s", "-o", "/dev/null", "-m", "10", "-w", "%{http_code} after %{time_total}s (connected after %{time_connect}s)", r.url("/healthz")).Output(); err == nil {
@@ -343,10 +353,10 @@ func whyNotServing(r *renderer) string {
 			parts = append(parts, fmt.Sprintf("the renderer used %.2f cores over the next second", float64(c1-c0)/clkTck))
 		}
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	time.Sleep(time.Millisecond) // measured: this process's timer latency
 	parts = append(parts, fmt.Sprintf("a 1 ms timer of the test process fired after %v", time.Since(t0).Round(100*time.Microsecond)))
-	if resp, err := slow.Get(r.url("/debug/pprof/goroutine?debug=1")); err == nil {
+	if resp, err := patientClient.Get(r.url("/debug/pprof/goroutine?debug=1")); err == nil {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		first, _, _ := strings.Cut(string(b), "\n")
@@ -360,10 +370,15 @@ func whyNotServing(r *renderer) string {
 
 // lastStart returns a process's output since its last start, cut short.
 func lastStart(out string) string {
+	return tailString(sinceLastStart(out), 1500)
+}
+
+// sinceLastStart returns a process's output since its last start.
+func sinceLastStart(out string) string {
 	if i := strings.LastIndex(out, "=== start "); i >= 0 {
-		out = out[i:]
+		return out[i:]
 	}
-	return tailString(out, 1500)
+	return out
 }
 
 func tailString(s string, n int) string {

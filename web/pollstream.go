@@ -84,24 +84,23 @@ func (s *Server) pollStream(w http.ResponseWriter, r *http.Request, game string,
 	if err != nil {
 		return false
 	}
-	if brw.Reader.Buffered() > 0 {
-		// The client sent more after its request: pipelining, which a
-		// stream cannot answer.
+	// The client sent more after its request (pipelining, which a stream
+	// cannot answer), or its connection cannot go to nbio: drop it.
+	var nbc *nbio.Conn
+	if brw.Reader.Buffered() == 0 {
+		if nbc, err = nbio.NBConn(conn); err != nil {
+			s.log.Warn("web: event stream to the poller", "game", game, "err", err)
+		}
+	}
+	if nbc == nil {
 		conn.Close()
 		release()
 		s.wg.Done()
 		return true
 	}
-	nbc, err := nbio.NBConn(conn)
-	if err != nil {
-		s.log.Warn("web: event stream to the poller", "game", game, "err", err)
-		conn.Close()
-		release()
-		s.wg.Done()
-		return true
-	}
+	q := r.URL.Query()
 	p := s.poll
-	c := newClient(s.cfg.SendQueue, r.URL.Query().Get("board") == "1")
+	c := newClient(s.cfg.SendQueue, q.Get("board") == "1")
 	ps := &pollSocket{p: p, game: game, c: c, room: make(chan struct{}, 1), stream: nbc}
 	if newStreamCheck != nil {
 		ps.wire = newStreamCheck(game)
@@ -123,7 +122,7 @@ func (s *Server) pollStream(w http.ResponseWriter, r *http.Request, game string,
 		ps.end(err, release)
 		return true
 	}
-	go s.serveStream(ps, head, after, r.URL.Query().Get("store"))
+	go s.serveStream(ps, head, after, q.Get("store"))
 	return true
 }
 
