@@ -32,7 +32,7 @@ type options struct {
 
 	latRate, latGames, latClients int
 	latDuration                   time.Duration
-	latRounds                     int
+	latRounds, latPrefill         int
 	latCompressed                 bool
 
 	fanClients, fanGames, fanRounds int
@@ -66,6 +66,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.latClients, "latency-clients", 1000, "latency: websocket clients spread over the games")
 	fs.DurationVar(&o.latDuration, "latency-duration", 20*time.Second, "latency: measured writing time of the renderer, and of the baseline")
 	fs.IntVar(&o.latRounds, "latency-rounds", 2, "latency: rounds of each server, interleaved renderer, baseline, baseline, renderer, … (each of -latency-duration / rounds)")
+	fs.IntVar(&o.latPrefill, "latency-prefill", 60000, "latency: lines the renderer stores, in as many other games as -latency-games that no client watches, before the rounds: a store grown as a deployed one is (0: an empty store, whose first round is faster than the rest)")
 	fs.BoolVar(&o.latCompressed, "latency-compressed", true, "latency: one more renderer round, after the others, whose clients offer permessage-deflate as browsers do (reported apart from the targets)")
 	fs.IntVar(&o.fanClients, "fanout-clients", 10000, "fan-out: websocket clients (in a separate process)")
 	fs.IntVar(&o.fanGames, "fanout-games", 100, "fan-out: games the clients are spread over")
@@ -110,6 +111,7 @@ func parseFlags(args []string) (*options, error) {
 		if !set["latency-duration"] {
 			o.latDuration = 5 * time.Second
 		}
+		quick("latency-prefill", &o.latPrefill, 10000)
 	}
 	return o, nil
 }
@@ -257,6 +259,7 @@ func runOne(ctx context.Context, o *options, name string) ([]bench.Row, error) {
 			Dir: o.dir, Renderer: renderer, Games: o.latGames, Clients: o.latClients,
 			Rate: float64(o.latRate), Warmup: 2 * time.Second, Duration: o.latDuration, Rounds: o.latRounds, Log: logw,
 			CPUProfile: profile("latency.cpu.prof"), Dump: profile("latency-deliveries.csv"), Compressed: o.latCompressed,
+			Prefill: o.latPrefill,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("latency: %w", err)

@@ -120,6 +120,28 @@ func TestLatencyCompressed(t *testing.T) {
 	}
 }
 
+// TestLatencyPrefill checks that the rounds run, and deliver everything,
+// after the store took the prefill's lines.
+func TestLatencyPrefill(t *testing.T) {
+	var log strings.Builder
+	res, err := bench.Latency(context.Background(), bench.LatencyConfig{
+		Dir: t.TempDir(), Games: 3, Clients: 6, Rate: 100, Prefill: 600,
+		Warmup: 200 * time.Millisecond, Duration: time.Second, Log: &log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "prefilled 600 lines") {
+		t.Fatalf("no prefill in the log:\n%s", log.String())
+	}
+	if res.Sent != 100 || res.Q.N != res.Expected || res.Dropped != 0 {
+		t.Fatalf("after the prefill: sent %d, %d of %d deliveries, %d dropped", res.Sent, res.Q.N, res.Expected, res.Dropped)
+	}
+	if row := res.Rows()[0].Metric; !strings.Contains(row, "grown by 600 lines") {
+		t.Fatalf("the first row does not say the store was grown: %s", row)
+	}
+}
+
 func TestWriteDoc(t *testing.T) {
 	tests := []struct {
 		name, before string

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/proc"
 )
 
@@ -46,6 +47,11 @@ type LatencyConfig struct {
 	// browsers do. Its figures stand apart: the targets compare the plain
 	// rounds with the baseline, whose clients take plain frames.
 	Compressed bool
+	// Prefill is how many lines the renderer stores before the rounds, in
+	// as many other games as Games that no client watches: the rounds then
+	// run against a grown store, as a deployed renderer's is, while the
+	// watched games start as they would without it.
+	Prefill int
 }
 
 // LatencyResult is XADD → websocket frame latency over every delivery,
@@ -77,6 +83,9 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	}
 	defer st.Close()
 	res.InProcess = cfg.Renderer == ""
+	if err := growStore(ctx, cfg, st); err != nil {
+		return res, err
+	}
 	var b *BroadcasterProc
 	if cfg.Self != "" {
 		if b, err = StartBroadcaster(ctx, cfg.Self, st.redis.URL(), cfg.Log); err != nil {
@@ -117,6 +126,57 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 		res.Compressed.add(p)
 	}
 	return res, nil
+}
+
+// prefillRate is how fast growStore writes: well under what the renderer
+// stores a second on a small host, so that it catches up as it goes.
+const prefillRate = 5000
+
+// growStore has the renderer store cfg.Prefill lines in other games and
+// waits until it has taken them all. A renderer process then forgets them
+// everywhere but in its store: their streams and registry entries are
+// deleted and it starts again, so that the rounds read the same streams
+// as without a prefill and a fresh process serves them. An in-process
+// renderer keeps reading the (idle) streams of those games.
+func growStore(ctx context.Context, cfg LatencyConfig, st *stage) error {
+	if cfg.Prefill <= 0 {
+		return nil
+	}
+	start := time.Now()
+	games, err := SeedGames(ctx, st.rdb, st.mint, "latfill", cfg.Games)
+	if err != nil {
+		return fmt.Errorf("prefill: %w", err)
+	}
+	w := NewWriter(st.rdb, st.mint, games)
+	d := time.Duration(float64(cfg.Prefill) / prefillRate * float64(time.Second))
+	if _, err := w.Paced(ctx, prefillRate, d); err != nil {
+		return fmt.Errorf("prefill: %w", err)
+	}
+	keys := Keys(games)
+	if _, err := proc.Poll(ctx, 5*time.Minute, "prefill consumed", func() (bool, error) {
+		return Drained(ctx, st.rdb, "feed", keys)
+	}); err != nil {
+		return fmt.Errorf("prefill: %w", err)
+	}
+	if r, ok := st.rend.(*Renderer); ok {
+		pipe := st.rdb.Pipeline()
+		pipe.Del(ctx, keys...)
+		for _, g := range games {
+			pipe.ZRem(ctx, event.RegistryKey, g)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("prefill: forget the games: %w", err)
+		}
+		r.Kill()
+		if err := r.Start(); err != nil {
+			return fmt.Errorf("prefill: %w", err)
+		}
+		if err := r.WaitReady(ctx, 30*time.Second); err != nil {
+			return fmt.Errorf("prefill: %w", err)
+		}
+	}
+	fmt.Fprintf(cfg.Log, "latency: prefilled %d lines in %d unwatched games in %v\n", cfg.Prefill, cfg.Games, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // roundOrder is the order of the latency benchmark's rounds, true for the
@@ -337,8 +397,8 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	res.Q = Summarize(lat)
 	res.lat, res.wall = lat, wall
 	res.Dropped, _ = sw.Dropped()
-	fmt.Fprintf(cfg.Log, "latency: %s: %d lines at %.0f/s, %d of %d deliveries, %.2f frames/line, %.2f cores: %s\n",
-		srv.URL(), sent, res.AchievedHz, res.Q.N, res.Expected, res.FramesPerLine, res.RendererCores, res.Q)
+	fmt.Fprintf(cfg.Log, "latency: %s: %d lines at %.0f/s, %d of %d deliveries, %.2f frames/line, %.0f B/line, %.2f cores: %s%s\n",
+		srv.URL(), sent, res.AchievedHz, res.Q.N, res.Expected, res.FramesPerLine, res.BytesPerLine, res.RendererCores, res.Q, res.roundNote())
 	return res, nil
 }
 
@@ -363,8 +423,8 @@ func (r LatencyResult) Rows() []Row {
 	c := r.Cfg
 	ok := r.Q.P99 < 25*time.Millisecond && r.Q.N == r.Expected
 	rows := []Row{
-		{Bench: "latency", Metric: fmt.Sprintf("XADD → websocket frame, %.0f events/s (gamesim's mix of kinds) over %d games, %d clients, %s; %d lines in %v%s",
-			c.Rate, c.Games, c.Clients, r.where(), r.Sent, c.Duration, r.roundsNote()),
+		{Bench: "latency", Metric: fmt.Sprintf("XADD → websocket frame, %.0f events/s (gamesim's mix of kinds) over %d games, %d clients, %s; %d lines in %v%s%s",
+			c.Rate, c.Games, c.Clients, r.where(), r.Sent, c.Duration, r.roundsNote(), r.prefillNote()),
 			Value:  fmt.Sprintf("p50 %s · p99 %s · max %s", ms(r.Q.P50), ms(r.Q.P99), ms(r.Q.Max)),
 			Target: "p99 < 25 ms", Met: verdict(ok)},
 		{Bench: "latency", Metric: fmt.Sprintf("p99 of each second of the run (%d seconds): best / median / worst", len(r.WindowP99)),
@@ -615,4 +675,22 @@ func (r LatencyResult) windows() string {
 	}
 	w := r.WindowP99
 	return fmt.Sprintf("%s / %s / %s", ms(w[0]), ms(w[len(w)/2]), ms(w[len(w)-1]))
+}
+
+// prefillNote says how grown the store was before the rounds.
+func (r LatencyResult) prefillNote() string {
+	if r.Cfg.Prefill <= 0 {
+		return "; the store empty before the first round"
+	}
+	return fmt.Sprintf("; the store grown by %d lines of %d other games first", r.Cfg.Prefill, r.Cfg.Games)
+}
+
+// roundNote is the renderer's own view of a round for its log line (empty
+// for the broadcaster): where its tail was, before the sockets or in them.
+func (p latencyPhase) roundNote() string {
+	if p.Handoff.count() == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; hand-off %s; reads %s; commits %s",
+		quantiles(p.Handoff, "lines"), quantiles(p.Reads, "reads"), quantiles(p.Commits, "commits"))
 }
