@@ -164,3 +164,13 @@ func OffersDeflate(values ...string) bool {
 	}
 	return offersDeflate(r)
 }
+
+// ReadyWaiting returns how many /readyz probes wait on the check in flight.
+func (s *Server) ReadyWaiting() int {
+	if s.ready == nil {
+		return 0
+	}
+	s.ready.mu.Lock()
+	defer s.ready.mu.Unlock()
+	return s.ready.waiting
+}

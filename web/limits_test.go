@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/web"
 )
 
@@ -187,8 +188,8 @@ func TestTrustedProxySocketCap(t *testing.T) {
 
 // TestRequestsPerClientCap: a client with MaxRequestsPerClient plain
 // requests in flight gets 429 for the next one; other addresses do not
-// (issue 12, item 1). The liveness probe is not capped: it shares its
-// address with the load it watches.
+// (issue 12, item 1). The liveness and readiness probes are not capped:
+// they share their address with the load they watch.
 func TestRequestsPerClientCap(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
@@ -196,14 +197,15 @@ func TestRequestsPerClientCap(t *testing.T) {
 	t.Cleanup(free)
 	e := MustOpenEnv(t, func(c *web.Config) {
 		c.MaxRequestsPerClient = 2
-		c.Ready = func(ctx context.Context) error { // holds /readyz in flight
+		c.Status = func(ctx context.Context) (feed.Status, error) { // holds /api/status in flight
 			select {
 			case <-release:
-				return nil
+				return feed.Status{}, nil
 			case <-ctx.Done():
-				return ctx.Err()
+				return feed.Status{}, ctx.Err()
 			}
 		}
+		c.Ready = func(context.Context) error { return nil }
 	})
 	getFrom := func(ip, path string) (int, error) {
 		hc := &http.Client{Transport: &http.Transport{
@@ -219,14 +221,16 @@ func TestRequestsPerClientCap(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Add(1)
-		go func() { defer wg.Done(); getFrom("127.0.0.1", "/readyz") }()
+		go func() { defer wg.Done(); getFrom("127.0.0.1", "/api/status") }()
 	}
 	waitFor(t, 10*time.Second, "two requests in flight", func() bool { return e.srv.Stats().Requests == 2 })
 	if code, err := getFrom("127.0.0.1", "/"); code != http.StatusTooManyRequests {
 		t.Fatalf("third request in flight from one address: %d %v, want 429", code, err)
 	}
-	if code, err := getFrom("127.0.0.1", "/healthz"); code != http.StatusOK {
-		t.Fatalf("liveness from the capped address: %d %v, want 200", code, err)
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if code, err := getFrom("127.0.0.1", probe); code != http.StatusOK {
+			t.Fatalf("%s from the capped address: %d %v, want 200", probe, code, err)
+		}
 	}
 	if code, err := getFrom("127.0.0.2", "/"); code != http.StatusOK {
 		t.Fatalf("request from another address: %d %v, want 200", code, err)

@@ -35,11 +35,14 @@ func (s *Server) routes() http.Handler {
 	// but per frame.
 	r.With(s.requirePublicHost).Get("/games/{game}/live", s.live)
 	r.With(s.requirePublicHost).Get("/games/{game}/events", s.events)
-	// Liveness answers whatever else its address has in flight: a probe
-	// shares its address with the traffic it watches (a load balancer, a
-	// node, every client without -trusted-proxies), and a cap that refused
-	// it under load would have a live replica restarted. It costs nothing.
+	// Liveness and readiness answer whatever else their address has in
+	// flight: a probe shares its address with the traffic it watches (a
+	// load balancer, a node, every client without -trusted-proxies), and a
+	// cap that refused it under load would have a live replica restarted
+	// or a serving one taken out of rotation. Liveness costs nothing;
+	// readiness probes share one check (see readiness).
 	r.With(s.writeDeadline).Get("/healthz", s.healthz)
+	r.With(s.writeDeadline).Get("/readyz", s.readyz)
 
 	r.Group(func(r chi.Router) {
 		r.Use(s.writeDeadline, s.limitRequests)
@@ -61,7 +64,6 @@ func (s *Server) routes() http.Handler {
 			r.Get("/games/{game}/timeline.json", s.timelineJSON)
 			r.Get(static.Prefix+"{file}", s.static)
 		})
-		r.Get("/readyz", s.readyz)
 
 		r.Group(func(r chi.Router) {
 			r.Use(s.requirePublicHost, s.admin)

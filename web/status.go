@@ -68,13 +68,13 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // readyz answers 200 when cfg.Ready passes (Redis and SQLite reachable, the
 // consumer loop running), else 503 "not ready". The reason names internal
 // addresses and errors, so only an admin request (see isAdmin) gets it.
+// Probes share checks (see readiness): a result may be up to readyMaxAge
+// old.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
-		defer cancel()
-		if err := s.cfg.Ready(ctx); err != nil {
+	if s.ready != nil {
+		if err := s.ready.get(r.Context()); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			if s.isAdmin(r) {
 				w.Write([]byte("not ready: " + err.Error() + "\n"))

@@ -28,6 +28,9 @@ var (
 	errNoStatus   = errors.New("web: no status source configured")
 	errReset      = errors.New("web: client reset")          // a reset frame ended the socket
 	errWriteStuck = errors.New("web: websocket write stuck") // std engine: no progress for WriteTimeout
+	// errReadyPanicked is the readiness result left by a Config.Ready that
+	// panicked.
+	errReadyPanicked = errors.New("web: readiness check panicked")
 )
 
 // Store is what the web reads from the store; *store.DB implements it.
@@ -233,6 +236,7 @@ type Server struct {
 	limiter  *limiter
 	sockets  *slots        // websockets per client key, taken before the handshake
 	requests *slots        // plain requests in flight per client key
+	ready    *readiness    // /readyz's shared checks; nil without Config.Ready
 	reserved atomic.Int64  // websockets admitted (MaxClients), from before the handshake to close
 	hosts    []hostPattern // PublicHosts
 	poll     *poller       // the nbio engine's sockets; nil on the std engine
@@ -303,6 +307,9 @@ func Open(cfg Config) (*Server, error) {
 	s.limiter = newLimiter(cfg.UpgradeRate, cfg.UpgradeBurst)
 	s.sockets = newSlots(cfg.MaxSocketsPerClient)
 	s.requests = newSlots(cfg.MaxRequestsPerClient)
+	if cfg.Ready != nil {
+		s.ready = &readiness{check: cfg.Ready}
+	}
 	s.hosts = parseHostPatterns(cfg.PublicHosts)
 
 	start, err := cfg.Store.MaxSeq(ctx)
