@@ -43,19 +43,18 @@ func (r *readiness) get(ctx context.Context) error {
 	if ch := r.running; ch != nil {
 		r.waiting++
 		r.mu.Unlock()
-		defer func() {
-			r.mu.Lock()
-			r.waiting--
-			r.mu.Unlock()
-		}()
+		var err error
 		select {
 		case <-ch:
 			r.mu.Lock()
-			defer r.mu.Unlock()
-			return r.err
+			err = r.err
 		case <-ctx.Done():
-			return ctx.Err()
+			r.mu.Lock()
+			err = ctx.Err()
 		}
+		r.waiting--
+		r.mu.Unlock()
+		return err
 	}
 	ch := make(chan struct{})
 	r.running = ch

@@ -131,8 +131,13 @@ func (st *stage) open(ctx context.Context, bin, dir, name, prefix string, games 
 	if st.rend, err = startTarget(ctx, bin, st.redis.URL(), filepath.Join(dir, name+".db"), prefix+"-1", dir); err != nil {
 		return err
 	}
-	keys := Keys(st.games)
-	_, err = proc.Poll(ctx, 30*time.Second, "seed events consumed", func() (bool, error) {
+	return st.waitConsumed(ctx, Keys(st.games), 30*time.Second, "seed events consumed")
+}
+
+// waitConsumed waits up to timeout until the renderers' group has read and
+// acked every entry of keys.
+func (st *stage) waitConsumed(ctx context.Context, keys []string, timeout time.Duration, what string) error {
+	_, err := proc.Poll(ctx, timeout, what, func() (bool, error) {
 		return Drained(ctx, st.rdb, "feed", keys)
 	})
 	return err

@@ -153,9 +153,7 @@ func growStore(ctx context.Context, cfg LatencyConfig, st *stage) error {
 		return fmt.Errorf("prefill: %w", err)
 	}
 	keys := Keys(games)
-	if _, err := proc.Poll(ctx, 5*time.Minute, "prefill consumed", func() (bool, error) {
-		return Drained(ctx, st.rdb, "feed", keys)
-	}); err != nil {
+	if err := st.waitConsumed(ctx, keys, 5*time.Minute, "prefill consumed"); err != nil {
 		return fmt.Errorf("prefill: %w", err)
 	}
 	if r, ok := st.rend.(*Renderer); ok {
