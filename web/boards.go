@@ -103,23 +103,10 @@ func (t *tailer) sendBoard(ctx context.Context, game string, b *board, now time.
 
 // armBoards makes the tailer's board timer fire at due at the latest.
 func (t *tailer) armBoards(due time.Time) {
-	if t.boardTimer == nil {
-		t.boardTimer = time.NewTimer(time.Until(due))
-		t.boardDue = due
-		return
-	}
 	if t.boardDue.IsZero() || due.Before(t.boardDue) {
-		t.boardTimer.Reset(time.Until(due))
+		t.timer.Reset(time.Until(due))
 		t.boardDue = due
 	}
-}
-
-// boardC is the board timer's channel, nil when none is armed.
-func (t *tailer) boardC() <-chan time.Time {
-	if t.boardTimer == nil || t.boardDue.IsZero() {
-		return nil
-	}
-	return t.boardTimer.C
 }
 
 // flushBoards sends the pending state frames that are due and re-arms the

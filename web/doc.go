@@ -43,7 +43,8 @@
 // else whole. Live lines
 // come from the tailer, which reads the store after a doorbell or its tick,
 // and takes the lines this process committed from Server.Committed without a
-// store read when their seqs follow its cursor. Live lines at or below the last backfilled seq are
+// store read when their seqs follow its cursor (on the committing goroutine
+// when the tailer is between passes). Live lines at or below the last backfilled seq are
 // dropped, so the window between the backfill query and the subscription
 // loses nothing and doubles nothing.
 //

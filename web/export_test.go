@@ -174,3 +174,10 @@ func (s *Server) ReadyWaiting() int {
 	defer s.ready.mu.Unlock()
 	return s.ready.waiting
 }
+
+// HoldTail holds the tailer's turn, as a pass of its own goroutine does,
+// until release is called.
+func HoldTail(s *Server) (release func()) {
+	s.tail.turn.Lock()
+	return s.tail.turn.Unlock
+}

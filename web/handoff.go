@@ -37,7 +37,17 @@ func newHandoff() *handoff { return &handoff{ready: make(chan struct{}, 1)} }
 // (a peer renderer sharing the store) can be missing in between; otherwise
 // it reads the store as it would after a doorbell, which finds both. So
 // the lines go out in seq order, once each, and the store's seqs stay the
-// resume cursor. Committed never blocks.
+// resume cursor.
+//
+// When the tailer is between passes, Committed runs the pass itself, on
+// the caller's goroutine, and the frames are queued (on the nbio engine,
+// written) before it returns: a line then waits for no other goroutine to
+// be scheduled between its commit and its sockets, which on a busy host is
+// a wait of milliseconds (docs/benchmarks.md, notes from profiles). Such a
+// pass does not poll the store: a batch that does not follow the cursor,
+// or a queue dropped for its size, is left to the tailer's goroutine. (Its
+// state frames come from the store's board cache, read as on the tailer's
+// goroutine.) Committed never waits for the tailer, nor for a socket.
 func (s *Server) Committed(lines []store.Line) {
 	if len(lines) == 0 {
 		return
@@ -51,10 +61,44 @@ func (s *Server) Committed(lines []store.Line) {
 		h.n += len(lines)
 	}
 	h.mu.Unlock()
+	if s.tail != nil && s.tail.ownNow() {
+		return
+	}
+	h.wake()
+}
+
+// wake makes the tailer look at the queue.
+func (h *handoff) wake() {
 	select {
 	case h.ready <- struct{}{}:
 	default:
 	}
+}
+
+// ownNow is Committed's pass: unless the tailer's goroutine is in a pass,
+// it hands the queued lines to the hubs as takeOwn would, and reports
+// whether it took them all. What needs the store (a dropped queue, a batch
+// after a hole) it leaves queued, in order, for the tailer.
+func (t *tailer) ownNow() bool {
+	if !t.turn.TryLock() {
+		return false
+	}
+	defer t.turn.Unlock()
+	if t.ctx.Err() != nil {
+		return false // Close began: no pass after it (see Close)
+	}
+	h := t.s.handoff
+	batches, ok := h.takeWhole()
+	if !ok {
+		return false
+	}
+	for i, ls := range batches {
+		if !t.direct(t.ctx, ls) {
+			h.requeue(batches[i:])
+			return false
+		}
+	}
+	return true
 }
 
 // take returns the queued batches and whether some were dropped, and
@@ -65,6 +109,39 @@ func (h *handoff) take() ([][]store.Line, bool) {
 	b, d := h.batches, h.dropped
 	h.batches, h.n, h.dropped = nil, 0, false
 	return b, d
+}
+
+// takeWhole is take for a pass that does not read the store: it returns
+// false, and leaves the queue, when lines were dropped.
+func (h *handoff) takeWhole() ([][]store.Line, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dropped {
+		return nil, false
+	}
+	b := h.batches
+	h.batches, h.n = nil, 0
+	return b, true
+}
+
+// requeue puts batches taken by takeWhole back at the head of the queue,
+// before any queued since, so that the tailer takes them in commit order.
+func (h *handoff) requeue(batches [][]store.Line) {
+	n := 0
+	for _, ls := range batches {
+		n += len(ls)
+	}
+	h.mu.Lock()
+	switch {
+	case h.dropped:
+		// The tailer reads the store, which covers these too.
+	case h.n+n > handoffMax:
+		h.batches, h.n, h.dropped = nil, 0, true
+	default:
+		h.batches = append(batches, h.batches...)
+		h.n += n
+	}
+	h.mu.Unlock()
 }
 
 // takeOwn hands the queued own lines to the hubs, or reads the store when

@@ -68,6 +68,56 @@ func TestHandoffWithoutStoreRead(t *testing.T) {
 	}
 }
 
+// With the tailer between passes, Committed hands the lines to the hubs
+// itself: the frames are out before it returns, with no other goroutine
+// scheduled in between.
+func TestHandoffOnCommittingGoroutine(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.TailEvery = time.Hour })
+	w := e.dial("g1", 0)
+	w.next() // state: the client is in the hub
+	g := e.gen("g1")
+	before := e.srv.Stats().LinesEncoded
+	evs := g.chats(t, 3)
+	e.own(e.db, evs...)
+	if got := e.srv.Stats().LinesEncoded - before; got != int64(len(evs)) {
+		t.Fatalf("%d line frames made by the time Committed returned, want %d", got, len(evs))
+	}
+	if got := w.lines(len(evs)); !eq(ids(got), evtIDs(evs)) {
+		t.Fatalf("got %v, want %v", ids(got), evtIDs(evs))
+	}
+}
+
+// While the tailer's goroutine is in a pass, Committed does not wait for
+// it: it queues the lines, and the tailer hands them off after its pass.
+func TestHandoffWhileTailerBusy(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.TailEvery = time.Hour })
+	w := e.dial("g1", 0)
+	w.next()
+	g := e.gen("g1")
+	before := e.srv.Stats().LinesEncoded
+	release := web.HoldTail(e.srv)
+	evs := g.chats(t, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.own(e.db, evs...)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		release()
+		t.Fatal("Committed waited for the tailer's pass")
+	}
+	if got := e.srv.Stats().LinesEncoded - before; got != 0 {
+		release()
+		t.Fatalf("%d line frames made during the tailer's pass, want 0", got)
+	}
+	release()
+	if got := w.lines(len(evs)); !eq(ids(got), evtIDs(evs)) {
+		t.Fatalf("got %v, want %v", ids(got), evtIDs(evs))
+	}
+}
+
 // A peer's line committed between the cursor and the own lines holds them
 // back: the tailer reads the store and sends the peer's line first, so
 // the browser's cursor never passes a line it has not seen.

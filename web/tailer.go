@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/codemojex/feed/internal/backoff"
@@ -12,20 +13,31 @@ import (
 
 // tailer follows the store by seq and hands new lines to the hubs. It is the
 // only reader of the store on the live path, however many browsers watch.
+//
+// Its passes run on its own goroutine (run), and a pass over the lines this
+// process has just committed may run on the committing goroutine instead
+// (ownNow); turn makes them one at a time, and guards every field below.
 type tailer struct {
-	s      *Server
+	s     *Server
+	ctx   context.Context // the server's: ends with Close
+	turn  sync.Mutex      // held for a pass
+	timer *time.Timer     // the board timer: fires when a coalesced state frame is due
+
 	cursor int64 // highest seq handed off (or skipped while no hub existed)
 
-	boards     map[string]*board // by game: see board
-	boardTimer *time.Timer       // fires when a coalesced state frame is due
-	boardDue   time.Time         // when boardTimer fires; zero when disarmed
-	keep       []bool            // sendBoard's rows to stub, reused
+	boards   map[string]*board // by game: see board
+	boardDue time.Time         // when timer fires; zero when disarmed
+	keep     []bool            // sendBoard's rows to stub, reused
 
 	wakes wakes // the sockets a pass queued frames for (see broadcastTo)
 }
 
-func newTailer(s *Server, start int64) *tailer {
-	return &tailer{s: s, cursor: start, boards: map[string]*board{}}
+func newTailer(ctx context.Context, s *Server, start int64) *tailer {
+	// One timer for the tailer's life, stopped until a board falls due: run
+	// selects on its channel while a pass on another goroutine may arm it.
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	return &tailer{s: s, ctx: ctx, timer: timer, cursor: start, boards: map[string]*board{}}
 }
 
 // run polls on every doorbell and at least every TailEvery, and takes the
@@ -35,11 +47,7 @@ func newTailer(s *Server, start int64) *tailer {
 func (t *tailer) run(ctx context.Context) {
 	tick := time.NewTicker(t.s.cfg.TailEvery)
 	defer tick.Stop()
-	defer func() {
-		if t.boardTimer != nil {
-			t.boardTimer.Stop()
-		}
-	}()
+	defer t.timer.Stop()
 	bell := t.s.cfg.Doorbell
 	failures := 0
 	own := false // woken by Server.Committed rather than a doorbell or the ticker
@@ -53,20 +61,27 @@ func (t *tailer) run(ctx context.Context) {
 				bell = nil // a closed doorbell must not spin; the ticker goes on
 			}
 		case <-tick.C:
+			t.turn.Lock()
 			t.pruneBoards()
+			t.turn.Unlock()
 		case <-t.s.handoff.ready:
 			own = true
-		case <-t.boardC():
+		case <-t.timer.C:
+			t.turn.Lock()
 			t.flushBoards(ctx)
+			t.turn.Unlock()
 			continue
 		}
 		var err error
+		t.turn.Lock()
 		if own {
 			err = t.takeOwn(ctx)
 			own = false
 		} else {
 			err = t.poll(ctx)
 		}
+		cursor := t.cursor
+		t.turn.Unlock()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -74,7 +89,7 @@ func (t *tailer) run(ctx context.Context) {
 			failures++
 			t.s.stats.tailErrors.Add(1)
 			wait := retry.Next()
-			t.s.log.Warn("web: tail store", "seq", t.cursor, "attempts", failures, "retry_in", wait, untrusted.Err(err))
+			t.s.log.Warn("web: tail store", "seq", cursor, "attempts", failures, "retry_in", wait, untrusted.Err(err))
 			select {
 			case <-ctx.Done():
 				return

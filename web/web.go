@@ -232,6 +232,7 @@ type Server struct {
 
 	hubs     *hubs
 	handoff  *handoff
+	tail     *tailer
 	watch    *watchers
 	limiter  *limiter
 	sockets  *slots        // websockets per client key, taken before the handshake
@@ -358,7 +359,8 @@ func Open(cfg Config) (*Server, error) {
 	}
 	s.stats.tailCursor.Store(start)
 
-	t := newTailer(s, start)
+	t := newTailer(ctx, s, start)
+	s.tail = t
 	metrics.Add(&s.stats)
 	s.wg.Add(3)
 	go func() {
@@ -438,6 +440,10 @@ func (s *Server) Close() error {
 			s.http.Close()
 		}
 		s.wg.Wait()
+		// A pass that Committed began before the cancel (ownNow) ends
+		// before the poller and its sockets go.
+		s.tail.turn.Lock()
+		s.tail.turn.Unlock()
 		s.stopPoller()
 		metrics.Retire(&s.stats)
 		s.log.Info("web: closed", "addr", s.ln.Addr().String())
