@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -253,6 +254,13 @@ func (w *wsClient) read(timeout time.Duration) (wireFrame, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		f, err := w.readAny(time.Until(deadline))
+		if errors.Is(err, net.ErrClosed) && !time.Now().Before(deadline) {
+			// coder/websocket closes the connection when a read's context
+			// ends; a watching frame read just as the deadline passed
+			// leaves the next read that closed connection, not the
+			// deadline.
+			err = context.DeadlineExceeded
+		}
 		if err != nil || f.T != "watching" {
 			return f, err
 		}
