@@ -61,7 +61,7 @@ func (s *Server) Committed(lines []store.Line) {
 		h.n += len(lines)
 	}
 	h.mu.Unlock()
-	if s.tail != nil && s.tail.ownNow() {
+	if s.tail.ownNow() {
 		return
 	}
 	h.wake()
@@ -78,7 +78,7 @@ func (h *handoff) wake() {
 // ownNow is Committed's pass: unless the tailer's goroutine is in a pass,
 // it hands the queued lines to the hubs as takeOwn would, and reports
 // whether it took them all. What needs the store (a dropped queue, a batch
-// after a hole) it leaves queued, in order, for the tailer.
+// after a hole) it leaves to the tailer, which reads the store then.
 func (t *tailer) ownNow() bool {
 	if !t.turn.TryLock() {
 		return false
@@ -92,11 +92,11 @@ func (t *tailer) ownNow() bool {
 	if !ok {
 		return false
 	}
-	for i, ls := range batches {
-		if !t.direct(t.ctx, ls) {
-			h.requeue(batches[i:])
-			return false
-		}
+	if !t.directAll(t.ctx, batches) {
+		// Every taken line is committed: the tailer's store read from
+		// its cursor covers the rest, as it does a queue too long to keep.
+		h.drop()
+		return false
 	}
 	return true
 }
@@ -124,23 +124,10 @@ func (h *handoff) takeWhole() ([][]store.Line, bool) {
 	return b, true
 }
 
-// requeue puts batches taken by takeWhole back at the head of the queue,
-// before any queued since, so that the tailer takes them in commit order.
-func (h *handoff) requeue(batches [][]store.Line) {
-	n := 0
-	for _, ls := range batches {
-		n += len(ls)
-	}
+// drop makes the tailer read the store instead of the queue (see take).
+func (h *handoff) drop() {
 	h.mu.Lock()
-	switch {
-	case h.dropped:
-		// The tailer reads the store, which covers these too.
-	case h.n+n > handoffMax:
-		h.batches, h.n, h.dropped = nil, 0, true
-	default:
-		h.batches = append(batches, h.batches...)
-		h.n += n
-	}
+	h.batches, h.n, h.dropped = nil, 0, true
 	h.mu.Unlock()
 }
 
@@ -148,18 +135,25 @@ func (h *handoff) requeue(batches [][]store.Line) {
 // they do not follow the cursor.
 func (t *tailer) takeOwn(ctx context.Context) error {
 	batches, dropped := t.s.handoff.take()
-	if dropped {
+	if dropped || !t.directAll(ctx, batches) {
+		// Every queued line is committed: the store read covers the
+		// rest of the queue too.
 		return t.poll(ctx)
 	}
+	return nil
+}
+
+// directAll hands batches to the hubs in order (direct) while they follow
+// the cursor, and reports whether all did; the batches from the first
+// that did not are counted as misses.
+func (t *tailer) directAll(ctx context.Context, batches [][]store.Line) bool {
 	for i, ls := range batches {
 		if !t.direct(ctx, ls) {
 			t.s.stats.handoffMisses.Add(int64(len(batches) - i))
-			// Every queued line is committed: the store read covers the
-			// rest of the queue too.
-			return t.poll(ctx)
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
 // direct hands ls to the hubs when, after dropping the lines at or below

@@ -41,10 +41,12 @@ func newTailer(ctx context.Context, s *Server, start int64) *tailer {
 }
 
 // run polls on every doorbell and at least every TailEvery, and takes the
-// lines this process committed (Server.Committed), until ctx ends.
+// lines this process committed (Server.Committed), until the server's
+// context (t.ctx) ends.
 // Errors back off with jitter up to 5 s; a missed doorbell costs at most one
 // TailEvery, never a line, because the cursor only moves past handed lines.
-func (t *tailer) run(ctx context.Context) {
+func (t *tailer) run() {
+	ctx := t.ctx
 	tick := time.NewTicker(t.s.cfg.TailEvery)
 	defer tick.Stop()
 	defer t.timer.Stop()

@@ -365,7 +365,7 @@ func Open(cfg Config) (*Server, error) {
 	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
-		t.run(ctx)
+		t.run()
 	}()
 	go func() {
 		defer s.wg.Done()
