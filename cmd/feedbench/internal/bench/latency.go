@@ -320,6 +320,24 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	if _, err := w.Paced(ctx, cfg.Rate, cfg.Warmup); err != nil {
 		return res, err
 	}
+	perGame := make([]int, len(st.games))
+	for i := range cfg.Clients {
+		perGame[i%len(st.games)]++
+	}
+	// The window's counters start once every client has its warm-up's
+	// lines: a connection sends in seq order, so the frames before them
+	// (the state and the backfill each fresh client gets, which grows with
+	// every round before) are then all read, and are not counted as the
+	// window's. Without the wait, a busy host let them in: one CI run saw
+	// the compressing round, whose backfill holds the plain round's lines,
+	// read 0.81 of the plain round's wire bytes per line, against 0.41-0.53.
+	warm := expectedDeliveries(w, perGame)
+	if _, err := proc.Poll(ctx, 10*time.Second, "every warm-up line delivered", func() (bool, error) {
+		lat, _ := Latencies(w, sw.Deliveries())
+		return len(lat) >= warm, nil
+	}); err != nil {
+		fmt.Fprintf(cfg.Log, "latency: %v; the window's frame and byte counts may hold some of the warm-up's\n", err)
+	}
 	w.Reset()
 	frames0, bytes0, wire0 := sw.Received()
 	stopProfile, err := startCPUProfile(cpuProfile)
@@ -353,13 +371,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	}
 	res.Sent = sent
 	res.AchievedHz = float64(sent) / wall
-	perGame := make([]int, len(st.games))
-	for i := range cfg.Clients {
-		perGame[i%len(st.games)]++
-	}
-	for g, n := range w.SentGames() {
-		res.Expected += n * perGame[g]
-	}
+	res.Expected = expectedDeliveries(w, perGame)
 	_, _ = proc.Poll(ctx, 10*time.Second, "every line delivered", func() (bool, error) {
 		lat, _ := Latencies(w, sw.Deliveries())
 		return len(lat) >= res.Expected, nil
@@ -398,6 +410,16 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	fmt.Fprintf(cfg.Log, "latency: %s: %d lines at %.0f/s, %d of %d deliveries, %.2f frames/line, %.0f B/line, %.2f cores: %s%s\n",
 		srv.URL(), sent, res.AchievedHz, res.Q.N, res.Expected, res.FramesPerLine, res.BytesPerLine, res.RendererCores, res.Q, res.roundNote())
 	return res, nil
+}
+
+// expectedDeliveries is the deliveries of what w sent since its last
+// Reset, when game g has perGame[g] clients.
+func expectedDeliveries(w *Writer, perGame []int) int {
+	n := 0
+	for g, sent := range w.SentGames() {
+		n += sent * perGame[g]
+	}
+	return n
 }
 
 // cpuPerFrame is the server's CPU per frame delivered, in µs.
