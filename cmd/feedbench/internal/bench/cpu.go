@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,3 +69,25 @@ func (m *cpuMeter) Stop() {
 
 // Total is the CPU both used.
 func (m *cpuMeter) Total() time.Duration { return m.Self + m.Redis }
+
+// startCPUProfile starts a CPU profile into path ("" for none) and returns
+// its stop function.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func mustCPU(pid int) time.Duration {
+	d, _ := ProcCPU(pid)
+	return d
+}

@@ -157,3 +157,46 @@ func (h histogram) quantile(q float64) float64 {
 	}
 	return math.Inf(1)
 }
+
+// garbage is what the renderer reports on its /metrics page, between two
+// scrapes: bytes allocated on the heap and GC cycles, and its store
+// commits. GC cycles matter to the tail: their concurrent marking takes a
+// quarter of the CPU while it runs, and on a busy machine the lines that
+// arrive meanwhile queue (docs/benchmarks-journal.md, "Garbage and the tail").
+// Commits say how well the linger shares a transaction between lines.
+type garbage struct {
+	Bytes, Cycles, Commits float64
+}
+
+var garbageMetrics = []string{"go_memstats_alloc_bytes_total", "go_gc_duration_seconds_count", "codemojex_store_upsert_batch_seconds_count"}
+
+func scrapeGarbage(ctx context.Context, base string) (garbage, error) {
+	vs, err := scrapeValues(ctx, base, garbageMetrics...)
+	if err != nil {
+		return garbage{}, err
+	}
+	return garbage{Bytes: vs[garbageMetrics[0]], Cycles: vs[garbageMetrics[1]], Commits: vs[garbageMetrics[2]]}, nil
+}
+
+// since is what the counters moved from an earlier scrape to g.
+func (g garbage) since(before garbage) garbage {
+	return garbage{Bytes: g.Bytes - before.Bytes, Cycles: g.Cycles - before.Cycles, Commits: g.Commits - before.Commits}
+}
+
+// plus is g and o counted together: two windows of the same counters.
+func (g garbage) plus(o garbage) garbage {
+	return garbage{Bytes: g.Bytes + o.Bytes, Cycles: g.Cycles + o.Cycles, Commits: g.Commits + o.Commits}
+}
+
+// handoffMetric is the renderer's histogram of the time from an event's
+// "at" (set just before its XADD) to its line's hand-off to the hubs.
+const handoffMetric = "codemojex_web_tail_lag_seconds"
+
+// commitMetric is the renderer's histogram of its store commits' wall
+// time: the part of the hand-off spent in SQLite.
+const commitMetric = "codemojex_store_upsert_batch_seconds"
+
+// readMetric is the renderer's histogram of the time from an entry's XADD
+// (its stream id) to the read that delivered it: the part of the hand-off
+// before the consumer has the line in hand.
+const readMetric = "codemojex_feed_read_lag_seconds"
