@@ -87,15 +87,11 @@ func (t *tailer) ownNow() bool {
 	if t.ctx.Err() != nil {
 		return false // Close began: no pass after it (see Close)
 	}
-	h := t.s.handoff
-	batches, ok := h.takeWhole()
-	if !ok {
-		return false
-	}
-	if !t.directAll(t.ctx, batches) {
+	batches, dropped := t.s.handoff.take()
+	if dropped || !t.directAll(t.ctx, batches) {
 		// Every taken line is committed: the tailer's store read from
 		// its cursor covers the rest, as it does a queue too long to keep.
-		h.drop()
+		t.s.handoff.drop()
 		return false
 	}
 	return true
@@ -109,19 +105,6 @@ func (h *handoff) take() ([][]store.Line, bool) {
 	b, d := h.batches, h.dropped
 	h.batches, h.n, h.dropped = nil, 0, false
 	return b, d
-}
-
-// takeWhole is take for a pass that does not read the store: it returns
-// false, and leaves the queue, when lines were dropped.
-func (h *handoff) takeWhole() ([][]store.Line, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.dropped {
-		return nil, false
-	}
-	b := h.batches
-	h.batches, h.n = nil, 0
-	return b, true
 }
 
 // drop makes the tailer read the store instead of the queue (see take).

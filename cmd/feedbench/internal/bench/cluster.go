@@ -153,17 +153,7 @@ func latencyOn(ctx context.Context, cfg ClusterConfig, rdb redis.UniversalClient
 	if br.Sent, err = w.Paced(ctx, cfg.Rate, cfg.Duration); err != nil {
 		return err
 	}
-	perGame := make([]int, len(games))
-	for i := range cfg.Clients {
-		perGame[i%len(games)]++
-	}
-	for g, n := range w.SentGames() {
-		br.Expected += n * perGame[g]
-	}
-	_, _ = proc.Poll(ctx, 10*time.Second, "every line delivered", func() (bool, error) {
-		lat, _ := Latencies(w, sw.Deliveries())
-		return len(lat) >= br.Expected, nil
-	})
+	br.Expected, _ = awaitDelivered(ctx, w, sw, clientsPerGame(len(games), cfg.Clients), "every line delivered")
 	lat, _ := Latencies(w, sw.Deliveries())
 	br.Q = Summarize(lat)
 	fmt.Fprintf(cfg.Log, "cluster: %s: %d lines, %d of %d deliveries: %s\n", br.Name, br.Sent, br.Q.N, br.Expected, br.Q)

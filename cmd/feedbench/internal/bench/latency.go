@@ -272,10 +272,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	if _, err := w.Paced(ctx, cfg.Rate, cfg.Warmup); err != nil {
 		return res, err
 	}
-	perGame := make([]int, len(st.games))
-	for i := range cfg.Clients {
-		perGame[i%len(st.games)]++
-	}
+	perGame := clientsPerGame(len(st.games), cfg.Clients)
 	// The window's counters start once every client has its warm-up's
 	// lines: a connection sends in seq order, so the frames before them
 	// (the state and the backfill each fresh client gets, which grows with
@@ -283,11 +280,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	// window's. Without the wait, a busy host let them in: one CI run saw
 	// the compressing round, whose backfill holds the plain round's lines,
 	// read 0.81 of the plain round's wire bytes per line, against 0.41-0.53.
-	warm := expectedDeliveries(w, perGame)
-	if _, err := proc.Poll(ctx, 10*time.Second, "every warm-up line delivered", func() (bool, error) {
-		lat, _ := Latencies(w, sw.Deliveries())
-		return len(lat) >= warm, nil
-	}); err != nil {
+	if _, err := awaitDelivered(ctx, w, sw, perGame, "every warm-up line delivered"); err != nil {
 		fmt.Fprintf(cfg.Log, "latency: %v; the window's frame and byte counts may hold some of the warm-up's\n", err)
 	}
 	w.Reset()
@@ -323,11 +316,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	}
 	res.Sent = sent
 	res.AchievedHz = float64(sent) / wall
-	res.Expected = expectedDeliveries(w, perGame)
-	_, _ = proc.Poll(ctx, 10*time.Second, "every line delivered", func() (bool, error) {
-		lat, _ := Latencies(w, sw.Deliveries())
-		return len(lat) >= res.Expected, nil
-	})
+	res.Expected, _ = awaitDelivered(ctx, w, sw, perGame, "every line delivered")
 	if handErr == nil {
 		if hand1, err := scrapeHistogram(ctx, srv.URL(), handoffMetric); err == nil {
 			res.Handoff = hand1.since(hand0)
@@ -364,14 +353,29 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	return res, nil
 }
 
-// expectedDeliveries is the deliveries of what w sent since its last
-// Reset, when game g has perGame[g] clients.
-func expectedDeliveries(w *Writer, perGame []int) int {
-	n := 0
-	for g, sent := range w.SentGames() {
-		n += sent * perGame[g]
+// clientsPerGame is how many of n clients Connect puts on each game, of
+// games: client i watches game i mod games.
+func clientsPerGame(games, n int) []int {
+	perGame := make([]int, games)
+	for i := range n {
+		perGame[i%games]++
 	}
-	return n
+	return perGame
+}
+
+// awaitDelivered waits, up to 10 s, until the clients of sw have every
+// line w sent since its last Reset, game g's perGame[g] times, and returns
+// how many deliveries that is; what names the wait in its timeout error.
+func awaitDelivered(ctx context.Context, w *Writer, sw *Swarm, perGame []int, what string) (int, error) {
+	want := 0
+	for g, sent := range w.SentGames() {
+		want += sent * perGame[g]
+	}
+	_, err := proc.Poll(ctx, 10*time.Second, what, func() (bool, error) {
+		lat, _ := Latencies(w, sw.Deliveries())
+		return len(lat) >= want, nil
+	})
+	return want, err
 }
 
 // cpuPerFrame is the server's CPU per frame delivered, in µs.
