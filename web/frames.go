@@ -91,7 +91,11 @@ func lineFrame(l store.Line) frame {
 	return frame{seq: l.Seq, data: data, z: newDeflated(data)}
 }
 
+// resetFrame tells a page to reload (see live's reset policy).
 var resetFrame = encode(wireFrame{T: frameReset})
+
+// probeFrame answers a page's probe: {"t":"probe"} both ways.
+var probeFrame = frame{typ: frameProbe, data: encode(wireFrame{T: frameProbe})}
 
 // scoreboard reads game's scoreboard as of seq at least.
 func scoreboard(ctx context.Context, st Store, game string, seq int64) (store.Scoreboard, error) {

@@ -61,6 +61,17 @@ func newClient(queue int, boards bool) *client {
 	return &client{max: queue, whole: !boards, ready: make(chan struct{}, 1), slow: make(chan struct{})}
 }
 
+// isClosed reports whether ch is closed, without waiting: the
+// engines ask it of a client's slow channel.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // offer queues f without blocking and reports whether it fit. The bound
 // counts what the writer has drained but not started to write, so a client
 // holds at most max unwritten frames, as a channel of max slots would.

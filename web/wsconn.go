@@ -199,19 +199,6 @@ func (ws *wsConn) flush(c *client, last int64, g *writeGuard) (int64, error) {
 	return last, nil
 }
 
-// isClosed reports whether ch is closed, without waiting.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// probeFrame answers a page's probe: {"t":"probe"} both ways.
-var probeFrame = frame{typ: frameProbe, data: encode(wireFrame{T: frameProbe})}
-
 // readProbes reads the socket until it ends, as coder/websocket's CloseRead
 // does (control frames are answered on the way), but a page may send
 // {"t":"probe"} to learn whether the socket still works after its tab slept
