@@ -79,7 +79,8 @@ func (db *DB) Since(ctx context.Context, seq int64, limit int) ([]Line, error) {
 }
 
 // Timeline returns a game's whole timeline in EVT-id order (oldest first):
-// the replay page's source and the tests' yardstick.
+// the tests' yardstick. The replay page reads it a page at a time
+// (TimelineAfter).
 func (db *DB) Timeline(ctx context.Context, game string) ([]Line, error) {
 	return db.lines(ctx, "timeline", `SELECT `+lineCols+` FROM events
 		WHERE game = ? ORDER BY evt_id`, game)

@@ -57,7 +57,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the first full-pipeline throughput round here")
 	fs.BoolVar(&o.rowsJSON, "rows-json", false, "print the rows of one benchmark as JSON (how feedbench runs each benchmark in a fresh process)")
 	fs.BoolVar(&o.inproc, "inproc", false, "latency and fan-out: wire the renderer in this process instead of running the binary (for profiling)")
-	fs.StringVar(&o.profileDir, "profile", "", "write latency.cpu.prof and fanout.heap.prof here (implies -inproc)")
+	fs.StringVar(&o.profileDir, "profile", "", "write latency.cpu.prof, latency-deliveries.csv, fanout.cpu.prof and fanout.heap.prof here (implies -inproc)")
 	fs.IntVar(&o.tpEvents, "throughput-events", 200000, "throughput: events pre-filled over all games")
 	fs.IntVar(&o.tpGames, "throughput-games", 20, "throughput: games (streams)")
 	fs.IntVar(&o.tpRounds, "throughput-rounds", 3, "throughput: interleaved raw and pipeline rounds")

@@ -25,7 +25,7 @@ const (
 )
 
 // PresenceKey returns the hash of one web replica's viewers: field GAME,
-// value = websockets open on that game. It expires unless the replica
+// value = websockets and event streams open on that game. It expires unless the replica
 // refreshes it, so a crashed replica's viewers vanish on their own.
 func PresenceKey(replica string) string { return "codemojex:presence:replica:" + replica }
 

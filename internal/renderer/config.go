@@ -93,16 +93,16 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Duration(&c.Linger, "linger", "FEED_LINGER", DefaultLinger, "after committing a read of a few entries, wait this long before the next read, so one store transaction takes the entries of those milliseconds (fewer, larger transactions at low rates; adds up to this much latency); 0 turns it off")
 	fs.Duration(&c.SweepEvery, "sweep-every", "FEED_SWEEP_EVERY", 5*time.Minute, "period of the slow full pass over the registry (pending entries on quiet games, idle consumers)")
 	fs.String(&c.AllowedOrigins, "allowed-origins", "FEED_ALLOWED_ORIGINS", "", "extra websocket origins (comma-separated host patterns); same host is always allowed")
-	fs.String(&c.AdminToken, "admin-token", "FEED_ADMIN_TOKEN", "", "token required for /status, /api/status, /metrics and /readyz details (empty: open, allowed on a loopback -http only)")
-	fs.String(&c.PublicHosts, "public-hosts", "FEED_PUBLIC_HOSTS", "", "host names the websocket and admin endpoints answer to, comma-separated (host, host:port, *.domain); empty: localhost, 127.0.0.1, ::1 and -http's host")
+	fs.String(&c.AdminToken, "admin-token", "FEED_ADMIN_TOKEN", "", "token required for /status, /fragments/status, /api/status, /metrics, /debug/pprof/ and /readyz details (empty: open, allowed on a loopback -http only)")
+	fs.String(&c.PublicHosts, "public-hosts", "FEED_PUBLIC_HOSTS", "", "host names the websocket, event-stream and admin endpoints answer to, comma-separated (host, host:port, *.domain); empty: localhost, 127.0.0.1, ::1 and -http's host")
 	fs.String(&c.TrustedProxies, "trusted-proxies", "FEED_TRUSTED_PROXIES", "", "CIDR prefixes of reverse proxies whose X-Forwarded-For is believed, comma-separated; empty: none")
 	fs.Duration(&c.ResponseTimeout, "response-timeout", "FEED_RESPONSE_TIMEOUT", 30*time.Second, "time to write a whole non-websocket response; a client that does not read is cut off")
 	fs.String(&c.WSEngine, "ws-engine", "FEED_WS_ENGINE", web.WSEngineNbio, "websocket engine: nbio (websockets after the handshake, and event streams after their head, on an epoll poller: less memory and CPU per client) or std (goroutines per socket and per stream, coder/websocket)")
 	fs.Bool(&c.WSCompress, "ws-compress", "FEED_WS_COMPRESS", true, "nbio engine: compress websocket frames (permessage-deflate, no context takeover) for clients that offer it, as browsers do; each frame is compressed once for all its sockets")
 	fs.Duration(&c.PeerTimeout, "peer-timeout", "FEED_PEER_TIMEOUT", 30*time.Second, "drop a connection whose host has left bytes written to it unacknowledged this long (TCP_USER_TIMEOUT, Linux): how an event stream whose client vanished ends; 0 leaves the kernel's default (about 15 minutes)")
 	fs.Int(&c.SendBuffer, "send-buffer", "FEED_SEND_BUFFER", 1<<20, "nbio engine: bytes of a websocket the kernel has not taken before the client is closed as slow")
-	fs.Int(&c.MaxClients, "max-clients", "FEED_MAX_CLIENTS", 10000, "websockets this replica holds at most")
-	fs.Int(&c.MaxSocketsPerClient, "max-sockets-per-client", "FEED_MAX_SOCKETS_PER_CLIENT", 64, "websockets one client address (IPv6: /64) holds at most")
+	fs.Int(&c.MaxClients, "max-clients", "FEED_MAX_CLIENTS", 10000, "websockets and event streams this replica holds at most")
+	fs.Int(&c.MaxSocketsPerClient, "max-sockets-per-client", "FEED_MAX_SOCKETS_PER_CLIENT", 64, "websockets and event streams one client address (IPv6: /64) holds at most")
 	fs.Int(&c.MaxRequestsPerClient, "max-requests-per-client", "FEED_MAX_REQUESTS_PER_CLIENT", 32, "plain requests one client address (IPv6: /64) has in flight at most")
 	fs.Int(&c.TimelineLines, "timeline-lines", "FEED_TIMELINE_LINES", 1000, "entries per timeline.json response at most")
 	fs.Int(&c.TimelineBytes, "timeline-bytes", "FEED_TIMELINE_BYTES", 1<<20, "bytes per timeline.json response, about, at most")
@@ -144,7 +144,7 @@ func (m *Main) ParseFlags(args []string) error {
 	case c.MaxClients < 1 || c.MaxSocketsPerClient < 1 || c.MaxRequestsPerClient < 1 || c.TimelineLines < 1 || c.TimelineBytes < 1:
 		return fmt.Errorf("-max-clients, -max-sockets-per-client, -max-requests-per-client, -timeline-lines and -timeline-bytes must be at least 1")
 	case c.AdminToken == "" && !loopbackAddr(c.HTTP):
-		return fmt.Errorf("-http %s listens beyond loopback: set -admin-token (or $FEED_ADMIN_TOKEN) to guard /status, /api/status and /metrics, or listen on 127.0.0.1", c.HTTP)
+		return fmt.Errorf("-http %s listens beyond loopback: set -admin-token (or $FEED_ADMIN_TOKEN) to guard /status, /api/status, /metrics and /debug/pprof/, or listen on 127.0.0.1", c.HTTP)
 	}
 	var err error
 	if c.proxies, err = web.ParsePrefixes(c.TrustedProxies); err != nil {

@@ -1,0 +1,152 @@
+package e2e_test
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/internal/testkit/proctest"
+)
+
+// TestREADMEFlagTables holds the README's flag tables to the binaries: the
+// same flags, each with the environment variable its -h names, and a
+// default the binary agrees with wherever the README gives a literal one.
+// Operators configure by those tables (docs/contracts.md, "Binaries and
+// flags"), so a flag added, renamed or re-defaulted in the code alone
+// fails here.
+func TestREADMEFlagTables(t *testing.T) {
+	bin := proctest.Binaries(t)
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ cmd, section string }{
+		{"renderer", "### renderer"},
+		{"gamesim", "### gamesim"},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			doc := readmeFlags(t, string(readme), tc.section)
+			got := binaryFlags(t, filepath.Join(bin, tc.cmd))
+			for name, d := range doc {
+				g, ok := got[name]
+				if !ok {
+					t.Errorf("README lists -%s; %s -h does not", name, tc.cmd)
+					continue
+				}
+				if d.env != g.env {
+					t.Errorf("-%s: README says env %s, %s -h says %s", name, d.env, tc.cmd, g.env)
+				}
+				if d.def != "" && !sameDefault(d.def, g.def) {
+					t.Errorf("-%s: README says default %q, %s -h says %q", name, d.def, tc.cmd, g.def)
+				}
+			}
+			for name := range got {
+				if _, ok := doc[name]; !ok {
+					t.Errorf("%s -h has -%s; README's table does not", tc.cmd, name)
+				}
+			}
+		})
+	}
+}
+
+type flagDoc struct{ env, def string }
+
+var readmeRow = regexp.MustCompile("^\\| `-([a-z0-9-]+)` \\| `([A-Z0-9_]+)` \\| ([^|]*) \\|")
+
+// readmeFlags reads the flag table under the README heading that starts
+// with section. def is set only for a default cell that is one literal.
+func readmeFlags(t *testing.T, readme, section string) map[string]flagDoc {
+	t.Helper()
+	i := strings.Index(readme, "\n"+section)
+	if i < 0 {
+		t.Fatalf("README has no %q section", section)
+	}
+	rest := readme[i+1:]
+	if j := strings.Index(rest[1:], "\n### "); j >= 0 {
+		rest = rest[:j+1]
+	}
+	flags := map[string]flagDoc{}
+	for _, line := range strings.Split(rest, "\n") {
+		m := readmeRow.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		d := flagDoc{env: m[2]}
+		if cell := strings.TrimSpace(m[3]); strings.Count(cell, "`") == 2 && strings.HasPrefix(cell, "`") && strings.HasSuffix(cell, "`") {
+			d.def = strings.Trim(cell, "`")
+		}
+		flags[m[1]] = d
+	}
+	if len(flags) == 0 {
+		t.Fatalf("README's %q section has no flag table", section)
+	}
+	return flags
+}
+
+var (
+	usageFlag = regexp.MustCompile(`^  -([a-z0-9-]+)`)
+	usageEnv  = regexp.MustCompile(`\(env ([A-Z0-9_]+)\)`)
+	usageDef  = regexp.MustCompile(`\(default (.*)\)$`)
+)
+
+// binaryFlags runs bin -h in an empty environment (flagenv takes defaults
+// from the environment) and reads flag's usage listing.
+func binaryFlags(t *testing.T, bin string) map[string]flagDoc {
+	t.Helper()
+	cmd := exec.Command(bin, "-h")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("%s -h: %v", bin, err)
+	}
+	flags := map[string]flagDoc{}
+	var name string
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		line := sc.Text()
+		if m := usageFlag.FindStringSubmatch(line); m != nil {
+			name = m[1]
+			flags[name] = flagDoc{}
+			continue
+		}
+		if name == "" {
+			continue
+		}
+		d := flags[name]
+		if m := usageEnv.FindStringSubmatch(line); m != nil {
+			d.env = m[1]
+		}
+		if m := usageDef.FindStringSubmatch(line); m != nil {
+			d.def = strings.Trim(m[1], `"`)
+		}
+		flags[name] = d
+	}
+	if len(flags) == 0 {
+		t.Fatalf("%s -h listed no flags:\n%s", bin, out)
+	}
+	return flags
+}
+
+// sameDefault compares a README default with flag's rendering of it:
+// durations by value (5m is 5m0s), a zero value (which flag does not
+// print) as empty.
+func sameDefault(doc, bin string) bool {
+	if doc == bin {
+		return true
+	}
+	if a, err := time.ParseDuration(doc); err == nil {
+		b, err := time.ParseDuration(bin)
+		if bin == "" {
+			b, err = 0, nil
+		}
+		return err == nil && a == b
+	}
+	return bin == "" && (doc == "0" || doc == "false")
+}
