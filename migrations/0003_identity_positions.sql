@@ -22,6 +22,10 @@ CREATE TABLE events_new (
 );
 INSERT INTO events_new (seq, evt_id, game, kind, payload, html, stream_id, renderer, attempts, at, stored_at)
     SELECT seq, evt_id, game, kind, payload, html, stream_id, renderer, attempts, at, stored_at FROM events;
+-- The counter, not max(seq), is the highest seq ever handed out (the newest
+-- lines may have been deleted since): carry it over, or seqs are reused.
+DELETE FROM sqlite_sequence WHERE name = 'events_new';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'events_new', seq FROM sqlite_sequence WHERE name = 'events';
 DROP TABLE events;
 ALTER TABLE events_new RENAME TO events;
 -- The unique (game, evt_id) index serves a game's lines by EVT id (Page,

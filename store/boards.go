@@ -281,11 +281,14 @@ func byScore(a, b Player) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// drop empties the cache: this process deleted a game.
-func (c *boardCache) drop() {
+// drop empties the cache: this process deleted a game, leaving the
+// deletion count at deletes. Recording the count keeps a read whose
+// snapshot predates the deletion from filling the game's board back in.
+func (c *boardCache) drop(deletes int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.boards)
+	c.deletes = max(c.deletes, deletes)
 }
 
 // ScoreboardAt returns game's scoreboard reflecting at least every line

@@ -161,3 +161,40 @@ func TestBoardCacheDeleteByPeer(t *testing.T) {
 		t.Fatalf("b served a deleted game's board: %+v, %v", sb, err)
 	}
 }
+
+// TestBoardCacheOwnDeleteRacesRead: a process's own DeleteGame racing its
+// own ScoreboardAt, whose read began before the delete, must not leave the
+// deleted game's board in memory.
+func TestBoardCacheOwnDeleteRacesRead(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t, "")
+	mint := event.NewMinter(1)
+	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	join := func(game, player string) store.Event {
+		return mkEvent(t, mint.Next(at), game, event.KindPlayerJoined, at, "player", player, "avatar", "🦊")
+	}
+	mustUpsert(t, db, []store.Event{join("keep", "cy")})
+	for i := range 3000 {
+		mustUpsert(t, db, []store.Event{join("gone", "ann"), join("keep", "cy")})
+		seq, err := db.MaxSeq(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); db.ScoreboardAt(ctx, "gone", seq) }()
+		go func() {
+			defer wg.Done()
+			if _, err := db.DeleteGame(ctx, "gone"); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+		if store.BoardCached(db, "gone", seq) {
+			if _, err := db.Scoreboard(ctx, "gone"); errors.Is(err, store.ErrNotFound) {
+				sb, _ := db.ScoreboardAt(ctx, "gone", seq)
+				t.Fatalf("iteration %d: deleted game's board served from memory at seq %d: %+v", i, seq, sb)
+			}
+		}
+	}
+}

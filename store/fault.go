@@ -66,7 +66,8 @@ func statID(path string) (fileID, error) {
 
 // CheckFile reports ErrReplaced when the path no longer names the file
 // this DB opened: it was deleted (a lost volume, an operator's rm) or
-// replaced (a backup copied over it). Writes would then go to a file no
+// replaced (a backup moved into its place; one copied into the open file
+// keeps its inode and is not seen). Writes would then go to a file no
 // one will read again, so Upsert refuses them, and the renderer stops
 // consuming and says so on /readyz.
 func (db *DB) CheckFile() error {

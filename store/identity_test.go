@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/migrations"
 	"github.com/codemojex/feed/store"
 )
 
@@ -192,5 +193,63 @@ func TestMigration0003KeepsSeqs(t *testing.T) {
 	res := mustUpsert(t, db, []store.Event{mkEvent(t, m.Next(time.Now()), "g", "chat", time.Now(), "player", "ada", "text", "new")})
 	if res[0].Seq <= before[len(before)-1].Seq {
 		t.Errorf("new seq %d not above %d", res[0].Seq, before[len(before)-1].Seq)
+	}
+}
+
+// TestMigration0003KeepsSeqCounter: a pre-0003 file whose newest lines were
+// deleted (a pruned game) has an AUTOINCREMENT counter above max(seq). After
+// the upgrade, new lines must still get seqs above every seq ever handed out:
+// a browser may hold a cursor at one of the deleted lines.
+func TestMigration0003KeepsSeqCounter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "feed.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := raw.Exec(q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// A file as a version-2 binary left it.
+	mustExec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
+	for v, name := range map[int]string{1: "0001_init.sql", 2: "0002_meta.sql"} {
+		b, err := migrations.FS.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(string(b))
+		mustExec(`INSERT INTO schema_migrations VALUES (?, ?, 0)`, v, name)
+	}
+	// Lines 1..3 of game "keep", 4..5 of game "gone"; then "gone" is pruned.
+	for i := 1; i <= 5; i++ {
+		g := "keep"
+		if i > 3 {
+			g = "gone"
+		}
+		mustExec(`INSERT OR IGNORE INTO games (name) VALUES (?)`, g)
+		mustExec(`INSERT INTO events (evt_id, game, kind, payload, html, stored_at) VALUES (?, ?, 'chat', '{}', 'x', 1)`,
+			"EVT_"+string(rune('a'+i)), g)
+	}
+	mustExec(`DELETE FROM events WHERE game = 'gone'`)
+	mustExec(`DELETE FROM games WHERE name = 'gone'`)
+	var seqCounter int64
+	if err := raw.QueryRow(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).Scan(&seqCounter); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if seqCounter != 5 {
+		t.Fatalf("counter %d, want 5", seqCounter)
+	}
+
+	db := MustOpen(t, path)
+	m := event.NewMinter(9)
+	at := time.Now()
+	res := mustUpsert(t, db, []store.Event{mkEvent(t, m.Next(at), "keep", "chat", at, "player", "ada", "text", "new")})
+	if res[0].Seq <= seqCounter {
+		t.Errorf("new line got seq %d, which was already handed out (counter was %d): a cursor at %d misses it",
+			res[0].Seq, seqCounter, seqCounter)
 	}
 }

@@ -47,7 +47,7 @@ func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
 	if db.isClosed() {
 		return 0, ErrClosed
 	}
-	var n int64
+	var n, deletes int64
 	err := db.retryBusy(ctx, "delete game", func() error {
 		tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 		if err != nil {
@@ -68,8 +68,9 @@ func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
 		}
 		// Every process's board cache drops what it holds when it sees
 		// the count move (see boardCache).
-		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('deletes', '1')
-			ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`); err != nil {
+		if err := tx.QueryRowContext(ctx, `INSERT INTO meta (key, value) VALUES ('deletes', '1')
+			ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1
+			RETURNING CAST(value AS INTEGER)`).Scan(&deletes); err != nil {
 			return err
 		}
 		return tx.Commit()
@@ -77,7 +78,7 @@ func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: delete game %s: %w", game, err)
 	}
-	db.boards.drop()
+	db.boards.drop(deletes)
 	db.dirty.Store(true)
 	return n, nil
 }
