@@ -391,6 +391,10 @@ func (ps *pollSocket) writeBackfill(f frame) error {
 			ps.closeSlow(fmt.Errorf("web: backfill write stuck for %v: %w", s.cfg.WriteTimeout, context.DeadlineExceeded))
 			return context.DeadlineExceeded
 		case <-s.ctx.Done():
+			// The server shuts down: its requestClose found this writer
+			// busy and left the close to it, as a std-engine backfill
+			// closes GoingAway (wsConn.fail).
+			ps.closeNow(websocket.StatusGoingAway, reasonShutdown, time.Second)
 			return s.ctx.Err()
 		}
 		if ps.closing.Load() {

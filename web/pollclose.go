@@ -147,6 +147,12 @@ func (ps *pollSocket) end(err error, release func()) {
 			ps.p.s.log.Debug("web: "+ps.what()+" connection ended", "game", ps.game, untrusted.Err(err))
 		}
 		ps.closing.Store(true)
+		// A backfill waiting for room must see the end now, not take
+		// the silence for a slow client a WriteTimeout later.
+		select {
+		case ps.room <- struct{}{}:
+		default:
+		}
 		ps.unsubscribe()
 		release()
 		ps.p.s.wg.Done()
