@@ -66,6 +66,7 @@ type Consumer struct {
 	hotSet      hotSet // the hot read's streams, kept across turns
 	perSlot     bool   // group multi-key reads per hash slot (a cluster)
 	nextWake    time.Time
+	lastWake    time.Time // the last beat that answered (wake)
 	nextPoll    time.Time
 	nextFind    time.Time
 	nextClaim   time.Time
@@ -278,7 +279,7 @@ func perEntry(h Handler) BatchHandler {
 		errs := make([]error, len(ms))
 		for i, m := range ms {
 			if err := ctx.Err(); err != nil {
-				errs[i] = fmt.Errorf("feed: not handled: %w", err)
+				errs[i] = fmt.Errorf("%w: %w", errNotHandled, err)
 				continue
 			}
 			errs[i] = safeCall(func() error { return h(ctx, m) })
@@ -286,6 +287,11 @@ func perEntry(h Handler) BatchHandler {
 		return errs
 	}
 }
+
+// errNotHandled is perEntry's verdict for an entry it never handed to the
+// handler (Close's grace was over): it stays pending, its delivery does not
+// count toward poison.
+var errNotHandled = errors.New("feed: not handled")
 
 // safeCall runs f, turning a panic into an error wrapping ErrPanic.
 func safeCall(f func() error) (err error) {

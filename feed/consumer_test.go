@@ -292,3 +292,66 @@ func TestWrongVerdictCountHandledOneByOne(t *testing.T) {
 	defer mu.Unlock()
 	handledOnce(t, alone, n) // on their own
 }
+
+// TestCloseNeverDeadLettersUnhandled: at Close, the entries a
+// per-entry Handler never got (its context was cancelled after the grace)
+// must stay pending (docs/reader-law.md, "Shutdown"), not be dead-lettered,
+// whatever their delivery count, and that delivery must not count toward
+// -poison-after.
+func TestCloseNeverDeadLettersUnhandled(t *testing.T) {
+	_, rdb := mustStart(t)
+	ctx := context.Background()
+	s := stream("review-shut")
+	slow := add(t, rdb, s)
+	last := add(t, rdb, s)
+	// Both delivered to r1 before; the second one four times already.
+	if err := rdb.XGroupCreate(ctx, s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "r1", Streams: []string{s, ">"}, Count: 10, Block: -1}).Result()
+	if err != nil || len(res[0].Messages) != 2 {
+		t.Fatalf("pre-read: %v %v", res, err)
+	}
+	lastPos := res[0].Messages[1].ID
+	if err := rdb.Do(ctx, "XCLAIM", s, group, "r1", 0, lastPos, "RETRYCOUNT", 4, "JUSTID").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	inHand := make(chan struct{})
+	handled := map[string]bool{}
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.MinIdle = time.Minute
+	cfg.ShutdownGrace = 200 * time.Millisecond
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.ID == slow {
+			close(inHand)
+			<-ctx.Done() // outlasts the grace
+			return ctx.Err()
+		}
+		handled[m.ID] = true
+		return nil
+	}
+	c := mustOpen(t, cfg)
+	<-inHand
+	c.Close()
+	if handled[last] {
+		t.Fatalf("%s handled: the test did not set up what it means to", last)
+	}
+	dead, err := feed.ListDead(ctx, rdb, event.DeadKeyOf(s), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dead {
+		t.Errorf("never handed to the handler, yet dead-lettered at Close: %s (%s)", d.EvtID, d.Reason)
+	}
+	if n := pending(t, rdb, s); n != 2 {
+		t.Errorf("pending %d after Close, want 2 (neither entry got a nil verdict)", n)
+	}
+	// Never handed over, its delivery does not count: the next start
+	// hands it to the handler rather than dead-lettering it as delivered
+	// more than PoisonAfter times.
+	p, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s, Group: group, Start: lastPos, End: lastPos, Count: 1}).Result()
+	if err == nil && len(p) == 1 && p[0].RetryCount > 4 {
+		t.Errorf("delivery count %d after a delivery the handler never saw, want 4", p[0].RetryCount)
+	}
+}

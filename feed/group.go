@@ -43,13 +43,26 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 	pipe := c.rdb.Pipeline()
 	cmds := make([]*redis.StatusCmd, len(todo))
 	for i, st := range todo {
-		cmds[i] = pipe.XGroupCreateMkStream(ctx, st.key, c.cfg.Group, "0")
+		if st.seenOpen && !st.pinned {
+			// A registry game whose group went away: its stream may have
+			// been deleted (feedctl prune -streams, a flush). MKSTREAM
+			// would bring it back, empty, for good.
+			cmds[i] = pipe.XGroupCreate(ctx, st.key, c.cfg.Group, "0")
+		} else {
+			cmds[i] = pipe.XGroupCreateMkStream(ctx, st.key, c.cfg.Group, "0")
+		}
 	}
 	_, _ = pipe.Exec(ctx)
-	var recreated, created []string
+	var recreated, created, vanished []string
 	for i, st := range todo {
 		err := cmds[i].Err()
 		switch {
+		case err != nil && strings.Contains(err.Error(), "requires the key to exist"):
+			// The stream is gone: forget it, as the sweep forgets a game
+			// that left the registry. A writer's next entry raises its
+			// score, and the beat finds it again.
+			c.forget(st)
+			vanished = append(vanished, st.key)
 		case err == nil || strings.HasPrefix(err.Error(), "BUSYGROUP"):
 			if err == nil {
 				if st.seenOpen {
@@ -91,6 +104,10 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 		}
 	}
 	c.ok()
+	if len(vanished) > 0 {
+		c.log.Info("streams deleted; forgotten until written again", "count", len(vanished), "streams", headOf(vanished, 5))
+		c.note(fmt.Sprintf("streams of %d games deleted under the consumer (feedctl prune -streams, or Redis lost its data: flush, or restart without persistence); forgotten until written again; the store keeps every line", len(vanished)))
+	}
 	if len(created) > 0 {
 		c.log.Info("consumer groups created", "count", len(created), "streams", headOf(created, 5))
 	}

@@ -184,10 +184,9 @@ func (c *Consumer) discover() error {
 			found = append(found, k)
 		}
 	}
-	for k := range c.streams {
+	for k, st := range c.streams {
 		if !seen[k] {
-			delete(c.streams, k)
-			c.work.remove(k)
+			c.forget(st)
 			gone = append(gone, k)
 		}
 	}

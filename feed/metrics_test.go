@@ -1,8 +1,11 @@
 package feed_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,4 +203,34 @@ func TestReadLagMetric(t *testing.T) {
 	if count-count0 != 2 || below-below0 != 1 {
 		t.Errorf("read lag: %d samples, %d of them at most 60 s; want 2 and 1", count-count0, below-below0)
 	}
+}
+
+// TestForgottenStreamLeavesNoGauge: a stream the consumer stops following
+// (here dropped from the static list; also a game gone from the registry,
+// or a deleted stream) takes its pending and lag labels with it, or
+// /metrics would report its last figures for good.
+func TestForgottenStreamLeavesNoGauge(t *testing.T) {
+	_, rdb := mustStart(t)
+	game := "gauge-gone"
+	s := stream(game)
+	add(t, rdb, s)
+	var listed atomic.Bool
+	listed.Store(true)
+	cfg := baseConfig(t, rdb, "c1")
+	cfg.Streams = func(context.Context) ([]string, error) {
+		if listed.Load() {
+			return []string{s}, nil
+		}
+		return nil, nil
+	}
+	cfg.MinIdle = time.Hour // nothing is claimed back: the entry stays pending
+	cfg.Handler = func(context.Context, feed.Message) error { return errors.New("not now") }
+	mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "the pending gauge of "+game, func() bool {
+		return gauge(t, "codemojex_feed_pending", game) == 1
+	})
+	listed.Store(false)
+	waitFor(t, 10*time.Second, "the gauges of the unlisted stream gone", func() bool {
+		return math.IsNaN(gauge(t, "codemojex_feed_pending", game)) && math.IsNaN(gauge(t, "codemojex_feed_lag", game))
+	})
 }

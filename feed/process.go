@@ -109,6 +109,11 @@ func (c *Consumer) judge(todo []delivery, verdicts []error, s *settlement) (held
 		case errors.Is(err, ErrUnavailable):
 			d.err = err
 			held = append(held, d)
+		case errors.Is(err, errNotHandled):
+			// Never handed to the handler: left pending, and its
+			// delivery taken back (settle), so it never counts.
+			c.markPending(d.stream)
+			s.unhandled = append(s.unhandled, d)
 		case errors.As(err, &pe):
 			d.reason, d.label = pe.label+": "+err.Error(), pe.label
 			s.dead = append(s.dead, d)

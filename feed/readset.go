@@ -211,6 +211,24 @@ func (c *Consumer) seeGame(game string, score float64, now time.Time) *streamSta
 	return st
 }
 
+// forget drops a stream the consumer no longer follows (gone from the
+// registry or the static list, or deleted), with its gauges' labels: a
+// label left behind would report the game's last pending and lag for good.
+func (c *Consumer) forget(st *streamState) {
+	delete(c.streams, st.key)
+	c.work.remove(st.key)
+	ungauge(st)
+}
+
+// ungauge deletes the pending and lag gauges' labels of st, if it has any.
+func ungauge(st *streamState) {
+	if st.gauged {
+		mPending.DeleteLabelValues(labelOf(st))
+		mLag.DeleteLabelValues(labelOf(st))
+		st.gauged = false
+	}
+}
+
 // prune drops from the work set the streams with no reason left, clears
 // their gauges, and publishes the sizes, at most every pruneEvery. The keys
 // for Working are published after a change of members, at most every
@@ -230,11 +248,7 @@ func (c *Consumer) prune(now time.Time) {
 			continue
 		}
 		c.work.remove(st.key)
-		if st.gauged {
-			mPending.DeleteLabelValues(labelOf(st))
-			mLag.DeleteLabelValues(labelOf(st))
-			st.gauged = false
-		}
+		ungauge(st)
 	}
 	if c.work.gen != c.workingGen && !now.Before(c.nextWorking) {
 		all := c.work.all()

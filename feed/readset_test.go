@@ -249,3 +249,80 @@ func TestWorkSet(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletedStreamNotRecreated: `feedctl prune -streams` takes a
+// quiet game out of the registry and deletes its streams. A renderer that
+// still knows the game (until its sweep pass ends) must not bring the
+// stream back: its poll meets NOGROUP there, and the group door's XGROUP
+// CREATE … MKSTREAM used to re-create the deleted key, empty, for good. It
+// forgets the game instead, until a writer scores it again.
+func TestDeletedStreamNotRecreated(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	games := []string{"rv-keep", "rv-pruned"}
+	register(t, rdb, games)
+	rec := &recorder{}
+	cfg := registryConfig(t, rdb, "c1")
+	cfg.SweepEvery = time.Hour // the pass that forgets the game is far off
+	cfg.PollEvery = 100 * time.Millisecond
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "both games handled", func() bool { return len(rec.ids()) == len(games) })
+	waitFor(t, 5*time.Second, "drained", func() bool { return pending(t, rdb, stream("rv-pruned")) == 0 })
+
+	// What prune -streams does.
+	pruned := stream("rv-pruned")
+	if err := rdb.ZRem(ctx, event.RegistryKey, "rv-pruned").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(ctx, pruned, event.DeadKeyOf(pruned)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := c.Stats().GroupsRecreated
+	waitFor(t, 10*time.Second, "the deleted game forgotten", func() bool { return c.Stats().Known == 1 })
+	if n, _ := rdb.Exists(ctx, pruned).Result(); n != 0 {
+		t.Errorf("pruned stream %s exists again (groups re-created: %d)", pruned, c.Stats().GroupsRecreated-before)
+	}
+	// The game kept goes on.
+	id := add(t, rdb, stream("rv-keep"))
+	rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: "rv-keep"})
+	waitFor(t, 5*time.Second, "the kept game read", func() bool { return rec.count(id) == 1 })
+}
+
+// TestBeatCoversAHeldUpLoop: the beat's floor is "the previous
+// beat's time − WakeSlack" (docs/reader-law.md, "The read set"). When the
+// loop was held up longer than that (a slow commit here; a pause, a Redis
+// backoff), a quiet game that wrote meanwhile must still be woken by the
+// next beat, not left for the poll or the sweep.
+func TestBeatCoversAHeldUpLoop(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	register(t, rdb, []string{"rv-slow", "rv-quiet"})
+	rec := &recorder{}
+	started := make(chan struct{}, 1)
+	cfg := registryConfig(t, rdb, "c1")
+	cfg.SweepEvery = time.Hour
+	cfg.PollEvery = time.Hour
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.Payload["text"] == "slow" {
+			started <- struct{}{}
+			time.Sleep(3500 * time.Millisecond) // a commit longer than WakeEvery + WakeSlack: pacing, not waiting
+		}
+		rec.add(m)
+		return nil
+	}
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "first entries handled", func() bool { return len(rec.ids()) == 2 })
+	waitFor(t, 10*time.Second, "both games out of the hot read", func() bool { return c.Stats().Hot == 0 })
+
+	write := func(game, text string) string {
+		id := add(t, rdb, stream(game), "text", text)
+		rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: game})
+		return id
+	}
+	slow := write("rv-slow", "slow")
+	<-started
+	quiet := write("rv-quiet", "hi")
+	waitFor(t, 6*time.Second, "slow entry handled", func() bool { return rec.count(slow) == 1 })
+	waitFor(t, 2*time.Second, "the quiet game's entry, written while the loop was busy", func() bool { return rec.count(quiet) == 1 })
+}

@@ -25,7 +25,13 @@ const registryPage = 500
 // (blocking read) from then on, so the entry is read as soon as it lands.
 // If the entry comes first, the beat that sees the score reads it.
 func (c *Consumer) wake(now time.Time) error {
-	floor := float64(now.Add(-c.cfg.WakeEvery - c.cfg.WakeSlack).UnixMilli())
+	// From the last beat that answered: a loop held up (a long commit, a
+	// pause, a backoff) must not skip the scores written meanwhile.
+	from := now.Add(-c.cfg.WakeEvery)
+	if !c.lastWake.IsZero() && c.lastWake.Before(from) {
+		from = c.lastWake
+	}
+	floor := float64(from.Add(-c.cfg.WakeSlack).UnixMilli())
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	for offset := int64(0); ; offset += registryPage {
@@ -46,6 +52,7 @@ func (c *Consumer) wake(now time.Time) error {
 		}
 	}
 	c.ok()
+	c.lastWake = now
 	c.logFound()
 	return nil
 }
@@ -104,10 +111,9 @@ func (c *Consumer) sweepPage(now time.Time) error {
 	}
 	// The pass is over: forget the games that left the registry.
 	gone := 0
-	for k, st := range c.streams {
+	for _, st := range c.streams {
 		if st.seenPass != c.sweep.pass && !st.pinned && !st.pending {
-			delete(c.streams, k)
-			c.work.remove(k)
+			c.forget(st)
 			gone++
 		}
 	}

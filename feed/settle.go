@@ -29,6 +29,9 @@ type settlement struct {
 	acks    map[string][]string // stream → positions, handler said nil
 	trimmed map[string][]string // stream → positions of deleted entries
 	dead    []delivery
+	// unhandled are entries the handler never got (errNotHandled): their
+	// delivery is taken back (forgive).
+	unhandled []delivery
 }
 
 func (s *settlement) ack(stream, pos string, trimmed bool) {
@@ -54,6 +57,9 @@ type ackCmd struct {
 // context is not the loop's: Close cancels that, and what is in hand must
 // still be settled. Failed acks are kept and retried next turn.
 func (c *Consumer) settle(s *settlement) error {
+	if len(s.unhandled) > 0 {
+		c.forgive(s.unhandled)
+	}
 	if len(s.acks) == 0 && len(s.trimmed) == 0 && len(s.dead) == 0 {
 		return nil
 	}
