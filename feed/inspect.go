@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -141,11 +142,18 @@ func StatusStreams(ctx context.Context, rdb redis.UniversalClient, n int64, extr
 // share the {GROUP} hash tag, so on a cluster they sit on one node.
 func liveLeases(ctx context.Context, rdb redis.UniversalClient, group string) ([]string, error) {
 	prefix := event.LeaseKey(group, "")
-	var names []string
+	var (
+		mu    sync.Mutex // ForEachMaster scans the masters at once
+		names []string
+	)
 	scan := func(ctx context.Context, c redis.Cmdable) error {
 		iter := c.Scan(ctx, 0, escapeGlob(prefix)+"*", 100).Iterator()
 		for iter.Next(ctx) {
+			// The keys share the {GROUP} hash tag, so one master holds
+			// them, but two may while their slot migrates.
+			mu.Lock()
 			names = append(names, strings.TrimPrefix(iter.Val(), prefix))
+			mu.Unlock()
 		}
 		return iter.Err()
 	}

@@ -333,7 +333,7 @@
 
     function onFrame(ev) {
       // Any frame proves the connection alive.
-      if (probe) { clearTimeout(probe); probe = 0; }
+      stopProbe();
       if (!got) opened();
       var f = null;
       try { f = JSON.parse(ev.data); } catch (e) { /* below */ }
@@ -416,6 +416,8 @@
       sock.onclose = function (e) {
         if (ws !== sock) return; // a socket already given up on
         ws = null;
+        // A probe of this socket must not time out on the next one.
+        stopProbe();
         if (reloading) return;
         root.dataset.closeCode = String(e.code);
         lost();
@@ -543,11 +545,15 @@
     // connection; through lost, with the backoff, for one that brought
     // nothing within OPEN_WITHIN (failed).
     function restart(failed) {
-      probe = 0;
+      stopProbe();
       release();
       if (failed) { lost(); return; }
       setState('reconnecting');
       now();
+    }
+
+    function stopProbe() {
+      if (probe) { clearTimeout(probe); probe = 0; }
     }
 
     // drop gives up on a connection that does not answer (a phone's
@@ -577,7 +583,7 @@
     window.addEventListener('pagehide', function (e) {
       if (!e.persisted) return;
       if (timer) { clearTimeout(timer); timer = 0; }
-      if (probe) { clearTimeout(probe); probe = 0; }
+      stopProbe();
       if (upgrade) { clearTimeout(upgrade); upgrade = 0; }
       release(1000, 'page hidden');
     });
