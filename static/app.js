@@ -49,6 +49,11 @@
 
     var cap = Number(root.dataset.cap) || 500;
     var seq = Number(root.dataset.seq) || 0; // highest seq received: the resume cursor
+    // The EVT id of this game's line with the highest seq at or below the
+    // cursor ('' for none): sent back, so that a server whose store was
+    // renumbered under the same ID (a backup restored) resets the page
+    // rather than resume it past lines it does not have.
+    var last = root.dataset.last || '';
     var older = document.getElementById('older');
 
     filters();
@@ -347,6 +352,7 @@
       switch (f.t) {
         case 'line':
           add(parse(f.html));
+          if (f.seq > seq && typeof f.id === 'string') last = f.id;
           noteSeq(f.seq);
           break;
         case 'state':
@@ -393,7 +399,7 @@
 
     function liveURL(path) {
       // board=1: this script applies board frames (patchBoard).
-      var url = path + '?after=' + seq + '&board=1';
+      var url = path + '?after=' + seq + '&last=' + encodeURIComponent(last) + '&board=1';
       // Seqs are per store: the server resets a page from another store.
       if (root.dataset.store) url += '&store=' + encodeURIComponent(root.dataset.store);
       return url;

@@ -42,6 +42,9 @@ func (db *DB) Page(ctx context.Context, game string, n int) (Page, error) {
 			WHERE game = ? ORDER BY evt_id DESC LIMIT ?`, game, limitOf(n)); err != nil {
 			return err
 		}
+		if p.Last, _, err = lastAt(ctx, tx, game, p.Seq); err != nil {
+			return err
+		}
 		if p.Board, err = scoreboard(ctx, tx, game); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
@@ -54,6 +57,41 @@ func (db *DB) Page(ctx context.Context, game string, n int) (Page, error) {
 		return Page{}, fmt.Errorf("store: page %s: %w", game, err)
 	}
 	return p, nil
+}
+
+// LastAt returns the EVT id of game's line with the greatest seq at or
+// below seq, and false when the game has no line there. A client resuming
+// after seq holds that line last, in this store's numbering; a store whose
+// numbering went another way since (a backup restored, a peer's file
+// copied, both keeping the store's ID) answers with another line, which is
+// how the web tells such a cursor from a good one (docs/contracts.md).
+func (db *DB) LastAt(ctx context.Context, game string, seq int64) (string, bool, error) {
+	if db.isClosed() {
+		return "", false, ErrClosed
+	}
+	var (
+		id string
+		ok bool
+	)
+	err := db.retryBusy(ctx, "last at", func() error {
+		var err error
+		id, ok, err = lastAt(ctx, db.r, game, seq)
+		return err
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("store: last line of %s at %d: %w", game, seq, err)
+	}
+	return id, ok, nil
+}
+
+func lastAt(ctx context.Context, q querier, game string, seq int64) (string, bool, error) {
+	var id string
+	err := q.QueryRowContext(ctx, `SELECT evt_id FROM events
+		WHERE game = ? AND seq <= ? ORDER BY seq DESC LIMIT 1`, game, seq).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return id, err == nil, err
 }
 
 // Before returns up to n lines of game older than evtID (by EVT id), newest

@@ -104,5 +104,9 @@ type Scoreboard struct {
 type Page struct {
 	Lines []Line // newest first (EVT id descending)
 	Seq   int64  // the highest seq in the store at the read
+	// Last is the EVT id of the game's line with the greatest seq at or
+	// below Seq ("" when the game has none): what a browser that resumes
+	// from Seq holds last (LastAt).
+	Last  string
 	Board Scoreboard
 }

@@ -413,3 +413,47 @@ func TestGameStartedResetsRound(t *testing.T) {
 		t.Fatalf("an older round_started delivered late: round %d/%d, want 0/4", r, n)
 	}
 }
+
+// TestLastAt: the line of a game with the greatest seq at or below a seq,
+// by seq (store order), not by EVT id: an older event re-delivered late is
+// the last line at its seq. Page reads it at its own max seq.
+func TestLastAt(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t, "")
+	m := event.NewMinter(7)
+	at := time.Now()
+	chat := func(id, game string) store.Event {
+		return mkEvent(t, id, game, event.KindChat, at, "player", "ada", "text", "hi")
+	}
+	old, a, b := m.Next(at), m.Next(at), m.Next(at)
+	r := mustUpsert(t, db, []store.Event{chat(a, "g1"), chat(b, "g2")})
+	late := mustUpsert(t, db, []store.Event{chat(old, "g1")}) // its EVT id is the smallest
+	tests := []struct {
+		game   string
+		seq    int64
+		want   string
+		wantOK bool
+	}{
+		{"g1", 0, "", false},
+		{"g1", r[0].Seq, a, true},
+		{"g1", r[1].Seq, a, true},
+		{"g1", late[0].Seq, old, true},
+		{"g1", late[0].Seq + 100, old, true},
+		{"g2", r[0].Seq, "", false},
+		{"g2", late[0].Seq, b, true},
+		{"none", late[0].Seq, "", false},
+	}
+	for _, tt := range tests {
+		id, ok, err := db.LastAt(ctx, tt.game, tt.seq)
+		if err != nil || id != tt.want || ok != tt.wantOK {
+			t.Errorf("LastAt(%s, %d) = %q, %v, %v; want %q, %v", tt.game, tt.seq, id, ok, err, tt.want, tt.wantOK)
+		}
+	}
+	p, err := db.Page(ctx, "g1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Last != old || len(p.Lines) != 1 || p.Lines[0].EvtID != a {
+		t.Fatalf("Page: last %q, lines %v; want last %q (the greatest seq), line %s (the greatest EVT id)", p.Last, p.Lines, old, a)
+	}
+}

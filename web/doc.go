@@ -9,7 +9,7 @@
 //	GET /                                games index (rows refreshed from /fragments/games)
 //	GET /games/{game}                    latest lines, newest first, with the seq read in the same transaction
 //	GET /games/{game}/older?before=EVT   the next lines below EVT as <li> items; header X-More: true|false
-//	GET /games/{game}/live?after=SEQ     websocket (below); optional &store=ID, &board=1
+//	GET /games/{game}/live?after=SEQ     websocket (below); optional &store=ID, &last=EVT_ID, &board=1
 //	GET /games/{game}/events?after=SEQ   the same frames as a server-sent event stream (events.go), where websockets are blocked
 //	GET /games/{game}/replay             replay page; its data is /games/{game}/timeline.json?after=EVT, a page at a time
 //	GET /status, /api/status, /metrics   operators; behind Config.AdminToken (open without one on loopback only)
@@ -49,8 +49,10 @@
 // loses nothing and doubles nothing.
 //
 // Reset: a store=ID other than Config.StoreID, an after above the store's
-// max seq, or more than Config.MaxBacklog lines to catch up gets a reset
-// frame and a normal close; the page reloads.
+// max seq, a last=EVT_ID that is not the store's line of the game with the
+// greatest seq at or below after (the store renumbered under its ID: a
+// backup restored), or more than Config.MaxBacklog lines to catch up gets a
+// reset frame and a normal close; the page reloads.
 //
 // Close codes: 1001 going away (server shutting down: reconnect), 1008
 // "slow client: resume from your cursor" (its send queue overflowed: the

@@ -91,7 +91,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if testHookSubscribed != nil {
 		testHookSubscribed(game)
 	}
-	last, err := s.backfill(es, game, after, r.URL.Query().Get("store"))
+	last, err := s.backfill(es, game, after, resumeOf(r))
 	if err == nil {
 		err = es.flush()
 	}
@@ -113,6 +113,28 @@ func streamCursor(r *http.Request) (int64, error) {
 		return parseCursor(v, "Last-Event-ID")
 	}
 	return parseCursor(r.URL.Query().Get("after"), "after")
+}
+
+// resume is what a client says of where it resumes, beside its cursor:
+// the store its seqs come from (store=ID), and the EVT id of the game's
+// line it holds with the greatest seq at or below the cursor (last=EVT_ID;
+// empty: none). Either may be absent; then it is not checked.
+type resume struct {
+	store   string
+	last    string
+	hasLast bool
+}
+
+// resumeOf reads r's resume parameters. last is ignored when the cursor
+// is an event stream's Last-Event-ID: an EventSource that reconnects by
+// itself repeats the URL it was opened with, whose last is stale by then.
+func resumeOf(r *http.Request) resume {
+	q := r.URL.Query()
+	rs := resume{store: q.Get("store")}
+	if r.Header.Get("Last-Event-ID") == "" {
+		rs.last, rs.hasLast = q.Get("last"), q.Has("last")
+	}
+	return rs
 }
 
 // parseCursor parses a resume cursor, a seq, from the parameter or header

@@ -479,3 +479,39 @@ func FuzzEncodeEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestEventsResetOtherNumbering: an event stream's cursor is checked
+// against the line the client holds last, as a websocket's is; but not when
+// the cursor is Last-Event-ID, since an EventSource that reconnects by
+// itself repeats the URL, and its last, from when it was opened.
+func TestEventsResetOtherNumbering(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 2)
+	e.upsert(evs...)
+	max, err := e.db.MaxSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, resp := e.openStream(e.streamURL("g1", max) + "&last=" + evs[0].EvtID)
+	if s == nil {
+		t.Fatalf("HTTP %d, want the stream", resp.StatusCode)
+	}
+	frames, err := s.ended(5 * time.Second)
+	if err != nil {
+		t.Fatalf("stream did not end: %v (frames %+v)", err, frames)
+	}
+	if n := len(frames); n == 0 || frames[n-1].T != "reset" {
+		t.Fatalf("frames %+v, want the stream to end with a reset", frames)
+	}
+
+	s, resp = e.openStream(e.streamURL("g1", 0)+"&last="+evs[0].EvtID, "Last-Event-ID", strconv.FormatInt(max, 10))
+	if s == nil {
+		t.Fatalf("HTTP %d, want the stream", resp.StatusCode)
+	}
+	next := g.chats(t, 1)
+	e.upsert(next...)
+	if got := s.lines(1); got[0].ID != next[0].EvtID {
+		t.Fatalf("resumed from Last-Event-ID with line %s, want %s", got[0].ID, next[0].EvtID)
+	}
+}

@@ -29,7 +29,9 @@ const (
 //
 // Reset policy: a cursor from another store (store=ID differs from
 // Config.StoreID), a cursor above this store's max seq (the store was
-// rebuilt) or more than MaxBacklog lines behind gets {"t":"reset"}, and the
+// rebuilt), one whose last=EVT_ID is not this store's line at it (the store
+// renumbered under its ID) or more than MaxBacklog lines behind gets
+// {"t":"reset"}, and the
 // page reloads instead of missing lines or replaying a long backlog line by
 // line.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +59,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	}
 	c := newClient(s.cfg.SendQueue, r.URL.Query().Get("board") == "1")
 	if s.poll != nil {
-		s.livePoll(w, r, game, key, after, r.URL.Query().Get("store"), c, release)
+		s.livePoll(w, r, game, key, after, resumeOf(r), c, release)
 		return
 	}
 	hw := &hijackRecorder{ResponseWriter: w}
@@ -75,9 +77,10 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	// goroutine, whose stack has grown through net/http, the router and the
 	// middleware. A fresh goroutine serves the socket and this one returns,
 	// which saves a grown stack per websocket (the fan-out's memory).
+	rs := resumeOf(r)
 	go func() {
 		defer release()
-		s.serveSocket(conn, hw.conn, game, after, r.URL.Query().Get("store"), c)
+		s.serveSocket(conn, hw.conn, game, after, rs, c)
 	}()
 }
 
@@ -143,7 +146,7 @@ func (h *hijackRecorder) Unwrap() http.ResponseWriter { return h.ResponseWriter 
 // serveSocket is a websocket's life after the handshake: hub subscription,
 // backfill, then the writer loop. It owns conn (over the hijacked netConn)
 // and the s.wg slot that live took for it.
-func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string, after int64, storeID string, c *client) {
+func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string, after int64, rs resume, c *client) {
 	defer s.wg.Done()
 	defer conn.CloseNow()
 	// No middleware recovers this goroutine: a bug in one socket must not
@@ -178,7 +181,7 @@ func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string
 	}
 
 	ws := &wsConn{s: s, conn: conn, netConn: netConn, game: game, hardClose: hardClose}
-	last, err := s.backfill(ws, game, after, storeID)
+	last, err := s.backfill(ws, game, after, rs)
 	if err != nil {
 		switch {
 		case errors.Is(err, errWriteStuck):
@@ -219,8 +222,8 @@ type sink interface {
 // backfill runs after the hub subscription: state, then every line of game
 // after the cursor from the store. Lines committed meanwhile are also queued
 // by the hub; the writer drops those at or below the returned seq.
-func (s *Server) backfill(k sink, game string, after int64, storeID string) (int64, error) {
-	if storeID != "" && s.cfg.StoreID != "" && storeID != s.cfg.StoreID {
+func (s *Server) backfill(k sink, game string, after int64, rs resume) (int64, error) {
+	if rs.store != "" && s.cfg.StoreID != "" && rs.store != s.cfg.StoreID {
 		return 0, k.reset("cursor from another store")
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
@@ -231,6 +234,18 @@ func (s *Server) backfill(k sink, game string, after int64, storeID string) (int
 	}
 	if after > max {
 		return 0, k.reset("cursor ahead of store")
+	}
+	if rs.hasLast {
+		id, _, err := s.cfg.Store.LastAt(ctx, game, after)
+		if err != nil {
+			return 0, k.fail(err)
+		}
+		if id != rs.last {
+			// The same store ID, another numbering: a backup restored, or
+			// a peer's file copied. Lines at or below the cursor here are
+			// not the ones the client holds, so resuming could skip some.
+			return 0, k.reset("cursor from another numbering of this store")
+		}
 	}
 	f, err := stateFrame(ctx, s.cfg.Store, game, max)
 	if err != nil {

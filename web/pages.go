@@ -96,7 +96,7 @@ func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {
 	if p.Board.Game.Name == "" {
 		p.Board.Game.Name = game
 	}
-	v := templates.GameView{Name: game, Seq: p.Seq, Board: p.Board, Items: items(p.Lines), StoreID: s.cfg.StoreID,
+	v := templates.GameView{Name: game, Seq: p.Seq, Last: p.Last, Board: p.Board, Items: items(p.Lines), StoreID: s.cfg.StoreID,
 		Watching: s.watchingOf(game), Cap: s.cfg.DOMLines, UpgradeMs: s.cfg.UpgradeRetry.Milliseconds()}
 	if n := len(p.Lines); n > 0 {
 		v.OldestID = p.Lines[n-1].EvtID

@@ -226,7 +226,7 @@ type pollSocket struct {
 
 // livePoll is live's tail for the nbio engine: the admission checks are
 // done, release gives back the slots, and the s.wg slot is taken.
-func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key string, after int64, storeID string, c *client, release func()) {
+func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key string, after int64, rs resume, c *client, release func()) {
 	p := s.poll
 	ps := &pollSocket{p: p, game: game, c: c, room: make(chan struct{}, 1)}
 	ps.c.wake = ps.wake
@@ -286,7 +286,7 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 		testHookSubscribed(game)
 	}
 	ws := &wsConn{s: s, poll: ps, game: game}
-	last, err := s.backfill(ws, game, after, storeID)
+	last, err := s.backfill(ws, game, after, rs)
 	if err != nil {
 		if !errors.Is(err, errReset) {
 			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, untrusted.Err(err))

@@ -122,14 +122,14 @@ func (s *Server) pollStream(w http.ResponseWriter, r *http.Request, game string,
 		ps.end(err, release)
 		return true
 	}
-	go s.serveStream(ps, head, after, q.Get("store"))
+	go s.serveStream(ps, head, after, resumeOf(r))
 	return true
 }
 
 // serveStream writes a stream's head and backfill, then leaves it to the
 // hub's wake-ups, on a fresh goroutine: the request's, grown through
 // net/http, the router and the middleware, has returned.
-func (s *Server) serveStream(ps *pollSocket, head []byte, after int64, storeID string) {
+func (s *Server) serveStream(ps *pollSocket, head []byte, after int64, rs resume) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("web: event stream panicked", "game", ps.game, untrusted.Attr("panic", fmt.Sprint(v)), "stack", string(debug.Stack()))
@@ -150,7 +150,7 @@ func (s *Server) serveStream(ps *pollSocket, head []byte, after int64, storeID s
 		testHookSubscribed(ps.game)
 	}
 	es := &pollStreamSink{s: s, ps: ps}
-	last, err := s.backfill(es, ps.game, after, storeID)
+	last, err := s.backfill(es, ps.game, after, rs)
 	if err != nil {
 		if !errors.Is(err, errReset) {
 			s.log.Debug("web: event stream ended in backfill", "game", ps.game, "seq", after, untrusted.Err(err))

@@ -146,3 +146,61 @@ func TestLiveResetSilentPeer(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveResetOtherNumbering: a cursor is checked against the line the
+// client says it holds last at or below it (last=EVT_ID; empty: none). A
+// store renumbered under the same ID (a backup restored, a peer's file
+// copied) answers with another line there, and resuming would skip lines
+// the client never had: it is reset instead. The page embeds the line to
+// send back with its cursor.
+func TestLiveResetOtherNumbering(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 3)
+	e.upsert(evs...)
+	e.upsert(e.gen("g2").chats(t, 2)...) // the cursor below is past g1's lines
+	_, page := e.get("/games/g1")
+	if want := `data-last="` + evs[2].EvtID + `"`; !strings.Contains(page, want) {
+		t.Fatalf("the page does not embed %s", want)
+	}
+	_, empty := e.get("/games/g3")
+	if !strings.Contains(empty, `data-last=""`) {
+		t.Fatal(`a game without lines: the page does not embed data-last=""`)
+	}
+	held := evs[2].EvtID // g1's line with the greatest seq at or below the cursor
+	for _, tt := range []struct {
+		name  string
+		query func() string // appended to the cursor's URL
+		reset bool
+	}{
+		{"the line held last", func() string { return "&last=" + held }, false},
+		{"no last given: not checked", func() string { return "" }, false},
+		{"another line", func() string { return "&last=" + evs[0].EvtID }, true},
+		{"a line this store does not have", func() string { return "&last=evt_01ZZZZZZZZZZZZZZZZZZZZZZZZ" }, true},
+		{"none held, but the store has lines there", func() string { return "&last=" }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			max, err := e.db.MaxSeq(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := e.dialURL("g1", max, e.wsURL("g1", max)+tt.query())
+			f := w.next()
+			if tt.reset {
+				if f.T != "reset" {
+					t.Fatalf("first frame %+v, want a reset", f)
+				}
+				return
+			}
+			if f.T == "reset" {
+				t.Fatalf("reset, want a resume from seq %d", max)
+			}
+			next := g.chats(t, 1)
+			e.upsert(next...)
+			if got := w.lines(1); got[0].ID != next[0].EvtID {
+				t.Fatalf("resumed with line %s, want %s", got[0].ID, next[0].EvtID)
+			}
+			held = next[0].EvtID
+		})
+	}
+}
