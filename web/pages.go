@@ -30,7 +30,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, c temp
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
+	if w.Header().Get("Cache-Control") == "" { // admin's no-store stands
+		w.Header().Set("Cache-Control", "no-cache")
+	}
 	w.WriteHeader(code)
 	w.Write(b.Bytes())
 }
@@ -229,7 +231,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-cache")
+	if w.Header().Get("Cache-Control") == "" { // admin's no-store stands
+		w.Header().Set("Cache-Control", "no-cache")
+	}
 	w.WriteHeader(code)
 	w.Write(b.Bytes())
 }

@@ -136,7 +136,9 @@ func (s *Server) isAdmin(r *http.Request) bool {
 	}
 	want := s.cfg.AdminToken
 	if want == "" {
-		return s.loopback
+		// Open to local operators only: not to a client a trusted proxy
+		// (on this host, in front of the loopback listener) forwarded.
+		return s.loopback && s.clientIP(r).IsLoopback()
 	}
 	got, ok := r.URL.Query().Get("token"), true
 	if a := r.Header.Get("Authorization"); a != "" {

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
@@ -206,5 +207,54 @@ func TestRequestBodyLimit(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("64 KiB body: %d, want 413", resp.StatusCode)
+	}
+}
+
+// TestAdminResponsesNotStored: operator responses must not be stored by a
+// browser or proxy cache (a /status?token=… URL would keep the token on
+// disk): the admin guard says Cache-Control: no-store, and the handlers
+// used to overwrite it with no-cache.
+func TestAdminResponsesNotStored(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.AdminToken = "s3cret" })
+	for _, tc := range []struct{ path, auth string }{
+		{"/status?token=s3cret", ""},
+		{"/status", "Bearer s3cret"},
+		{"/fragments/status", "Bearer s3cret"},
+		{"/api/status", "Bearer s3cret"},
+		{"/metrics", "Bearer s3cret"},
+	} {
+		var hdr []string
+		if tc.auth != "" {
+			hdr = []string{"Authorization", tc.auth}
+		}
+		resp, _ := e.get(tc.path, hdr...)
+		if resp.StatusCode == http.StatusUnauthorized {
+			t.Fatalf("GET %s: 401", tc.path)
+		}
+		if cc := resp.Header.Get("Cache-Control"); !strings.Contains(cc, "no-store") {
+			t.Errorf("GET %s: Cache-Control %q, want no-store", tc.path, cc)
+		}
+	}
+}
+
+// TestOpenAdminNotForProxiedClients: a loopback renderer without an admin
+// token behind a same-host proxy (the deployment docs/operations.md shows)
+// kept its admin pages open to anyone the proxy forwarded. A request the
+// trusted proxy says came from a remote client is not a local operator's.
+func TestOpenAdminNotForProxiedClients(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) {
+		c.PublicHosts = []string{"feed.example.com", "127.0.0.1"}
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	})
+	for _, p := range []string{"/status", "/api/status", "/metrics", "/debug/pprof/cmdline"} {
+		resp, _ := e.get(p, "Host", "feed.example.com", "X-Forwarded-For", "203.0.113.9")
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s from 203.0.113.9 via the proxy: %d, want 401", p, resp.StatusCode)
+		}
+		// The local operator, straight to the listener, still gets in.
+		resp, _ = e.get(p)
+		if resp.StatusCode == http.StatusUnauthorized {
+			t.Errorf("GET %s from loopback: 401, want it open", p)
+		}
 	}
 }
