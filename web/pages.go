@@ -68,7 +68,8 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "games", err)
 		return
 	}
-	s.render(w, r, http.StatusOK, templates.IndexPage(games, time.Now(), s.Watching()))
+	games, more := recentGames(games)
+	s.render(w, r, http.StatusOK, templates.IndexPage(games, more, time.Now(), s.Watching()))
 }
 
 // gamesFragment is the index's table body, polled by the page script.
@@ -80,7 +81,22 @@ func (s *Server) gamesFragment(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "games", err)
 		return
 	}
-	s.render(w, r, http.StatusOK, templates.GamesRows(games, time.Now(), s.Watching()))
+	games, more := recentGames(games)
+	s.render(w, r, http.StatusOK, templates.GamesRows(games, more, time.Now(), s.Watching()))
+}
+
+// indexGames bounds the games index: every open index tab polls it every
+// 3 s, and a store of many thousand games would otherwise render them all
+// each time (the status page is bounded the same way).
+const indexGames = 200
+
+// recentGames keeps the indexGames most recently active of games (Games
+// returns them most recent first) and counts the rest.
+func recentGames(games []store.Game) ([]store.Game, int) {
+	if len(games) <= indexGames {
+		return games, 0
+	}
+	return games[:indexGames], len(games) - indexGames
 }
 
 func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {

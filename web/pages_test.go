@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/static"
+	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/web"
 )
 
@@ -97,6 +99,31 @@ func TestIndex(t *testing.T) {
 			if !strings.Contains(body, want) {
 				t.Errorf("GET %s lacks %q", path, want)
 			}
+		}
+	}
+}
+
+// TestIndexBounded: the index lists the 200 most recently active games
+// and says how many older ones it leaves out, on the page and in the
+// fragment its tabs poll every 3 s.
+func TestIndexBounded(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	var evs []store.Event
+	for i := range 203 {
+		evs = append(evs, e.gen(fmt.Sprintf("g%03d", i)).chats(t, 1)...)
+	}
+	e.upsert(evs[:3]...) // the oldest activity
+	e.upsert(evs[3:]...)
+	for _, path := range []string{"/", "/fragments/games"} {
+		_, body := e.get(path)
+		if n := strings.Count(body, "<tr data-game="); n != 200 {
+			t.Errorf("GET %s: %d games listed, want 200", path, n)
+		}
+		if !strings.Contains(body, "3 older games not listed") {
+			t.Errorf("GET %s does not say how many games it leaves out", path)
+		}
+		if strings.Contains(body, `href="/games/g000"`) || !strings.Contains(body, `href="/games/g202"`) {
+			t.Errorf("GET %s: the oldest games listed, or the newest left out", path)
 		}
 	}
 }
