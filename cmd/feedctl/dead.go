@@ -42,6 +42,7 @@ type deadCmd struct {
 	sub, game, id string
 	all, force    bool
 	set           setFlags
+	futureBound   time.Duration
 }
 
 func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.Writer) error {
@@ -49,7 +50,7 @@ func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.
 	if len(args) == 0 {
 		return errors.New("dead: want list, requeue or drop")
 	}
-	c := deadCmd{sub: args[0], set: setFlags{}}
+	c := deadCmd{sub: args[0], set: setFlags{}, futureBound: g.futureBound}
 	args = args[1:]
 	var limit int64
 	fs := flagenv.New("dead " + c.sub)
@@ -139,7 +140,13 @@ func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []f
 	var ok []feed.DeadLetter
 	refused := 0
 	for _, d := range ds {
-		if err := wouldFail(stream, d, c.set); err != nil {
+		if d.Truncated != "" || d.Dropped != "" {
+			// The requeue script refuses it, -force or not.
+			refused++
+			fmt.Fprintf(stdout, "refused %s: truncated: the original cannot be requeued\n", untrusted.Escape(d.DeadID))
+			continue
+		}
+		if err := wouldFail(stream, d, c.set, c.futureBound); err != nil {
 			if !c.force {
 				refused++
 				fmt.Fprintf(stdout, "refused %s: would fail again: %s\n", untrusted.Escape(d.DeadID), untrusted.Text(err.Error()))
@@ -186,7 +193,7 @@ func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []f
 // applied, through the renderer's own decoder and validation (feed.Decode,
 // then the pipeline's check and render), and returns why it would be
 // dead-lettered again, or nil.
-func wouldFail(stream string, d feed.DeadLetter, fix map[string]string) error {
+func wouldFail(stream string, d feed.DeadLetter, fix map[string]string, futureBound time.Duration) error {
 	vals := make(map[string]any, len(d.Fields)+len(fix))
 	for k, v := range d.Fields {
 		vals[k] = v
@@ -201,7 +208,7 @@ func wouldFail(stream string, d feed.DeadLetter, fix map[string]string) error {
 	if err != nil {
 		return err
 	}
-	_, err = (&pipeline.Pipeline{Renderer: "feedctl"}).Event(m)
+	_, err = (&pipeline.Pipeline{Renderer: "feedctl", MaxAhead: futureBound}).Event(m)
 	return err
 }
 

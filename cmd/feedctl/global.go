@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/pipeline"
 	"github.com/codemojex/feed/internal/redisconn"
 	"github.com/codemojex/feed/internal/registry"
 )
@@ -17,7 +19,10 @@ import (
 type global struct {
 	redisURL string
 	group    string
-	rdb      redis.UniversalClient
+	// futureBound is the renderers' -future-bound (FEED_FUTURE_BOUND):
+	// rebuild and requeue judge entries as the renderers do.
+	futureBound time.Duration
+	rdb         redis.UniversalClient
 }
 
 func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
@@ -27,6 +32,7 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	fs.Redis(&g.redisURL)
 	fs.String(&g.group, "group", "FEED_GROUP", "feed", "consumer group")
+	fs.Duration(&g.futureBound, "future-bound", "FEED_FUTURE_BOUND", pipeline.DefaultMaxAhead, "the renderers' -future-bound")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}

@@ -70,7 +70,7 @@ func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout,
 		return err
 	}
 	defer db.Close()
-	p := &pipeline.Pipeline{DB: db, Renderer: "rebuild"}
+	p := &pipeline.Pipeline{DB: db, Renderer: "rebuild", MaxAhead: g.futureBound}
 	var total, inserted, skipped int
 	for i, game := range games {
 		n, ins, skip, err := rebuildGame(ctx, g, p, game)
@@ -116,6 +116,11 @@ func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game stri
 			return n, inserted, skipped, err
 		}
 		for _, r := range res {
+			if errors.Is(r.Err, store.ErrConflict) {
+				// The renderer dead-letters it and keeps the first line.
+				skipped++
+				continue
+			}
 			if r.Err != nil {
 				return n, inserted, skipped, r.Err
 			}

@@ -269,7 +269,19 @@ func (w *writer) send(ctx context.Context, todo []*entry, latest map[*gameState]
 	var rest []*entry
 	var firstErr error
 	for i, e := range todo {
-		if err := xadds[i].Err(); err != nil && !alreadyWritten(err) {
+		err := xadds[i].Err()
+		if alreadyWritten(err) {
+			// Ours from an attempt whose answer got lost, or another
+			// writer's (a feedctl dead requeue's XADD *) that took the
+			// position: look before counting it.
+			var ours bool
+			if ours, err = w.holds(ctx, e); err == nil && !ours {
+				if err = w.reposition(ctx, e); err == nil {
+					err = fmt.Errorf("position taken by another writer; moved to %s", e.pos)
+				}
+			}
+		}
+		if err != nil {
 			rest = append(rest, e)
 			firstErr = firstOf(firstErr, fmt.Errorf("xadd %s: %w", e.g.sum.Stream, err))
 			continue
@@ -289,6 +301,65 @@ func firstOf(first, err error) error {
 		return first
 	}
 	return err
+}
+
+// holds reports whether e's stream holds e at e.pos. With MaxLen, an
+// entry below the stream's first one may have been trimmed since: it is
+// taken as written.
+func (w *writer) holds(ctx context.Context, e *entry) (bool, error) {
+	xs, err := w.rdb.XRangeN(ctx, e.g.sum.Stream, e.pos, e.pos, 1).Result()
+	if err != nil {
+		return false, err
+	}
+	if len(xs) == 1 {
+		want := make(map[string]any, len(e.values)/2)
+		for i := 0; i+1 < len(e.values); i += 2 {
+			want[e.values[i]] = e.values[i+1]
+		}
+		if len(want) != len(xs[0].Values) {
+			return false, nil
+		}
+		for k, v := range want {
+			if xs[0].Values[k] != v {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	if w.cfg.MaxLen == 0 {
+		return false, nil
+	}
+	first, err := w.rdb.XRangeN(ctx, e.g.sum.Stream, "-", "+", 1).Result()
+	if err != nil {
+		return false, err
+	}
+	if len(first) == 0 {
+		return false, nil
+	}
+	fp, err := parsePosition(first[0].ID)
+	if err != nil {
+		return false, err
+	}
+	p, _ := parsePosition(e.pos)
+	return p.ms < fp.ms || (p.ms == fp.ms && p.seq < fp.seq), nil
+}
+
+// reposition gives e a new position of its own above its stream's top.
+func (w *writer) reposition(ctx context.Context, e *entry) error {
+	info, err := w.rdb.XInfoStream(ctx, e.g.sum.Stream).Result()
+	if err != nil {
+		return err
+	}
+	top, err := parsePosition(info.LastGeneratedID)
+	if err != nil {
+		return err
+	}
+	if l := e.g.last; top.ms < l.ms || (top.ms == l.ms && top.seq < l.seq) {
+		top = l
+	}
+	e.g.last = top
+	e.pos = e.g.next(uint64(time.Now().UnixMilli())).String()
+	return nil
 }
 
 // alreadyWritten recognises XADD's refusal of an explicit id that is not

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/store"
+)
+
+func runCtl(t *testing.T, addr string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := Run(context.Background(), append([]string{"-redis", "redis://" + addr}, args...), strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+// TestRebuildSkipsConflict: a game whose stream holds one EVT id twice with
+// different payloads (a producer fault the renderer dead-letters as
+// "conflict", keeping the first line) must still rebuild: the renderers
+// build a store with its lines.
+func TestRebuildSkipsConflict(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	evs := gamesim.Play("g1", 1, 6)
+	m := event.NewMinter(1)
+	ids, err := gamesim.Append(ctx, rdb, m, "g1", evs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ids[2] again, with another event's payload.
+	if err := gamesim.AppendItems(ctx, rdb, time.Now(), gamesim.Item{Game: "g1", ID: ids[2], Event: evs[4]}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "new.db")
+	out, errOut, err := runCtl(t, s.Addr, "rebuild", "-db", path)
+	if err != nil {
+		t.Fatalf("rebuild: %v\nstdout: %s\nstderr: %s", err, out, errOut)
+	}
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lines, err := db.Timeline(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != len(evs) {
+		t.Fatalf("%d lines, want %d", len(lines), len(evs))
+	}
+}
+
+// TestRequeueRefusesTruncated: a truncated dead letter cannot be requeued
+// (the script refuses it): the dry run must not promise it, and -all must
+// not stop at it.
+func TestRequeueRefusesTruncated(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	ev := gamesim.Play("g1", 1, 1)[0]
+	m := event.NewMinter(1)
+	vals := ev.Entry(m.Next(time.Now()), time.Now())
+	args := []any{}
+	for _, v := range vals {
+		args = append(args, v)
+	}
+	trunc := append(append([]any{}, args...), "dead_reason", "poison: x", "dead_truncated", "text 9000 bytes sha256 00\n")
+	dk := event.DeadKey("g1")
+	tid, err := rdb.XAdd(ctx, (&redisXAdd{dk, trunc}).args()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCtl(t, s.Addr, "dead", "requeue", "-game", "g1", "-all", "-dry-run")
+	if strings.Contains(out, "would requeue "+tid) || err == nil {
+		t.Fatalf("dry run promises to requeue truncated letter %s (err %v):\n%s", tid, err, out)
+	}
+}
+
+type redisXAdd struct {
+	key  string
+	vals []any
+}
+
+func (r *redisXAdd) args() *redis.XAddArgs { return &redis.XAddArgs{Stream: r.key, Values: r.vals} }
+
+// TestRebuildHonoursFutureBound: a renderer run with FEED_FUTURE_BOUND=1h
+// stores an entry whose EVT id is 30 minutes ahead of its position; a
+// rebuild in the same environment must too, or the rebuilt store lacks
+// lines the live one has.
+func TestRebuildHonoursFutureBound(t *testing.T) {
+	t.Setenv("FEED_FUTURE_BOUND", "1h")
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	ev := gamesim.Play("g1", 1, 1)[0]
+	id := event.NewMinter(1).Next(time.Now().Add(30 * time.Minute))
+	if err := gamesim.AppendItems(ctx, rdb, time.Now(), gamesim.Item{Game: "g1", ID: id, Event: ev}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "new.db")
+	if out, errOut, err := runCtl(t, s.Addr, "rebuild", "-db", path); err != nil {
+		t.Fatalf("rebuild: %v\n%s%s", err, out, errOut)
+	}
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lines, err := db.Timeline(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1 (the renderer's -future-bound 1h keeps it)", len(lines))
+	}
+}
