@@ -75,10 +75,14 @@ func TestPrune(t *testing.T) {
 	}
 	unchanged("the dry run")
 
-	if out, err := prune("n\n", "-older-than", "1ms"); err == nil || !strings.Contains(out, "not confirmed") {
-		t.Fatalf("refused confirmation: err %v\n%s", err, out)
+	// Without a terminal nobody can confirm: even a piped "y" is refused,
+	// as for every destructive command; -yes is how a script says it.
+	for _, answer := range []string{"n\n", "y\n"} {
+		if out, err := prune(answer, "-older-than", "1ms"); err == nil || !strings.Contains(out, "stdin is not a terminal") || !strings.Contains(out, "nothing removed") {
+			t.Fatalf("confirmation %q without a terminal: err %v\n%s", answer, err, out)
+		}
 	}
-	unchanged("a refused confirmation")
+	unchanged("a confirmation without a terminal")
 
 	// Nothing ended an hour ago.
 	if out, err := prune("", "-older-than", "1h", "-yes"); err != nil || !strings.Contains(out, "0 to remove") {
@@ -86,7 +90,7 @@ func TestPrune(t *testing.T) {
 	}
 	unchanged("-older-than 1h")
 
-	if out, err := prune("y\n", "-older-than", "1ms"); err != nil || !strings.Contains(out, "pruned 2 games") {
+	if out, err := prune("", "-older-than", "1ms", "-yes"); err != nil || !strings.Contains(out, "pruned 2 games") {
 		t.Fatalf("prune: %v\n%s", err, out)
 	}
 	for _, g := range []string{"ended-1", "ended-2"} {

@@ -31,7 +31,7 @@ commands:
                [-db F] [-streams] [-dry-run] [-yes]   (and from store F, and their streams)
   ping                         exit 0 when Redis answers
 
-dead drop, dead requeue -all, replay and rebuild onto an existing file ask
+dead drop, dead requeue -all, replay, prune and rebuild onto an existing file ask
 for confirmation on a terminal; -yes answers for a script, and without a
 terminal or -yes they refuse. -dry-run shows what they would do.
 `
@@ -71,7 +71,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "rebuild":
 		return g.rebuild(ctx, rest, t, stdout, stderr)
 	case "prune":
-		return g.prune(ctx, rest, stdout, stderr)
+		return g.prune(ctx, rest, t, stdout, stderr)
 	case "ping":
 		return g.ping(ctx)
 	case "help", "-h", "--help":

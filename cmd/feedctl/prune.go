@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -17,9 +16,6 @@ import (
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/store"
 )
-
-// stdin is where prune reads its confirmation.
-var stdin io.Reader = os.Stdin
 
 // zremIfOld removes a game from the registry only while its score is at or
 // below the cut: a writer that appended to the game since the plan was made
@@ -44,20 +40,20 @@ type pruneCandidate struct {
 // own -db: the registry is shared, the stores are not). With -streams it
 // deletes their event and dead-letter streams too. A game is kept while
 // the group has not handled all of its stream (lag or pending entries).
-func (g *global) prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, stderr io.Writer) error {
 	defer g.rdb.Close()
 	var (
-		olderThan          time.Duration
-		dbPath             string
-		streams, dry, sure bool
+		olderThan time.Duration
+		dbPath    string
+		streams   bool
+		ask       care
 	)
 	fs := flagenv.New("prune")
 	fs.SetOutput(stderr)
 	fs.DurationVar(&olderThan, "older-than", 0, "remove games whose last event is older than this (e.g. 720h); required")
 	fs.StringVar(&dbPath, "db", "", "this host's store to prune too (optional)")
 	fs.BoolVar(&streams, "streams", false, "delete the games' event and dead-letter streams too (no replay or rebuild of them afterwards)")
-	fs.BoolVar(&dry, "dry-run", false, "print what would be removed and change nothing")
-	fs.BoolVar(&sure, "yes", false, "do not ask for confirmation")
+	ask.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,15 +96,11 @@ func (g *global) prune(ctx context.Context, args []string, stdout, stderr io.Wri
 		todo = append(todo, c)
 	}
 	fmt.Fprintf(stdout, "%d games ended before %s; %d to remove\n", len(plan), cut.UTC().Format(time.RFC3339), len(todo))
-	if dry || len(todo) == 0 {
+	if ask.dryRun || len(todo) == 0 {
 		return nil
 	}
-	if !sure {
-		fmt.Fprintf(stderr, "remove %d games? [y/N] ", len(todo))
-		answer, _ := bufio.NewReader(stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-			return errors.New("prune: not confirmed; nothing removed (-yes skips the question)")
-		}
+	if err := ask.confirm(t, fmt.Sprintf("prune: remove %d games", len(todo))); err != nil {
+		return fmt.Errorf("%w; nothing removed", err)
 	}
 	var removed int
 	for _, c := range todo {
