@@ -84,7 +84,10 @@ cleanup() {
 	local rc=$? i
 	((STOPPING)) && return
 	STOPPING=1
-	trap '' INT TERM
+	trap '' INT TERM HUP PIPE
+	# Stop everything even when our output is gone (a closed terminal, a
+	# `| tee` that Ctrl-C ended): a failed message must not end the script.
+	set +e
 	say "stopping..."
 	# The writer first, then the renderers together (they settle what is in
 	# hand), Redis last so the renderers can still ack on their way out.

@@ -3,6 +3,7 @@ package renderer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -126,6 +127,7 @@ func (d *Doorbell) listen(ctx context.Context, wake func(from string), health ti
 	if err := ps.SSubscribe(ctx, d.Channel); err != nil {
 		return err
 	}
+	pinged := false // a ping is out and nothing has come since
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, health)
 		if ctx.Err() != nil {
@@ -134,14 +136,22 @@ func (d *Doorbell) listen(ctx context.Context, wake func(from string), health ti
 		if err != nil {
 			var nerr interface{ Timeout() bool }
 			if errors.As(err, &nerr) && nerr.Timeout() {
+				// A hung node (SIGSTOP, a partition) takes the ping into
+				// its socket buffer and never answers: no answer within
+				// health is a lost subscription.
+				if pinged {
+					return fmt.Errorf("doorbell: no answer to a ping within %v", health)
+				}
 				// Quiet for a while: make sure the connection is alive.
 				if err := ps.Ping(ctx); err != nil {
 					return err
 				}
+				pinged = true
 				continue
 			}
 			return err
 		}
+		pinged = false
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			switch m.Kind {

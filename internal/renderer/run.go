@@ -292,9 +292,11 @@ func (m *Main) wake() {
 }
 
 // rang wakes the tailer on a peer's ring; this replica's own rings are
-// skipped once it serves, since handOff gave its tailer those lines.
+// skipped once it serves, since handOff gave its tailer those lines. A
+// web-only replica rings nothing and has no handOff: a ring under its name
+// is a consuming peer's (both default to the host name).
 func (m *Main) rang(from string) {
-	if from == m.Config.Consumer && m.live.Load() != nil {
+	if from == m.Config.Consumer && m.Config.Consume && m.live.Load() != nil {
 		return
 	}
 	m.wake()
