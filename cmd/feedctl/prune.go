@@ -234,7 +234,15 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 			return false, fmt.Errorf("registry: %w", err)
 		}
 		if n == 0 {
-			if s, err := g.rdb.ZScore(ctx, event.RegistryKey, c.game).Result(); err == nil && s > float64(cut.UnixMilli()) {
+			// Not removed: the game came back to life, or it was already
+			// gone from the registry (another prune). Only the second may
+			// go on to delete; a failed look must not pass for it.
+			s, err := g.rdb.ZScore(ctx, event.RegistryKey, c.game).Result()
+			switch {
+			case errors.Is(err, redis.Nil):
+			case err != nil:
+				return false, fmt.Errorf("registry: %w", err)
+			case s > float64(cut.UnixMilli()):
 				return false, nil
 			}
 		}

@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -135,6 +136,9 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-future-bound and -file-check must be positive")
 	case c.DeadMax < 1:
 		return fmt.Errorf("-dead-max must be at least 1")
+	case new(slog.Level).UnmarshalText([]byte(c.LogLevel)) != nil:
+		// A typo must not start a renderer that logs at another level.
+		return fmt.Errorf("-log-level %q: want debug, info, warn or error", c.LogLevel)
 	case c.ResponseTimeout <= 0:
 		return fmt.Errorf("-response-timeout must be positive")
 	case c.WSEngine != web.WSEngineStd && c.WSEngine != web.WSEngineNbio:

@@ -129,3 +129,20 @@ func TestWSCompressFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestLogLevelFlag: -log-level takes slog's level names, in any case; a
+// typo refuses to start instead of logging at info.
+func TestLogLevelFlag(t *testing.T) {
+	for _, tt := range []struct {
+		level   string
+		wantErr bool
+	}{
+		{"debug", false}, {"INFO", false}, {"warn", false}, {"error", false},
+		{"verbose", true}, {"", true},
+	} {
+		err := renderer.NewMain().ParseFlags([]string{"-db", "x.db", "-log-level", tt.level})
+		if (err != nil) != tt.wantErr {
+			t.Errorf("-log-level %q: %v, want error %v", tt.level, err, tt.wantErr)
+		}
+	}
+}
