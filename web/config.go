@@ -64,6 +64,10 @@ type Config struct {
 	// PresenceEvery is the beat of the presence sync (2s); it must be well
 	// under the presence's TTL.
 	PresenceEvery time.Duration
+	// PresenceTTL is the presence's TTL (15s): the other replicas' counts
+	// are dropped when no sync has succeeded for that long, since by then
+	// they have expired in Redis or cannot be known.
+	PresenceTTL time.Duration
 	// DOMLines caps the lines a game page keeps in its DOM (500).
 	DOMLines int
 	// UpgradeRetry is how long a page that fell back to the event stream
@@ -129,6 +133,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.ResponseTimeout, 30*time.Second)
 	setDur(&c.PingEvery, 20*time.Second)
 	setDur(&c.PresenceEvery, 2*time.Second)
+	setDur(&c.PresenceTTL, 15*time.Second)
 	setInt(&c.DOMLines, 500)
 	setDur(&c.UpgradeRetry, 30*time.Second)
 	setInt(&c.TailBatch, 256)

@@ -101,6 +101,7 @@ func (s *Server) runPresence(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.PresenceEvery)
 	defer tick.Stop()
 	failures := 0
+	synced := time.Now() // the last sync that succeeded
 	for {
 		select {
 		case <-ctx.Done():
@@ -121,12 +122,20 @@ func (s *Server) runPresence(ctx context.Context) {
 					s.leave()
 					return
 				}
-				// Stale counts of peers stay until they expire on their own;
-				// this replica's sockets are still counted exactly.
+				// Peers' counts stay while they could still be live in
+				// Redis; after the TTL they are dropped, or a dead replica's
+				// viewers would be shown for as long as Redis is away. This
+				// replica's sockets are counted exactly either way.
 				failures++
 				s.log.Warn("web: presence sync", "attempts", failures, "err", err)
+				if time.Since(synced) > s.cfg.PresenceTTL {
+					s.watch.mu.Lock()
+					s.watch.others = nil
+					s.watch.mu.Unlock()
+				}
 			} else {
 				failures = 0
+				synced = time.Now()
 				s.watch.mu.Lock()
 				s.watch.others = others
 				s.watch.mu.Unlock()

@@ -73,3 +73,31 @@ func TestWatchingAcrossReplicas(t *testing.T) {
 	}
 	a1.waitWatching(1)
 }
+
+// TestWatchingWithoutRedis: while Redis is away, a replica keeps its peers'
+// counts for the presence TTL, then counts its own viewers alone: a dead
+// peer's viewers are not shown for as long as the outage lasts.
+func TestWatchingWithoutRedis(t *testing.T) {
+	srv := redistest.MustStart(t)
+	rdb := srv.Client(t)
+	withPresence := func(name string) func(*web.Config) {
+		return func(c *web.Config) {
+			p, err := presence.New(presence.Config{Client: rdb, Replica: presence.ReplicaID(name), TTL: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Presence = p
+			c.PresenceEvery = 100 * time.Millisecond
+			c.PresenceTTL = time.Second
+		}
+	}
+	a := MustOpenEnv(t, withPresence("a"))
+	b := MustOpenEnv(t, withPresence("b"))
+	b.db = a.db
+	a.upsert(a.gen("g1").chats(t, 1)...)
+	a1 := a.dial("g1", 0)
+	b.dial("g1", 0)
+	a1.waitWatching(2)
+	srv.Kill(t)
+	a1.waitWatching(1)
+}

@@ -116,6 +116,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.server, err = web.Open(web.Config{
 		Presence:       pres,
 		PresenceEvery:  m.Config.PresenceEvery,
+		PresenceTTL:    m.Config.PresenceTTL,
 		Addr:           m.Config.HTTP,
 		StoreID:        storeID,
 		Store:          m.db,
