@@ -29,7 +29,17 @@ func main() {
 		os.Exit(2)
 	}
 	if err := m.Run(ctx); err != nil {
-		m.Close()
+		closeErr := m.Close()
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Stopped while starting (waiting for its consumer name, or
+			// for Redis): a clean stop, as docs/operations.md says.
+			if closeErr != nil {
+				fmt.Fprintln(os.Stderr, "renderer: close:", closeErr)
+				os.Exit(1)
+			}
+			slog.Info("stopped while starting")
+			return
+		}
 		fmt.Fprintln(os.Stderr, "renderer:", err)
 		os.Exit(1)
 	}
