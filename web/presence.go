@@ -91,8 +91,10 @@ func (s *Server) changed() {
 	}
 }
 
-// presenceMinGap spaces the beats a burst of joins and leaves triggers.
-const presenceMinGap = 250 * time.Millisecond
+// PresenceMinGap spaces the presence beats, also those a burst of joins and
+// leaves triggers: beats are at least this far apart whatever
+// Config.PresenceEvery says.
+const PresenceMinGap = 250 * time.Millisecond
 
 // runPresence syncs with the other replicas every PresenceEvery and soon
 // after a local change, then sends each watched game's count to its sockets
@@ -146,7 +148,7 @@ func (s *Server) runPresence(ctx context.Context) {
 		case <-ctx.Done():
 			s.leave()
 			return
-		case <-time.After(presenceMinGap):
+		case <-time.After(PresenceMinGap):
 		}
 	}
 }

@@ -126,8 +126,11 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-consumer must not be empty")
 	case c.MinIdle <= 0 || c.ClaimEvery <= 0 || c.GamesRefresh <= 0 || c.ActiveWindow <= 0 || c.SweepEvery <= 0:
 		return fmt.Errorf("-min-idle, -claim-every, -games-refresh, -active-window and -sweep-every must be positive")
-	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*c.PresenceEvery:
-		return fmt.Errorf("-presence-ttl must be at least twice -presence-every, both positive")
+	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*max(c.PresenceEvery, web.PresenceMinGap):
+		// The web's beats are at least PresenceMinGap apart, whatever
+		// -presence-every says: a shorter TTL would let this replica's
+		// count expire between two of them.
+		return fmt.Errorf("-presence-ttl must be at least twice -presence-every (and at least %v), both positive", 2*web.PresenceMinGap)
 	case c.Linger < 0 || c.Linger > time.Second:
 		return fmt.Errorf("-linger must be within 0 and 1s")
 	case c.PoisonAfter < 1:

@@ -146,3 +146,23 @@ func TestLogLevelFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestPresenceFlags: -presence-ttl must outlive two beats, and the web's
+// beats are at least web.PresenceMinGap apart however short -presence-every.
+func TestPresenceFlags(t *testing.T) {
+	for _, tt := range []struct {
+		every, ttl string
+		wantErr    bool
+	}{
+		{"2s", "15s", false},
+		{"200ms", "1s", false},
+		{"2s", "3s", true},
+		{"50ms", "100ms", true},
+		{"0s", "1s", true},
+	} {
+		err := renderer.NewMain().ParseFlags([]string{"-db", "x.db", "-presence-every", tt.every, "-presence-ttl", tt.ttl})
+		if (err != nil) != tt.wantErr {
+			t.Errorf("-presence-every %s -presence-ttl %s: %v, want error %v", tt.every, tt.ttl, err, tt.wantErr)
+		}
+	}
+}
