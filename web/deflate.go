@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,23 +94,105 @@ func deflate(data []byte) []byte {
 // permessage-deflate, as nbio's upgrader reads it (then its answer accepts),
 // and no offer asks the server for a window smaller than flate's 32 KiB
 // (server_max_window_bits, which nbio's answer ignores): to such a client
-// frames go uncompressed, which the extension allows.
+// frames go uncompressed, which the extension allows. It must never say yes
+// where nbio's answer says no: that client would get compressed frames it
+// did not agree to (TestOffersDeflateAgreesWithHandshake).
 func offersDeflate(r *http.Request) bool {
 	offered := false
 	for _, v := range r.Header.Values("Sec-WebSocket-Extensions") {
-		for _, ext := range strings.Split(v, ",") {
-			params := strings.Split(ext, ";")
-			if strings.TrimSpace(params[0]) != "permessage-deflate" {
+		for _, ext := range parseExtensions(v) {
+			if ext[0] != "permessage-deflate" {
 				continue
 			}
 			offered = true
-			for _, p := range params[1:] {
-				name, _, _ := strings.Cut(p, "=")
-				if strings.TrimSpace(name) == "server_max_window_bits" {
-					return false
-				}
+			if slices.Contains(ext[1:], "server_max_window_bits") {
+				return false
 			}
 		}
 	}
 	return offered
+}
+
+// parseExtensions reads one Sec-WebSocket-Extensions value (RFC 6455 9.1):
+// extensions separated by commas, each a token and its parameters, "; name"
+// or "; name=value" with a token or quoted-string value. Each extension is
+// its name and its parameters' names. Where the value stops parsing, the
+// extensions before stand and the rest of the value is ignored, as nbio's
+// upgrader does.
+func parseExtensions(v string) [][]string {
+	var out [][]string
+	s := v
+	for {
+		var name string
+		name, s = httpToken(trimSpace(s))
+		if name == "" {
+			return out
+		}
+		ext := []string{name}
+		for {
+			s = trimSpace(s)
+			if !strings.HasPrefix(s, ";") {
+				break
+			}
+			var p string
+			p, s = httpToken(trimSpace(s[1:]))
+			if p == "" {
+				return out
+			}
+			s = trimSpace(s)
+			if strings.HasPrefix(s, "=") {
+				s = trimSpace(skipValue(trimSpace(s[1:])))
+			}
+			if s != "" && s[0] != ',' && s[0] != ';' {
+				return out
+			}
+			ext = append(ext, p)
+		}
+		if s != "" && s[0] != ',' {
+			return out
+		}
+		out = append(out, ext)
+		if s == "" {
+			return out
+		}
+		s = s[1:]
+	}
+}
+
+func trimSpace(s string) string { return strings.TrimLeft(s, " \t") }
+
+// httpToken splits s after its leading RFC 7230 token (tchar*).
+func httpToken(s string) (tok, rest string) {
+	i := 0
+	for i < len(s) && isTchar(s[i]) {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+func isTchar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// skipValue skips a parameter's value, a token or a quoted-string with
+// backslash escapes. An unterminated quoted-string takes the rest of the
+// value, which nbio accepts.
+func skipValue(s string) (rest string) {
+	if !strings.HasPrefix(s, `"`) {
+		_, rest = httpToken(s)
+		return rest
+	}
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return s[i+1:]
+		}
+	}
+	return ""
 }

@@ -1,10 +1,13 @@
 package web_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -187,4 +190,65 @@ func TestOffersDeflate(t *testing.T) {
 			t.Errorf("%q: %v, want %v", tc.values, got, tc.want)
 		}
 	}
+}
+
+// TestOffersDeflateAgreesWithHandshake: offersDeflate reads a handshake's
+// Sec-WebSocket-Extensions as nbio's upgrader does. Where it says yes, the
+// handshake's answer must accept permessage-deflate, or the client gets
+// compressed frames it never agreed to; where the answer accepts, it says
+// yes too, bar an offer of server_max_window_bits (frames then go plain).
+// Malformed values are where a loose reading and nbio's parted ways.
+func TestOffersDeflateAgreesWithHandshake(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.WSEngine = web.WSEngineNbio })
+	for _, v := range []string{
+		"permessage-deflate",
+		"permessage-deflate; client_max_window_bits",
+		"foo; bar=1, permessage-deflate ; client_no_context_takeover",
+		`permessage-deflate; x="a \"quoted\" value"`,
+		"permessage-deflate; server_max_window_bits=10",
+		"permessage-deflate, foo bar",
+		"permessage-deflate; foo bar",
+		"permessage-deflate;",
+		"permessage-deflate; =1",
+		`permessage-deflate; x="unterminated`,
+		"permessage deflate",
+		"foo bar, permessage-deflate",
+		";permessage-deflate",
+		"permessage-deflate x",
+		"permessage-deflate; x=1 y",
+		"x-webkit-deflate-frame",
+	} {
+		accepted := handshakeAccepts(t, e, v)
+		ours := web.OffersDeflate(v)
+		if ours && !accepted {
+			t.Errorf("%q: offersDeflate says yes, the handshake's answer did not accept", v)
+		}
+		if accepted && !ours && !strings.Contains(v, "server_max_window_bits") {
+			t.Errorf("%q: the handshake accepted, offersDeflate says no", v)
+		}
+	}
+}
+
+// handshakeAccepts opens a websocket with Sec-WebSocket-Extensions: ext on
+// a raw connection and reports whether the server's 101 accepted
+// permessage-deflate.
+func handshakeAccepts(t *testing.T, e *env, ext string) bool {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", e.srv.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET /games/g1/live?after=0 HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Extensions: %s\r\n\r\n", e.srv.Addr(), ext)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%q: %v", ext, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("%q: HTTP %d, want 101", ext, resp.StatusCode)
+	}
+	return strings.Contains(resp.Header.Get("Sec-WebSocket-Extensions"), "permessage-deflate")
 }
