@@ -27,9 +27,15 @@ const registryPage = 500
 func (c *Consumer) wake(now time.Time) error {
 	// From the last beat that answered: a loop held up (a long commit, a
 	// pause, a backoff) must not skip the scores written meanwhile.
+	// Not further back than one sweep period, though: the sweep's pass
+	// finds what is older, and a beat after a long outage must not page
+	// through every game scored meanwhile under its one timeout.
 	from := now.Add(-c.cfg.WakeEvery)
 	if !c.lastWake.IsZero() && c.lastWake.Before(from) {
 		from = c.lastWake
+		if oldest := now.Add(-c.cfg.SweepEvery); from.Before(oldest) {
+			from = oldest
+		}
 	}
 	floor := float64(from.Add(-c.cfg.WakeSlack).UnixMilli())
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)

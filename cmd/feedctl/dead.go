@@ -138,11 +138,11 @@ func (c *deadCmd) drop(ctx context.Context, rdb redis.UniversalClient, ds []feed
 func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []feed.DeadLetter, t terminal, stdout io.Writer) error {
 	stream := event.StreamKey(c.game)
 	var ok []feed.DeadLetter
-	refused := 0
+	refused, truncated := 0, 0
 	for _, d := range ds {
 		if d.Truncated != "" || d.Dropped != "" {
 			// The requeue script refuses it, -force or not.
-			refused++
+			truncated++
 			fmt.Fprintf(stdout, "refused %s: truncated: the original cannot be requeued\n", untrusted.Escape(d.DeadID))
 			continue
 		}
@@ -156,10 +156,14 @@ func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []f
 		}
 		ok = append(ok, d)
 	}
-	var err error
+	var errs []error
 	if refused > 0 {
-		err = fmt.Errorf("dead requeue: %d of %d dead letters would fail again: fix them with -set field=value, or pass -force", refused, len(ds))
+		errs = append(errs, fmt.Errorf("dead requeue: %d of %d dead letters would fail again: fix them with -set field=value, or pass -force", refused, len(ds)))
 	}
+	if truncated > 0 {
+		errs = append(errs, fmt.Errorf("dead requeue: %d of %d dead letters are truncated: their originals cannot be requeued (drop them)", truncated, len(ds)))
+	}
+	err := errors.Join(errs...)
 	if c.dryRun {
 		for _, d := range ok {
 			fmt.Fprintf(stdout, "would requeue %s (%s)\n", untrusted.Escape(d.DeadID), orDash(d.EvtID))
