@@ -57,7 +57,7 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 	for i, st := range todo {
 		err := cmds[i].Err()
 		switch {
-		case err != nil && strings.Contains(err.Error(), "requires the key to exist"):
+		case isNoStream(err):
 			// The stream is gone: forget it, as the sweep forgets a game
 			// that left the registry. A writer's next entry raises its
 			// score, and the beat finds it again.

@@ -75,3 +75,11 @@ func errCode(err error) string {
 func isNoGroup(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
 }
+
+// isNoStream reports XGROUP CREATE's refusal, without MKSTREAM, of a key
+// that does not exist ("ERR The XGROUP subcommand requires the key to
+// exist", the same in Redis 7 and Valkey).
+func isNoStream(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.Contains(re.Error(), "requires the key to exist")
+}

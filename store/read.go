@@ -66,22 +66,12 @@ func (db *DB) Page(ctx context.Context, game string, n int) (Page, error) {
 // copied, both keeping the store's ID) answers with another line, which is
 // how the web tells such a cursor from a good one (docs/contracts.md).
 func (db *DB) LastAt(ctx context.Context, game string, seq int64) (string, bool, error) {
-	if db.isClosed() {
-		return "", false, ErrClosed
-	}
 	var (
 		id string
 		ok bool
 	)
-	err := db.retryBusy(ctx, "last at", func() error {
-		var err error
-		id, ok, err = lastAt(ctx, db.r, game, seq)
-		return err
-	})
-	if err != nil {
-		return "", false, fmt.Errorf("store: last line of %s at %d: %w", game, seq, err)
-	}
-	return id, ok, nil
+	err := db.read(ctx, "last at", func() (err error) { id, ok, err = lastAt(ctx, db.r, game, seq); return err })
+	return id, ok, err
 }
 
 func lastAt(ctx context.Context, q querier, game string, seq int64) (string, bool, error) {

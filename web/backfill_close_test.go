@@ -30,19 +30,16 @@ func backfillEnv(t *testing.T, writeTimeout time.Duration) *env {
 	return e
 }
 
-// waitStalled waits until the backfill has written frames and stopped
-// writing: its socket is full and it waits for room.
+// waitStalled waits until the backfill has written frames and then none
+// for 100 ms: its socket is full and it waits for room.
 func waitStalled(t *testing.T, e *env) {
 	t.Helper()
-	last := int64(-1)
+	last, changed := int64(-1), time.Now()
 	waitFor(t, 10*time.Second, "the backfill stalled on a full socket", func() bool {
-		n := e.srv.Stats().FramesSent
-		stalled := n > 0 && n == last
-		last = n
-		if !stalled {
-			time.Sleep(100 * time.Millisecond) // the next look, not an order of events
+		if n := e.srv.Stats().FramesSent; n != last {
+			last, changed = n, time.Now()
 		}
-		return stalled
+		return last > 0 && time.Since(changed) >= 100*time.Millisecond
 	})
 }
 

@@ -30,9 +30,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, c temp
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if w.Header().Get("Cache-Control") == "" { // admin's no-store stands
-		w.Header().Set("Cache-Control", "no-cache")
-	}
+	revalidate(w.Header())
 	w.WriteHeader(code)
 	w.Write(b.Bytes())
 }
@@ -247,9 +245,17 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if w.Header().Get("Cache-Control") == "" { // admin's no-store stands
-		w.Header().Set("Cache-Control", "no-cache")
-	}
+	revalidate(w.Header())
 	w.WriteHeader(code)
 	w.Write(b.Bytes())
+}
+
+// revalidate marks a generated response as one to check again before each
+// use (no-cache), unless a middleware already said more: the admin guard's
+// no-store must stand, or an admin page, token URL and all, would be kept
+// in the browser's cache.
+func revalidate(h http.Header) {
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-cache")
+	}
 }

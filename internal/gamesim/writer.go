@@ -333,15 +333,7 @@ func (w *writer) holds(ctx context.Context, e *entry) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if len(first) == 0 {
-		return false, nil
-	}
-	fp, err := parsePosition(first[0].ID)
-	if err != nil {
-		return false, err
-	}
-	p, _ := parsePosition(e.pos)
-	return p.ms < fp.ms || (p.ms == fp.ms && p.seq < fp.seq), nil
+	return len(first) == 1 && event.ComparePos(e.pos, first[0].ID) < 0, nil
 }
 
 // reposition gives e a new position of its own above its stream's top.
@@ -350,14 +342,13 @@ func (w *writer) reposition(ctx context.Context, e *entry) error {
 	if err != nil {
 		return err
 	}
-	top, err := parsePosition(info.LastGeneratedID)
-	if err != nil {
-		return err
+	if event.ComparePos(info.LastGeneratedID, e.g.last.String()) > 0 {
+		top, err := parsePosition(info.LastGeneratedID)
+		if err != nil {
+			return err
+		}
+		e.g.last = top
 	}
-	if l := e.g.last; top.ms < l.ms || (top.ms == l.ms && top.seq < l.seq) {
-		top = l
-	}
-	e.g.last = top
 	e.pos = e.g.next(uint64(time.Now().UnixMilli())).String()
 	return nil
 }
