@@ -96,3 +96,41 @@ func report(b *testing.B, start time.Time, cpu0 time.Duration) {
 		b.ReportMetric(float64(b.N)/cpu.Seconds(), "events/cpu-s")
 	}
 }
+
+// BenchmarkRecentGames: the index's read of the 200 most recently active
+// games against reading every game (Games, the baseline), as the store's
+// games grow. Neither has an index to use (migration 0004).
+func BenchmarkRecentGames(b *testing.B) {
+	ctx := context.Background()
+	tmpl := genGames(b, 9, 4)
+	for _, n := range []int{1000, 10000, 50000} {
+		db := MustOpen(b, "")
+		m := event.NewMinter(3)
+		evs := make([]store.Event, 0, 500)
+		for i := range n {
+			e := tmpl[0]
+			e.EvtID = m.Next(t0.Add(time.Duration(i) * time.Millisecond))
+			e.Game = fmt.Sprintf("g-%d", i)
+			if evs = append(evs, e); len(evs) == cap(evs) || i == n-1 {
+				if _, err := db.Upsert(ctx, evs); err != nil {
+					b.Fatal(err)
+				}
+				evs = evs[:0]
+			}
+		}
+		b.Run(fmt.Sprintf("games=%d/all", n), func(b *testing.B) {
+			for b.Loop() {
+				if gs, err := db.Games(ctx); err != nil || len(gs) != n {
+					b.Fatal(len(gs), err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("games=%d/recent=200", n), func(b *testing.B) {
+			for b.Loop() {
+				if gs, total, err := db.RecentGames(ctx, 200); err != nil || len(gs) != min(n, 200) || total != n {
+					b.Fatal(len(gs), total, err)
+				}
+			}
+		})
+	}
+}

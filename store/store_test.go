@@ -457,3 +457,47 @@ func TestLastAt(t *testing.T) {
 		t.Fatalf("Page: last %q, lines %v; want last %q (the greatest seq), line %s (the greatest EVT id)", p.Last, p.Lines, old, a)
 	}
 }
+
+// TestRecentGames: the n most recently active games, newest first (ties by
+// name), with the count of every game; n ≤ 0 lists them all.
+func TestRecentGames(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t, "")
+	id := ids(6)
+	// One batch per game but the last, which holds two: its games share
+	// the store's clock and are ordered by name.
+	for i, batch := range [][]string{{"c"}, {"a"}, {"e"}, {"b"}, {"d", "a2"}} {
+		var evs []store.Event
+		for j, g := range batch {
+			evs = append(evs, mkEvent(t, id[i+j], g, event.KindChat, t0, "player", "ann", "text", "hi"))
+		}
+		if _, err := db.Upsert(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(gs []store.Game) []string {
+		var out []string
+		for _, g := range gs {
+			out = append(out, g.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		n    int
+		want []string
+	}{
+		{1, []string{"a2"}},
+		{3, []string{"a2", "d", "b"}},
+		{6, []string{"a2", "d", "b", "e", "a", "c"}},
+		{9, []string{"a2", "d", "b", "e", "a", "c"}},
+		{0, []string{"a2", "d", "b", "e", "a", "c"}},
+	} {
+		gs, total, err := db.RecentGames(ctx, tc.n)
+		if err != nil || total != 6 || !slices.Equal(names(gs), tc.want) {
+			t.Errorf("RecentGames(%d) = %v, %d, %v; want %v, 6", tc.n, names(gs), total, err, tc.want)
+		}
+	}
+	if gs, total, err := MustOpen(t, "").RecentGames(ctx, 3); err != nil || total != 0 || len(gs) != 0 {
+		t.Errorf("RecentGames of an empty store = %v, %d, %v", gs, total, err)
+	}
+}

@@ -61,40 +61,30 @@ func (s *Server) game(w http.ResponseWriter, r *http.Request) (string, bool) {
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	games, err := s.cfg.Store.Games(ctx)
+	games, more, err := s.indexGames(ctx)
 	if err != nil {
 		s.fail(w, r, "games", err)
 		return
 	}
-	games, more := recentGames(games)
 	s.render(w, r, http.StatusOK, templates.IndexPage(games, more, time.Now(), s.Watching()))
+}
+
+// indexGames returns the games the index lists and how many it leaves out.
+func (s *Server) indexGames(ctx context.Context) ([]store.Game, int, error) {
+	games, total, err := s.recent.get(ctx, s.cfg.Store)
+	return games, max(total-len(games), 0), err
 }
 
 // gamesFragment is the index's table body, polled by the page script.
 func (s *Server) gamesFragment(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	games, err := s.cfg.Store.Games(ctx)
+	games, more, err := s.indexGames(ctx)
 	if err != nil {
 		s.fail(w, r, "games", err)
 		return
 	}
-	games, more := recentGames(games)
 	s.render(w, r, http.StatusOK, templates.GamesRows(games, more, time.Now(), s.Watching()))
-}
-
-// indexGames bounds the games index: every open index tab polls it every
-// 3 s, and a store of many thousand games would otherwise render them all
-// each time (the status page is bounded the same way).
-const indexGames = 200
-
-// recentGames keeps the indexGames most recently active of games (Games
-// returns them most recent first) and counts the rest.
-func recentGames(games []store.Game) ([]store.Game, int) {
-	if len(games) <= indexGames {
-		return games, 0
-	}
-	return games[:indexGames], len(games) - indexGames
 }
 
 func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {

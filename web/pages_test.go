@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,6 +128,56 @@ func TestIndexBounded(t *testing.T) {
 			t.Errorf("GET %s: the oldest games listed, or the newest left out", path)
 		}
 	}
+}
+
+// countingStore is the real store, counting the index's reads of it.
+type countingStore struct {
+	*store.DB
+	recent atomic.Int64
+}
+
+func (c *countingStore) RecentGames(ctx context.Context, n int) ([]store.Game, int, error) {
+	c.recent.Add(1)
+	return c.DB.RecentGames(ctx, n)
+}
+
+// TestIndexReadsShared: finding the most recent games visits every games
+// row, so the index's requests share one read of them per second, however
+// many tabs poll; a game that starts is listed a second later at most.
+func TestIndexReadsShared(t *testing.T) {
+	var cs countingStore
+	e := MustOpenEnv(t, func(c *web.Config) {
+		cs.DB = c.Store.(*store.DB)
+		c.Store = &cs
+	})
+	e.upsert(e.gen("alpha").chats(t, 1)...)
+	const requests = 24 // under MaxRequestsPerClient's 32 in flight
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range requests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := "/fragments/games"
+			if i%4 == 0 {
+				path = "/"
+			}
+			resp, body := e.get(path)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(body, `href="/games/alpha"`) {
+				t.Errorf("GET %s: %d, alpha listed: %v", path, resp.StatusCode, strings.Contains(body, `href="/games/alpha"`))
+			}
+		}()
+	}
+	wg.Wait()
+	// One read per second begun, at most.
+	if reads, most := cs.recent.Load(), 1+int64(time.Since(start)/time.Second); reads > most {
+		t.Errorf("%d requests read the games %d times in %v, want at most %d", requests, reads, time.Since(start), most)
+	}
+	e.upsert(e.gen("beta").chats(t, 1)...)
+	waitFor(t, 5*time.Second, "beta listed", func() bool {
+		_, body := e.get("/fragments/games")
+		return strings.Contains(body, `href="/games/beta"`)
+	})
 }
 
 func TestStaticAssets(t *testing.T) {

@@ -52,8 +52,9 @@ type Store interface {
 	ScoreboardAt(ctx context.Context, game string, seq int64) (store.Scoreboard, error)
 	// Game returns game's summary, or an error wrapping store.ErrNotFound.
 	Game(ctx context.Context, game string) (store.Game, error)
-	// Games returns every game's summary.
-	Games(ctx context.Context) ([]store.Game, error)
+	// RecentGames returns the n most recently active games' summaries,
+	// most recent first, and how many games there are in all.
+	RecentGames(ctx context.Context, n int) ([]store.Game, int, error)
 	// TimelineAfter returns up to n lines of game with an EVT id above
 	// after, in EVT id order (oldest first).
 	TimelineAfter(ctx context.Context, game, after string, n int) ([]store.Line, error)
@@ -78,6 +79,7 @@ type Server struct {
 	handoff  *handoff
 	tail     *tailer
 	watch    *watchers
+	recent   recentGames // the index's games, shared by its requests
 	limiter  *limiter
 	sockets  *slots        // websockets per client key, taken before the handshake
 	requests *slots        // plain requests in flight per client key
