@@ -78,28 +78,46 @@
       return list.getBoundingClientRect().top >= headerBottom() - 48;
     }
 
-    // place inserts li at its place by EVT id (ids sort as strings). A line
-    // older than every line of a full list is left to "older lines".
-    function place(li) {
+    // slot is the index in the list where the line id goes: newest first,
+    // by EVT id (ids sort as strings).
+    function slot(id) {
       var items = list.children;
       var lo = 0, hi = items.length;
       while (lo < hi) {
         var mid = (lo + hi) >> 1;
-        if (items[mid].id > li.id) lo = mid + 1; else hi = mid;
+        if (items[mid].id > id) lo = mid + 1; else hi = mid;
       }
+      return lo;
+    }
+
+    // place inserts li at its place by EVT id. A line older than every line
+    // of a full list is left to "older lines".
+    function place(li) {
+      var items = list.children;
+      var lo = slot(li.id);
       var full = items.length >= cap;
       if (full && lo >= items.length) {
-        setOlder(items[items.length - 1].id);
+        pushedOut();
         return false;
       }
       // Make room first, so that the list never holds more than cap.
       if (full) list.lastElementChild.remove();
       list.insertBefore(li, items[lo] || null);
-      if (full) setOlder(list.lastElementChild.id);
+      if (full) pushedOut();
       feed.times(li);
       var empty = document.getElementById('empty');
       if (empty) empty.remove();
       return true;
+    }
+
+    // pushedOut points "older lines" at the oldest line shown once a full
+    // list let a line go (or left one out), unless the link pages from
+    // further up already: lines that came late (old EVT ids) sit below the
+    // line it pages from, and the lines between are still to come.
+    function pushedOut() {
+      var id = list.lastElementChild.id;
+      if (older && older.dataset.before > id) id = older.dataset.before;
+      setOlder(id);
     }
 
     function known(id) { return !!(document.getElementById(id) || held[id]); }
@@ -202,17 +220,23 @@
         // link stays where it is while lines leave the top.
         var anchor = list.lastElementChild;
         var top = anchor ? anchor.getBoundingClientRect().top : 0;
+        // The page's last line is where the next one starts, shown or not:
+        // lines already known (late ones, below the link's line) are not
+        // shown twice, and do not end the paging.
         var last = '';
         lis.forEach(function (li) {
-          if (!li.id || known(li.id)) return;
+          if (!li.id) return;
+          last = li.id;
+          if (known(li.id)) return;
           while (list.children.length >= cap && list.firstElementChild) {
             var newest = list.firstElementChild;
             newest.remove();
             hold(newest);
           }
-          list.appendChild(li);
+          // At its place, not at the end: a line that came late (a new
+          // seq, an old EVT id) may already sit below the lines paged in.
+          list.insertBefore(li, list.children[slot(li.id)] || null);
           feed.times(li);
-          last = li.id;
         });
         if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - top);
         pillText();

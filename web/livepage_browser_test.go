@@ -197,6 +197,128 @@ func TestBrowserDOMCap(t *testing.T) {
 	b.noProblems()
 }
 
+// A line that comes late (a re-claim after a crash: a new seq, an EVT id
+// older than every line shown) while older lines are still to be paged in
+// ends up at its place once they are: "older lines" puts each line it
+// brings at its place by EVT id too, not after whatever the list ends
+// with.
+func TestBrowserLateLineKeepsOrder(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3 })
+	g := e.gen("g1")
+	evs := g.chats(t, 10)
+	e.upsert(append(evs[:1:1], evs[2:]...)...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+
+	late := e.upsert(evs[1])[0]
+	b.until("the late line", fmt.Sprintf(`document.querySelector('#game').dataset.cursor === '%d'`, late))
+	for i := 0; ; i++ {
+		if b.num(`document.querySelector('#older') ? 1 : 0`) == 0 {
+			break
+		}
+		if i == 10 {
+			t.Fatalf("still older lines after %d pages", i)
+		}
+		n := b.num(`document.querySelectorAll('#timeline > li').length`)
+		b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
+		b.do(chromedp.Click(chromedp.CSS("#older")))
+		b.until("a page of older lines", fmt.Sprintf(`document.querySelectorAll('#timeline > li').length > %v`, n))
+		b.until("the page done", `!document.querySelector('#older') || !document.querySelector('#older').dataset.busy`)
+	}
+	if got, want := b.eval(domIDs), reverse(evtIDs(evs)); !eq(got, want) {
+		t.Fatalf("timeline %v, want %v", got, want)
+	}
+	b.noProblems()
+}
+
+// A page of "older lines" may bring only lines already shown: late lines
+// whose EVT ids sit just below the line the link pages from. The link
+// then pages on from that page's last line instead of going away, which
+// would leave every older line out of reach.
+func TestBrowserOlderPageAllKnown(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3 })
+	g := e.gen("g1")
+	evs := g.chats(t, 10)
+	e.upsert(append(evs[:4:4], evs[7:]...)...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	for _, late := range e.upsert(evs[4:7]...) {
+		b.until("the late line", fmt.Sprintf(`Number(document.querySelector('#game').dataset.cursor) >= %d`, late))
+	}
+	for i := 0; ; i++ {
+		if b.num(`document.querySelector('#older') ? 1 : 0`) == 0 {
+			break
+		}
+		if i == 10 {
+			t.Fatalf("still older lines after %d pages", i)
+		}
+		before := b.eval(`[document.querySelector('#older').dataset.before]`)[0]
+		b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
+		b.do(chromedp.Click(chromedp.CSS("#older")))
+		b.until("a page of older lines", fmt.Sprintf(`!document.querySelector('#older') ||
+			(!document.querySelector('#older').dataset.busy && document.querySelector('#older').dataset.before !== %q)`, before))
+	}
+	if got, want := b.eval(domIDs), reverse(evtIDs(evs)); !eq(got, want) {
+		t.Fatalf("timeline %v, want %v", got, want)
+	}
+	b.noProblems()
+}
+
+// Late lines sit below the lines "older lines" pages from; when the list
+// reaches its cap and pushes its oldest line out, the link must still page
+// from where it did, not from the oldest late line, or the lines between
+// are never shown.
+func TestBrowserLateLinesAtTheCap(t *testing.T) {
+	const cap = 6
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3; c.DOMLines = cap })
+	g := e.gen("g1")
+	evs := g.chats(t, 14)
+	e.upsert(append(evs[:1:1], evs[3:12]...)...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.EmulateViewport(800, 600), chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__seen = new Set(); window.__sorted = true;
+		new MutationObserver(() => {
+			const ids = Array.from(document.querySelectorAll('#timeline > li')).map(l => l.id);
+			ids.forEach(id => window.__seen.add(id));
+			if (ids.some((id, i) => i > 0 && ids[i - 1] <= id)) window.__sorted = false;
+		}).observe(document.getElementById('timeline'), {childList: true})`))
+
+	// Two late lines, then two new ones: the second new line fills the list.
+	for _, ev := range []int{2, 1, 12, 13} {
+		seq := e.upsert(evs[ev])[0]
+		b.until("the line", fmt.Sprintf(`document.querySelector('#game').dataset.cursor === '%d'`, seq))
+	}
+	for i := 0; ; i++ {
+		if b.num(`document.querySelector('#older') ? 1 : 0`) == 0 {
+			break
+		}
+		if i == 10 {
+			t.Fatalf("still older lines after %d pages", i)
+		}
+		before := b.eval(`[document.querySelector('#older').dataset.before]`)[0]
+		b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
+		b.do(chromedp.Click(chromedp.CSS("#older")))
+		b.until("a page of older lines", fmt.Sprintf(`!document.querySelector('#older') ||
+			(!document.querySelector('#older').dataset.busy && document.querySelector('#older').dataset.before !== %q)`, before))
+	}
+	var missed []string
+	for _, id := range evtIDs(evs) {
+		if b.num(fmt.Sprintf(`window.__seen.has(%q) ? 1 : 0`, id)) == 0 {
+			missed = append(missed, id)
+		}
+	}
+	if len(missed) > 0 {
+		t.Fatalf("lines never shown: %v", missed)
+	}
+	if b.num(`window.__sorted ? 1 : 0`) == 0 {
+		t.Fatalf("the timeline was out of EVT id order at some point")
+	}
+	b.noProblems()
+}
+
 // The filter hides chat, or all but guesses and wins, for lines that
 // arrive live too, and the browser remembers it.
 func TestBrowserFilterLive(t *testing.T) {
