@@ -335,6 +335,7 @@ func TestEventsRefused(t *testing.T) {
 		{"bad Last-Event-ID", e.streamURL("g1", 0), []string{"Last-Event-ID", "evt_x"}, http.StatusBadRequest},
 		{"bad game", e.url("/games/no%20such/events?after=0"), nil, http.StatusNotFound},
 		{"foreign origin", e.streamURL("g1", 0), []string{"Origin", "https://evil.example"}, http.StatusForbidden},
+		{"another site's no-cors request", e.streamURL("g1", 0), []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
 		{"foreign host", e.streamURL("g1", 0), []string{"Host", "evil.example"}, http.StatusMisdirectedRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,8 +349,13 @@ func TestEventsRefused(t *testing.T) {
 		t.Fatalf("%d streams open after refusals", n)
 	}
 
-	// The same site's page passes the Origin check.
-	s := e.stream("g1", 0, "Origin", "http://"+e.srv.Addr())
+	// The same site's page passes the Origin check, with its Origin or
+	// (a same-origin GET) without.
+	s := e.stream("g1", 0, "Sec-Fetch-Site", "same-origin")
+	s.lines(1)
+	s.cancel()
+	waitFor(t, 5*time.Second, "the stream closed", func() bool { return e.srv.Stats().EventStreams == 0 })
+	s = e.stream("g1", 0, "Origin", "http://"+e.srv.Addr())
 	s.lines(1)
 	_, resp := e.openStream(e.streamURL("g1", 0))
 	if resp.StatusCode != http.StatusTooManyRequests {

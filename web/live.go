@@ -46,6 +46,13 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	// Before admit, as for event streams: a refused handshake must not
+	// spend the address's upgrade tokens (a NAT's, or an IPv6 /64's).
+	if !originAllowed(r, s.cfg.AllowedOrigins) {
+		mUpgradesRejected.WithLabelValues("handshake").Inc()
+		http.Error(w, "origin not allowed", http.StatusForbidden)
+		return
+	}
 	key, release, ok := s.admit(w, r)
 	if !ok {
 		return

@@ -194,6 +194,29 @@ func TestUpgradeRateLimit(t *testing.T) {
 	}
 }
 
+// Handshakes refused for their Origin do not spend the address's upgrade
+// tokens: another site's page, opened behind the same NAT, must not lock
+// the players out.
+func TestRefusedOriginSpendsNoUpgrade(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.UpgradeRate = 0.001; c.UpgradeBurst = 3 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 5 {
+		h := http.Header{"Origin": {"http://evil.example"}}
+		c, resp, err := websocket.Dial(ctx, e.wsURL("g1", 0), &websocket.DialOptions{HTTPHeader: h})
+		if err == nil {
+			c.CloseNow()
+			t.Fatal("a foreign Origin's handshake accepted")
+		}
+		if resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("foreign Origin: %v (%v), want 403", err, resp)
+		}
+	}
+	for range 3 {
+		e.dial("g1", 0)
+	}
+}
+
 func TestRequestBodyLimit(t *testing.T) {
 	e := MustOpenEnv(t, nil)
 	req, err := http.NewRequest(http.MethodGet, e.url("/"), strings.NewReader(strings.Repeat("x", 64<<10)))
