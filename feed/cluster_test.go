@@ -114,3 +114,66 @@ func TestClusterReadsPerSlot(t *testing.T) {
 func redisZ(game string) redis.Z {
 	return redis.Z{Score: float64(time.Now().UnixMilli()), Member: game}
 }
+
+// TestClusterDeadMasterLeavesOthersRead: one master of three is down (its
+// replica has not taken over yet, here for the whole test) when a new game
+// whose slot it serves is registered. The other masters' games must go on
+// being read: only the new game waits for its node. The group door came
+// first in every turn and gave up the turn at its first unreachable node,
+// so every game of the cluster waited as long as that one master.
+func TestClusterDeadMasterLeavesOthersRead(t *testing.T) {
+	ctx := context.Background()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: time.Minute}})
+	rdb := rc.Client(t)
+
+	// The master to kill serves neither the registry nor the lease: those
+	// have a master of their own to fail over, at a cost to every game.
+	busy := map[string]bool{
+		rc.MasterOfSlot(t, rc.Slot(t, event.RegistryKey)).Addr:           true,
+		rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, "c1"))).Addr: true,
+	}
+	var doomed *redistest.Server
+	for _, m := range rc.Masters(t) {
+		if !busy[m.Addr] {
+			doomed = m
+			break
+		}
+	}
+	name := func(prefix string, onDoomed bool) string {
+		for i := 0; ; i++ {
+			g := fmt.Sprintf("%s-%d", prefix, i)
+			if (rc.MasterOfSlot(t, rc.Slot(t, stream(g))).Addr == doomed.Addr) == onDoomed {
+				return g
+			}
+		}
+	}
+	live, late := name("live", false), name("late", true)
+
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1")
+	cfg.Streams, cfg.Registry = nil, event.RegistryKey
+	cfg.WakeEvery, cfg.SweepEvery = 50*time.Millisecond, time.Minute
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	write := func() string {
+		id := add(t, rdb, stream(live))
+		if err := rdb.ZAddGT(ctx, event.RegistryKey, redisZ(live)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	first := write()
+	waitFor(t, 10*time.Second, "the live game read", func() bool { return rec.count(first) == 1 })
+
+	doomed.Kill(t)
+	// A game server registers a game on the dead master; its XADD fails.
+	if err := rdb.ZAddGT(ctx, event.RegistryKey, redisZ(late)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the late game known", func() bool { return c.Stats().Known == 2 })
+	for range 3 {
+		id := write()
+		waitFor(t, 5*time.Second, "the live game read while another master is down", func() bool { return rec.count(id) == 1 })
+	}
+}

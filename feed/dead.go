@@ -121,7 +121,11 @@ return id
 // its original fields, atomically, and returns its new stream position. The
 // consumers then handle it as a new entry (a still-malformed entry is
 // dead-lettered again, once, at its new position). ErrDeadNotFound if there
-// is no such dead letter; a truncated dead letter is refused.
+// is no such dead letter; a truncated dead letter is refused. Like any
+// writer, the caller then moves the game's registry score (feedctl does):
+// the registry is in another hash slot than the streams, so the script
+// cannot, and consumers following the registry read a quiet game only when
+// its score moves.
 func RequeueDead(ctx context.Context, rdb redis.UniversalClient, stream, deadKey, deadID string) (string, error) {
 	return RequeueDeadFixed(ctx, rdb, stream, deadKey, deadID, nil)
 }

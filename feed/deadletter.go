@@ -37,6 +37,11 @@ const (
 // (the {game} tag) with the stream and the dead stream.
 func deadPositionsKey(deadKey string) string { return deadKey + ":pos" }
 
+// DeadPositionsKey returns the key of the dead positions set that goes with
+// deadKey (docs/contracts.md, "Keys"): whoever deletes a game's streams
+// (feedctl prune -streams) deletes it too, or it outlives them for good.
+func DeadPositionsKey(deadKey string) string { return deadPositionsKey(deadKey) }
+
 // deadScript dead-letters one entry atomically: unless the position is in
 // the dead positions set already, it XADDs the dead letter (MAXLEN ~ cap)
 // and then records the position there; either way it XACKs the original.

@@ -184,6 +184,10 @@ func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []f
 		if rerr != nil {
 			return errors.Join(rerr, err)
 		}
+		if rerr := c.wake(ctx, rdb); rerr != nil {
+			return errors.Join(fmt.Errorf("dead requeue: %s requeued as %s, but the renderers may not see it before their poll: %w",
+				untrusted.Escape(d.DeadID), pos, rerr), err)
+		}
 		if len(c.set) > 0 {
 			fmt.Fprintf(stdout, "requeued %s with %s as %s\n", untrusted.Escape(d.DeadID), untrusted.Escape(c.set.String()), pos)
 			continue
@@ -191,6 +195,19 @@ func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []f
 		fmt.Fprintf(stdout, "requeued %s as %s\n", untrusted.Escape(d.DeadID), pos)
 	}
 	return err
+}
+
+// wake moves the game's registry score to now, as a writer does after its
+// XADD (docs/contracts.md, "Keys"): a requeue appends to the stream, and
+// renderers read a quiet game when its score moves. Without it the entry
+// waited for their poll (a round over every game: 100 s at 100,000 games),
+// and for good once the game had left the registry (feedctl prune).
+func (c *deadCmd) wake(ctx context.Context, rdb redis.UniversalClient) error {
+	z := redis.Z{Score: float64(time.Now().UnixMilli()), Member: c.game}
+	if err := rdb.ZAddGT(ctx, event.RegistryKey, z).Err(); err != nil {
+		return fmt.Errorf("games registry: %w", err)
+	}
+	return nil
 }
 
 // wouldFail runs a dead letter, as it would go back on stream with fix

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/store"
@@ -253,9 +254,11 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 		}
 	}
 	if streams {
-		// The two keys share the game's hash tag, so one DEL serves a
-		// cluster too.
-		if err := g.rdb.Del(ctx, event.StreamKey(c.game), event.DeadKey(c.game)).Err(); err != nil {
+		// With the dead positions set: it never expires, and left behind
+		// it would keep memory for every game ever pruned. The keys share
+		// the game's hash tag, so one DEL serves a cluster too.
+		dead := event.DeadKey(c.game)
+		if err := g.rdb.Del(ctx, event.StreamKey(c.game), dead, feed.DeadPositionsKey(dead)).Err(); err != nil {
 			return false, fmt.Errorf("delete streams: %w", err)
 		}
 	}

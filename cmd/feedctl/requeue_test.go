@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
+)
+
+// TestRequeueWakesRenderers: a dead letter requeued on a quiet game is
+// handled at once. Renderers read a game when its registry score moves
+// (docs/reader-law.md, "The read set"), so a requeue, which appends to the
+// stream like any writer, must move the score as writers do; otherwise the
+// entry waits for the poll, a round over every game (100 s at 100,000
+// games; here -poll-every stands for it at an hour), or, once the game
+// left the registry, for a writer that never comes.
+func TestRequeueWakesRenderers(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "quiet-1"
+	evs := gamesim.Play(game, 1, 2)
+	var (
+		mu      sync.Mutex
+		fixed   bool
+		handled = map[string]int{}
+	)
+	c, err := feed.Open(ctx, feed.Config{
+		Client: rdb, Group: "feed", Consumer: "r1", Registry: event.RegistryKey,
+		WakeEvery: 50 * time.Millisecond, ActiveWindow: 300 * time.Millisecond,
+		PollEvery: time.Hour, SweepEvery: time.Hour,
+		Handler: func(_ context.Context, m feed.Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !fixed && m.Kind == evs[1].Kind {
+				return feed.Poison(errors.New("renderer bug"))
+			}
+			handled[m.ID]++
+			return nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ids, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, evs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 10*time.Second, "one entry handled, one dead-lettered, the game quiet", func() bool {
+		st := c.Stats()
+		return st.Acked == 1 && st.Dead == 1 && st.Known == 1 && st.Hot == 0 && st.Working == 0
+	})
+	mu.Lock()
+	fixed = true
+	mu.Unlock()
+	dead, err := feed.ListDead(ctx, rdb, event.DeadKey(game), 0)
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("ListDead = %v, %v", dead, err)
+	}
+	if out, errOut, err := runCtl(t, s.Addr, "dead", "requeue", "-game", game, "-id", dead[0].DeadID); err != nil {
+		t.Fatalf("requeue: %v\n%s%s", err, out, errOut)
+	}
+	wait.For(t, 5*time.Second, "the requeued entry handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return handled[ids[1]] == 1
+	})
+}
