@@ -231,3 +231,58 @@ func TestRunSurvivesRedisPause(t *testing.T) {
 	}
 	checkStreams(t, direct, cfg, res.sum)
 }
+
+// TestRetryScoresAnew: a batch's ZADD goes through while its XADD is
+// refused (on a cluster the game's master may be down while the
+// registry's is up; here an ACL refuses it). When the XADD finally lands, the game's score must
+// have moved past the failure, or renderers, who look at a quiet game
+// when its score moves, see nothing new there until their slow poll.
+func TestRetryScoresAnew(t *testing.T) {
+	t.Parallel()
+	s := redistest.MustStart(t)
+	admin := s.Client(t)
+	ctx := context.Background()
+	key := event.StreamKey("game-1")
+	// A writer that may do everything but XADD, until allowed below.
+	if err := admin.Do(ctx, "ACL", "SETUSER", "writer", "on", ">pw", "~*", "&*", "+@all", "-xadd").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "writer", Password: "pw"})
+	t.Cleanup(func() { rdb.Close() })
+	var progress syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := gamesim.Run(ctx, rdb, gamesim.Config{Games: 1, Events: 3, Seed: 3}, &progress)
+		done <- err
+	}()
+	waitFor(t, 10*time.Second, "a refused XADD", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("Run ended: %v; %s", err, progress.String())
+		default:
+		}
+		return strings.Contains(progress.String(), "retrying")
+	})
+	first, err := admin.ZScore(ctx, event.RegistryKey, "game-1").Result()
+	if err != nil {
+		t.Fatalf("the first attempt's ZADD: %v", err)
+	}
+	if err := admin.Do(ctx, "ACL", "SETUSER", "writer", "+xadd").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not finish")
+	}
+	if n, _ := admin.XLen(ctx, key).Result(); n != 3 {
+		t.Fatalf("%d entries written, want 3", n)
+	}
+	// The retry came a backoff after the first attempt, and scored anew.
+	if score, _ := admin.ZScore(ctx, event.RegistryKey, "game-1").Result(); score <= first {
+		t.Fatalf("score %.0f after the retry, want it past the first attempt's %.0f", score, first)
+	}
+}

@@ -241,6 +241,16 @@ func (w *writer) flush(ctx context.Context, batch []*entry) error {
 		wait := retry.Next()
 		fmt.Fprintf(w.out, "gamesim: redis: %v (retrying %d entries in %v)\n", err, len(todo), wait.Round(time.Millisecond))
 		time.Sleep(wait)
+		// A retried entry's game is scored anew: its ZADD may have gone
+		// through when its XADD did not (another master, on a cluster),
+		// and renderers look at a quiet game when its score moves. With
+		// the old score the entry, once written, waited for their poll.
+		now := time.Now()
+		for _, e := range todo {
+			if now.After(latest[e.g]) {
+				latest[e.g] = now
+			}
+		}
 	}
 }
 
