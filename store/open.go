@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -13,7 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Options tune Open. The zero value is what production uses.
@@ -116,6 +118,11 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	if db.file, err = statID(abs); err != nil {
 		db.w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := db.noteFile(ctx); err != nil && !readOnly(err) {
+		// A read-only file (a backup looked at) takes no lines either.
+		db.w.Close()
+		return nil, fmt.Errorf("store: open %s: file identity: %w", path, err)
 	}
 
 	db.r, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, roleReader))
@@ -247,4 +254,72 @@ func (db *DB) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+// copyLookback is how far back noteFile moves the positions of a file
+// found to be a copy: the feed's catch-up lookback (5 min of stream time),
+// the span within which entries are still in flight while newer ones
+// commit.
+const copyLookback = 5 * time.Minute
+
+// noteFile records in meta ("file") the device and inode this file is
+// opened as. A file last opened as another one is a copy (a backup moved
+// into place, a host started from a peer's file), and a copy may lack
+// lines below its positions: entries that were in flight when it was
+// taken (the replicas of a host, and a retried entry, commit out of
+// stream order) and were committed and acked into the original since.
+// When nothing above its position was acked after it, the group's cursor
+// is no further than the position and the catch-up would find nothing to
+// do. So the positions of a copy move back by copyLookback, in the
+// transaction that records its identity (a crash before the catch-up
+// leaves them back): the lines it has are then found acked past its
+// position, and the catch-up re-reads from there (docs/store.md).
+// A copy written into the original file (same inode) is not seen.
+func (db *DB) noteFile(ctx context.Context) error {
+	want := fmt.Sprintf("%d:%d", db.file.dev, db.file.ino)
+	had := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) (string, error) {
+		var v string
+		err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'file'`).Scan(&v)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", nil
+		}
+		return v, err
+	}
+	if v, err := had(db.w); err != nil || v == want {
+		return err // the file it was: nothing to write
+	}
+	return db.retryBusy(ctx, "file identity", func() error {
+		tx, err := db.w.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		was, err := had(tx)
+		if err != nil || was == want {
+			return err // another process noted it first
+		}
+		if was != "" {
+			r, err := tx.ExecContext(ctx, `UPDATE positions SET ms = max(ms - ?, 0), seq = 0`, copyLookback.Milliseconds())
+			if err != nil {
+				return fmt.Errorf("positions: %w", err)
+			}
+			if n, _ := r.RowsAffected(); n > 0 {
+				db.log.Warn("store file is a copy of another; its positions move back to be caught up from the streams",
+					"was", was, "now", want, "games", n, "back", copyLookback)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('file', ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, want); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+// readOnly reports whether err is SQLite's refusal to write the file.
+func readOnly(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY
 }

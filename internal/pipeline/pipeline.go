@@ -184,6 +184,13 @@ func (p *Pipeline) Event(m feed.Message) (store.Event, error) {
 // minted a year ahead would otherwise own the game's title and status for
 // good, whatever arrives after it and in whatever order; the bound keeps
 // a forged entry from outranking more than MaxAhead of real events.
+//
+// The entry's time is the server's clock only when XADD chose the
+// position: a producer may pick it (XADD key <ms>-<seq>), as far ahead as
+// Redis allows, and drag every later position of the stream along. So it
+// counts as no later than this process's clock plus the bound (a clock
+// behind the server's by less than the bound refuses nothing more), and
+// as that when it does not fit a position's 63 bits.
 func (p *Pipeline) checkAhead(m feed.Message) error {
 	bound := p.MaxAhead
 	if bound == 0 {
@@ -193,11 +200,13 @@ func (p *Pipeline) checkAhead(m feed.Message) error {
 		return nil
 	}
 	idAt, ok := event.IDTime(m.ID)
-	ms, _, okPos := store.ParsePosition(m.Position)
-	if !ok || !okPos {
+	if !ok {
 		return nil
 	}
-	posAt := time.UnixMilli(int64(ms))
+	posAt := time.Now().Add(bound)
+	if ms, _, okPos := store.ParsePosition(m.Position); okPos && time.UnixMilli(int64(ms)).Before(posAt) {
+		posAt = time.UnixMilli(int64(ms))
+	}
 	if ahead := idAt.Sub(posAt); ahead > bound {
 		return fmt.Errorf("%w: %s is %v ahead of its stream entry %s (bound %v)",
 			ErrFutureID, m.ID, ahead.Round(time.Second), m.Position, bound)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite"
 
+	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/testkit/proctest"
@@ -238,25 +240,13 @@ func TestRestoredOlderBackup(t *testing.T) {
 	mint := event.NewMinter(3)
 	ids := chats(t, rdb, mint, "bak", 80, "old")
 	proctest.WaitFor(t, 20*time.Second, func() bool { return shownOnce(m.DB(), "bak", ids) == nil }, "stored")
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Exec(`VACUUM INTO ?`, backup); err != nil {
-		t.Fatal(err)
-	}
-	raw.Close()
+	takeBackup(t, path, backup)
 	ids = append(ids, chats(t, rdb, mint, "bak", 120, "new")...)
 	proctest.WaitFor(t, 20*time.Second, func() bool { return shownOnce(m.DB(), "bak", ids) == nil }, "stored after the backup")
 	if err := m.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		os.Remove(path + suffix)
-	}
-	if err := os.Rename(backup, path); err != nil {
-		t.Fatal(err)
-	}
+	restoreBackup(t, backup, path)
 	m2 := MustRunMain(t, rs.URL(), path, "r1")
 	var last error
 	proctest.WaitFor(t, 30*time.Second, func() bool {
@@ -298,5 +288,151 @@ func TestRedisComesBackEmpty(t *testing.T) {
 	}, "old and new lines shown once (%v)", last)
 	if code, body := readyz(m.Addr()); code != http.StatusOK {
 		t.Errorf("/readyz %d: %s", code, body)
+	}
+}
+
+// TestForgedStreamPositionKeepsFutureBound: a hostile producer that picks
+// its stream entry's id itself (XADD with an explicit position a year
+// ahead) cannot smuggle an EVT id from the same future past -future-bound:
+// the entry is dead-lettered as "future id", the game keeps its title, and
+// the genuine entries after it (whose positions the forged one dragged
+// into the future) are still shown.
+func TestForgedStreamPositionKeepsFutureBound(t *testing.T) {
+	ctx := context.Background()
+	rs := redistest.MustStart(t)
+	rdb := rs.Client(t)
+	m := MustRunMain(t, rs.URL(), filepath.Join(t.TempDir(), "feed.db"), "r1")
+	mint := event.NewMinter(5)
+	started := gamesim.Event{Kind: event.KindGameStarted, Fields: []gamesim.Field{
+		{Name: "title", Value: "Real"}, {Name: "rounds", Value: "3"},
+		{Name: "code_length", Value: "4"}, {Name: "palette", Value: "🍎🍐🍊🍋🍌🍉"}}}
+	ids, err := gamesim.Append(ctx, rdb, mint, "forge", started)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFor(t, 10*time.Second, func() bool { return shownOnce(m.DB(), "forge", ids) == nil }, "game_started stored")
+
+	yearAhead := time.Now().Add(365 * 24 * time.Hour)
+	for _, f := range []struct {
+		pos string    // the stream position the producer picks
+		at  time.Time // its EVT id's time
+	}{
+		{fmt.Sprintf("%d-0", yearAhead.UnixMilli()), yearAhead},                 // both a year ahead
+		{"18446744073709551614-0", time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}, // past what int64 holds
+	} {
+		forged := started
+		forged.Fields = append([]gamesim.Field{{Name: "title", Value: "Owned"}}, started.Fields[1:]...)
+		if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey("forge"), ID: f.pos,
+			Values: forged.Entry(event.NewMinter(6).Next(f.at), time.Now())}).Err(); err != nil {
+			t.Fatalf("XADD %s: %v", f.pos, err)
+		}
+		// A genuine entry after it, to know the forged one was handled.
+		more, err := gamesim.Append(ctx, rdb, mint, "forge", gamesim.Event{Kind: event.KindChat,
+			Fields: []gamesim.Field{{Name: "player", Value: "ada"}, {Name: "text", Value: "after " + f.pos}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, more...)
+		proctest.WaitFor(t, 10*time.Second, func() bool {
+			l, err := m.DB().Timeline(ctx, "forge")
+			return err == nil && len(l) > 0 && slices.ContainsFunc(l, func(l store.Line) bool { return l.EvtID == more[0] })
+		}, "genuine entry after the forged one at %s shown", f.pos)
+		if err := shownOnce(m.DB(), "forge", ids); err != nil {
+			t.Errorf("forged entry at %s: %v", f.pos, err)
+		}
+		g, err := m.DB().Game(ctx, "forge")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Title != "Real" {
+			t.Errorf("forged entry at %s: title %q, want %q", f.pos, g.Title, "Real")
+		}
+	}
+	dead, err := feed.ListDead(ctx, rdb, event.DeadKey("forge"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 2 {
+		t.Fatalf("%d dead letters, want the 2 forged entries", len(dead))
+	}
+	for _, d := range dead {
+		if !strings.HasPrefix(d.Reason, "future id") {
+			t.Errorf("dead letter %s: reason %q, want future id", d.EvtID, d.Reason)
+		}
+	}
+}
+
+// TestRestoredBackupTakenMidFlight: an online copy is taken while one
+// replica's batch is in flight and a newer one is already committed (the
+// replicas of a host commit in any order); the older batch is committed
+// and acked after the copy, and the game goes quiet. Put back, the copy's
+// position is the group's cursor, yet it lacks that batch: after a
+// restart every entry is shown, once.
+func TestRestoredBackupTakenMidFlight(t *testing.T) {
+	ctx := context.Background()
+	rs := redistest.MustStart(t)
+	rdb := rs.Client(t)
+	dir := t.TempDir()
+	path, backup := filepath.Join(dir, "feed.db"), filepath.Join(dir, "backup.db")
+	mint := event.NewMinter(7)
+	key := event.StreamKey("midflight")
+
+	// Replica r2 reads the first ten entries and is slow to commit them.
+	ids := chats(t, rdb, mint, "midflight", 10, "in flight")
+	if err := rdb.XGroupCreate(ctx, key, "feed", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "feed", Consumer: "r2", Streams: []string{key, ">"}, Count: 10}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Replica r1 commits the next ten meanwhile; the copy is taken then.
+	later := chats(t, rdb, mint, "midflight", 10, "committed first")
+	m1 := MustRunMain(t, rs.URL(), path, "r1", "-min-idle", "10m")
+	proctest.WaitFor(t, 20*time.Second, func() bool { return shownOnce(m1.DB(), "midflight", later) == nil }, "later batch stored")
+	takeBackup(t, path, backup)
+	if err := m1.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	// r2 comes back, commits and acks its batch; the game is over.
+	ids = append(ids, later...)
+	m2 := MustRunMain(t, rs.URL(), path, "r2")
+	proctest.WaitFor(t, 20*time.Second, func() bool { return shownOnce(m2.DB(), "midflight", ids) == nil }, "every entry stored")
+	proctest.WaitFor(t, 10*time.Second, func() bool {
+		p, err := rdb.XPending(ctx, key, "feed").Result()
+		return err == nil && p.Count == 0
+	}, "nothing pending")
+	if err := m2.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+
+	restoreBackup(t, backup, path)
+	m3 := MustRunMain(t, rs.URL(), path, "r1")
+	eventually(t, 20*time.Second, "restored copy shows every entry once", func() error { return shownOnce(m3.DB(), "midflight", ids) })
+}
+
+// takeBackup copies the store at path to backup as operations.md says to,
+// with SQLite's VACUUM INTO, while it is written.
+func takeBackup(tb testing.TB, path, backup string) {
+	tb.Helper()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`VACUUM INTO ?`, backup); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// restoreBackup puts the backup in place of the store at path, as an
+// operator does with the renderer stopped: the file and its WAL go, the
+// backup is moved in (its own inode).
+func restoreBackup(tb testing.TB, backup, path string) {
+	tb.Helper()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(path + suffix)
+	}
+	if err := os.Rename(backup, path); err != nil {
+		tb.Fatal(err)
 	}
 }
