@@ -91,7 +91,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if testHookSubscribed != nil {
 		testHookSubscribed(game)
 	}
-	last, err := s.backfill(es, game, after, resumeOf(r))
+	last, err := s.backfill(es, game, after, resumeOf(r, true))
 	if err == nil {
 		err = es.flush()
 	}
@@ -125,13 +125,15 @@ type resume struct {
 	hasLast bool
 }
 
-// resumeOf reads r's resume parameters. last is ignored when the cursor
-// is an event stream's Last-Event-ID: an EventSource that reconnects by
-// itself repeats the URL it was opened with, whose last is stale by then.
-func resumeOf(r *http.Request) resume {
+// resumeOf reads r's resume parameters. For an event stream (stream),
+// last is ignored when the cursor is its Last-Event-ID: an EventSource
+// that reconnects by itself repeats the URL it was opened with, whose last
+// is stale by then. A websocket's cursor is always after, so its last is
+// always read.
+func resumeOf(r *http.Request, stream bool) resume {
 	q := r.URL.Query()
 	rs := resume{store: q.Get("store")}
-	if r.Header.Get("Last-Event-ID") == "" {
+	if !stream || r.Header.Get("Last-Event-ID") == "" {
 		rs.last, rs.hasLast = q.Get("last"), q.Has("last")
 	}
 	return rs

@@ -231,11 +231,15 @@ func (e *env) dialWhole(game string, after int64) *wsClient {
 	return e.dialURL(game, after, e.liveURL(game, after))
 }
 
-func (e *env) dialURL(game string, after int64, url string) *wsClient {
+func (e *env) dialURL(game string, after int64, url string, hdr ...string) *wsClient {
 	e.tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, resp, err := websocket.Dial(ctx, url, nil)
+	h := http.Header{}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		h.Set(hdr[i], hdr[i+1])
+	}
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		code := 0
 		if resp != nil {

@@ -66,7 +66,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	}
 	c := newClient(s.cfg.SendQueue, r.URL.Query().Get("board") == "1")
 	if s.poll != nil {
-		s.livePoll(w, r, game, key, after, resumeOf(r), c, release)
+		s.livePoll(w, r, game, key, after, resumeOf(r, false), c, release)
 		return
 	}
 	hw := &hijackRecorder{ResponseWriter: w}
@@ -84,7 +84,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	// goroutine, whose stack has grown through net/http, the router and the
 	// middleware. A fresh goroutine serves the socket and this one returns,
 	// which saves a grown stack per websocket (the fan-out's memory).
-	rs := resumeOf(r)
+	rs := resumeOf(r, false)
 	go func() {
 		defer release()
 		s.serveSocket(conn, hw.conn, game, after, rs, c)

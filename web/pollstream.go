@@ -122,7 +122,7 @@ func (s *Server) pollStream(w http.ResponseWriter, r *http.Request, game string,
 		ps.end(err, release)
 		return true
 	}
-	go s.serveStream(ps, head, after, resumeOf(r))
+	go s.serveStream(ps, head, after, resumeOf(r, true))
 	return true
 }
 

@@ -172,19 +172,23 @@ func TestLiveResetOtherNumbering(t *testing.T) {
 		name  string
 		query func() string // appended to the cursor's URL
 		reset bool
+		hdr   []string // headers of the handshake
 	}{
-		{"the line held last", func() string { return "&last=" + held }, false},
-		{"no last given: not checked", func() string { return "" }, false},
-		{"another line", func() string { return "&last=" + evs[0].EvtID }, true},
-		{"a line this store does not have", func() string { return "&last=evt_01ZZZZZZZZZZZZZZZZZZZZZZZZ" }, true},
-		{"none held, but the store has lines there", func() string { return "&last=" }, true},
+		{"the line held last", func() string { return "&last=" + held }, false, nil},
+		{"no last given: not checked", func() string { return "" }, false, nil},
+		{"another line", func() string { return "&last=" + evs[0].EvtID }, true, nil},
+		{"a line this store does not have", func() string { return "&last=evt_01ZZZZZZZZZZZZZZZZZZZZZZZZ" }, true, nil},
+		{"none held, but the store has lines there", func() string { return "&last=" }, true, nil},
+		// Last-Event-ID is an event stream's cursor: a websocket's last is
+		// checked whatever headers its handshake carries.
+		{"another line, beside a Last-Event-ID", func() string { return "&last=" + evs[0].EvtID }, true, []string{"Last-Event-ID", "1"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			max, err := e.db.MaxSeq(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := e.dialURL("g1", max, e.wsURL("g1", max)+tt.query())
+			w := e.dialURL("g1", max, e.wsURL("g1", max)+tt.query(), tt.hdr...)
 			f := w.next()
 			if tt.reset {
 				if f.T != "reset" {
