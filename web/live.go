@@ -50,6 +50,8 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	// spend the address's upgrade tokens (a NAT's, or an IPv6 /64's).
 	if !originAllowed(r, s.cfg.AllowedOrigins) {
 		mUpgradesRejected.WithLabelValues("handshake").Inc()
+		s.log.Info("web: websocket refused", "game", game, "remote", s.clientKey(r),
+			untrusted.Attr("origin", r.Header.Get("Origin")), untrusted.Attr("fetch_site", r.Header.Get("Sec-Fetch-Site")))
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}
