@@ -203,7 +203,15 @@ func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []f
 // waited for their poll (a round over every game: 100 s at 100,000 games),
 // and for good once the game had left the registry (feedctl prune).
 func (c *deadCmd) wake(ctx context.Context, rdb redis.UniversalClient) error {
-	z := redis.Z{Score: float64(time.Now().UnixMilli()), Member: c.game}
+	return wakeGame(ctx, rdb, c.game)
+}
+
+// wakeGame moves a game's registry score to now (ZADD GT), as a writer
+// does after its XADD, putting the game back in the registry if it left
+// it: what feedctl makes readable again (a requeue, a replay) is then read
+// at the renderers' next beat.
+func wakeGame(ctx context.Context, rdb redis.UniversalClient, game string) error {
+	z := redis.Z{Score: float64(time.Now().UnixMilli()), Member: game}
 	if err := rdb.ZAddGT(ctx, event.RegistryKey, z).Err(); err != nil {
 		return fmt.Errorf("games registry: %w", err)
 	}

@@ -25,6 +25,9 @@ type global struct {
 	rdb         redis.UniversalClient
 }
 
+// commands are the commands that talk to Redis.
+var commands = map[string]bool{"status": true, "dead": true, "replay": true, "rebuild": true, "prune": true, "ping": true}
+
 func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	g := &global{}
 	fs := flagenv.New("feedctl")
@@ -35,6 +38,12 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	fs.Duration(&g.futureBound, "future-bound", "FEED_FUTURE_BOUND", pipeline.DefaultMaxAhead, "the renderers' -future-bound")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
+	}
+	if fs.NArg() == 0 || !commands[fs.Arg(0)] {
+		// Usage, help or an unknown command: Run answers without Redis.
+		// Opening asks the server (INFO, for a cluster), which would
+		// reach the default address, someone's Redis, to print usage.
+		return g, fs.Args(), nil
 	}
 	rdb, err := redisconn.Open(g.redisURL)
 	if err != nil {

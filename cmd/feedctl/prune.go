@@ -167,6 +167,26 @@ func (g *global) prunePlan(ctx context.Context, db *store.DB, cut time.Time) ([]
 	for name, gm := range stored {
 		add(name).lines = gm.Events
 	}
+	// A registered candidate is removed from the store too, whatever the
+	// store says of it (a new match begun after the game_over, a game_over
+	// the store never took): the plan must show its lines, or -dry-run and
+	// the question hide what the run deletes.
+	if db != nil {
+		for _, game := range order {
+			c := byGame[game]
+			if _, ok := stored[game]; ok || !c.registered {
+				continue
+			}
+			gm, err := db.Game(ctx, game)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				return nil, err
+			default:
+				c.lines = gm.Events
+			}
+		}
+	}
 	out := make([]pruneCandidate, 0, len(order))
 	for _, game := range order {
 		c := byGame[game]

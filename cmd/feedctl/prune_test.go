@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,8 +15,10 @@ import (
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/testkit/redistest"
 	"github.com/codemojex/feed/internal/testkit/wait"
+	"github.com/codemojex/feed/store"
 )
 
 // TestPruneStreamsLeavesNoKeys: prune -streams deletes every key of the
@@ -66,5 +72,75 @@ func TestPruneStreamsLeavesNoKeys(t *testing.T) {
 		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
 			t.Errorf("after prune -streams, %s: exists %d, %v", k, n, err)
 		}
+	}
+}
+
+// TestPrunePlanShowsStoreLines: a registered game that ended on its stream
+// (a game_over among its last entries) is removed from the -db store too,
+// whatever the store says of it; here the stream went on with a new match,
+// so the store has it playing. The plan, -dry-run's whole answer, must
+// name the store's lines: it said "registry" alone, and the run then
+// deleted every line of the game from the store.
+func TestPrunePlanShowsStoreLines(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "old-1"
+	evs := gamesim.Play(game, 1, 400)
+	end := -1
+	for i, e := range evs {
+		if e.Kind == event.KindGameOver {
+			end = i
+			break
+		}
+	}
+	if end < 0 || end+3 > len(evs) {
+		t.Fatalf("no game_over followed by a new match in %d events", len(evs))
+	}
+	evs = evs[:end+3] // the game_over, then the next match's first entries
+	if _, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, evs...); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "feed.db")
+	if out, errOut, err := runCtl(t, s.Addr, "rebuild", "-db", path); err != nil {
+		t.Fatalf("rebuild: %v\n%s%s", err, out, errOut)
+	}
+	lines := func() int64 {
+		db, err := store.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		g, err := db.Game(ctx, game)
+		if errors.Is(err, store.ErrNotFound) {
+			return 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Events
+	}
+	n := lines()
+	if n != int64(len(evs)) {
+		t.Fatalf("store holds %d lines of %s, want %d", n, game, len(evs))
+	}
+	// The rebuild made the group; the game's last event is two days old.
+	old := float64(time.Now().Add(-48 * time.Hour).UnixMilli())
+	if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: old, Member: game}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-dry-run")
+	if err != nil {
+		t.Fatalf("prune -dry-run: %v\n%s%s", err, out, errOut)
+	}
+	want := fmt.Sprintf("remove %s: registry, store (%d lines)", game, n)
+	if !strings.Contains(out, want) {
+		t.Fatalf("prune -dry-run does not say %q:\n%s", want, out)
+	}
+	if out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-yes"); err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	if n := lines(); n != 0 {
+		t.Fatalf("after prune, the store holds %d lines of %s", n, game)
 	}
 }

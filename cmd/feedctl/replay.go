@@ -40,6 +40,12 @@ func (g *global) replay(ctx context.Context, args []string, t terminal, stdout i
 	if err := g.rdb.Do(ctx, "XGROUP", "SETID", key, g.group, "0", "ENTRIESREAD", "0").Err(); err != nil {
 		return fmt.Errorf("replay %s: %w", game, err)
 	}
+	// Renderers read a quiet game when its registry score moves, and a
+	// game pruned from the registry never: move it as a writer does, or
+	// the rewound stream waits for the poll, or for good.
+	if err := wakeGame(ctx, g.rdb, game); err != nil {
+		return fmt.Errorf("replay %s: group rewound, but the renderers may not see it before their poll: %w", game, err)
+	}
 	fmt.Fprintf(stdout, "replaying %s: %d retained entries re-delivered to group %s\n", game, n, untrusted.Escape(g.group))
 	return nil
 }

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
+)
+
+// TestReplayWakesRenderers: a replayed game is re-delivered at the
+// renderers' next beat, on a quiet game and on a game pruned from the
+// registry alike (docs/operations.md, "Retention": a pruned game's
+// retained stream can still be replayed into a live store). Renderers read
+// a game when its registry score moves (docs/reader-law.md, "The read
+// set"); a replay that only rewinds the group left a quiet game to the
+// poll (here -poll-every stands for it at an hour) and a pruned one, which
+// a renderer started since never knew, for good.
+func TestReplayWakesRenderers(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "quiet-1"
+	var (
+		mu      sync.Mutex
+		handled = map[string]int{}
+	)
+	open := func(name string) *feed.Consumer {
+		c, err := feed.Open(ctx, feed.Config{
+			Client: rdb, Group: "feed", Consumer: name, Registry: event.RegistryKey,
+			WakeEvery: 50 * time.Millisecond, ActiveWindow: 300 * time.Millisecond,
+			PollEvery: time.Hour, SweepEvery: time.Hour,
+			Handler: func(_ context.Context, m feed.Message) error {
+				mu.Lock()
+				defer mu.Unlock()
+				handled[m.ID]++
+				return nil
+			},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	count := func(ids []string, n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				if handled[id] != n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	ids, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, gamesim.Play(game, 1, 3)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := open("r1")
+	wait.For(t, 10*time.Second, "every entry handled once, the game quiet", func() bool {
+		st := c.Stats()
+		return count(ids, 1)() && st.Known == 1 && st.Hot == 0 && st.Working == 0
+	})
+	// A quiet game.
+	if out, errOut, err := runCtl(t, s.Addr, "replay", "-game", game, "-yes"); err != nil {
+		t.Fatalf("replay: %v\n%s%s", err, out, errOut)
+	}
+	wait.For(t, 5*time.Second, "the quiet game's replay handled", count(ids, 2))
+	wait.For(t, 5*time.Second, "the game quiet again", func() bool {
+		st := c.Stats()
+		return st.Hot == 0 && st.Working == 0
+	})
+	c.Close()
+	// A game pruned from the registry, and a renderer started since.
+	if err := rdb.ZRem(ctx, event.RegistryKey, game).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c = open("r2")
+	defer c.Close()
+	wait.For(t, 10*time.Second, "the new consumer running, knowing no game", func() bool {
+		st := c.Stats()
+		return st.Known == 0 && c.Ready() == nil
+	})
+	if out, errOut, err := runCtl(t, s.Addr, "replay", "-game", game, "-yes"); err != nil {
+		t.Fatalf("replay: %v\n%s%s", err, out, errOut)
+	}
+	wait.For(t, 5*time.Second, "the pruned game's replay handled", count(ids, 3))
+}
