@@ -74,7 +74,12 @@ func (c *boardCache) get(game string, seq int64) (Scoreboard, bool) {
 // read: an empty cache is never wrong, and a write never fails for it.
 func (c *boardCache) catchUpLocked(ctx context.Context, q querier, cur, deletes int64, writer bool) bool {
 	switch {
-	case deletes < c.deletes || (cur < c.validTo && !writer):
+	case deletes < c.deletes:
+		return false
+	case cur < c.validTo && !writer:
+		// An older snapshot, or a deletion of the newest lines moved
+		// max(seq) back: the latter drops what the cache holds.
+		c.sawDeletesLocked(deletes)
 		return false
 	case deletes > c.deletes || cur < c.validTo || cur-c.validTo > maxBoardGap:
 		clear(c.boards)
@@ -279,6 +284,22 @@ func byScore(a, b Player) int {
 		return 1
 	}
 	return strings.Compare(a.Name, b.Name)
+}
+
+// sawDeletes drops the cache when a read found the deletion count past
+// the cache's: a game was deleted since, maybe by another process, and
+// its board must not be served from memory.
+func (c *boardCache) sawDeletes(deletes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sawDeletesLocked(deletes)
+}
+
+func (c *boardCache) sawDeletesLocked(deletes int64) {
+	if deletes > c.deletes {
+		clear(c.boards)
+		c.deletes = deletes
+	}
 }
 
 // drop empties the cache: this process deleted a game, leaving the

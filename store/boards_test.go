@@ -198,3 +198,57 @@ func TestBoardCacheOwnDeleteRacesRead(t *testing.T) {
 		}
 	}
 }
+
+// TestBoardCacheDeleteByPeerBeforeBackfill: a web server's backfill reads
+// MaxSeq and asks for the game's board at it. A board this process cached
+// before another process deleted the game must not be served then, though
+// this process has not written since; nor once a read of another board
+// saw the deletion, when the deleted game held the newest lines and
+// max(seq) went back.
+func TestBoardCacheDeleteByPeerBeforeBackfill(t *testing.T) {
+	for _, newest := range []bool{false, true} {
+		t.Run("newest="+strconv.FormatBool(newest), func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "feed.db")
+			a, b := MustOpen(t, path), MustOpen(t, path)
+			at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+			mint := event.NewMinter(1)
+			join := func(game, player string) store.Event {
+				return mkEvent(t, mint.Next(at), game, event.KindPlayerJoined, at, "player", player, "avatar", "🦊")
+			}
+			evs := []store.Event{join("gone", "ann"), join("keep", "cy")}
+			if newest {
+				evs[0], evs[1] = evs[1], evs[0]
+			}
+			mustUpsert(t, a, evs)
+			seq, err := a.MaxSeq(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range []string{"gone", "keep"} {
+				if _, err := a.ScoreboardAt(ctx, g, seq); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := b.DeleteGame(ctx, "gone"); err != nil {
+				t.Fatal(err)
+			}
+			if newest {
+				// A read of another board sees the deletion first.
+				if _, err := a.ScoreboardAt(ctx, "keep", seq+1); err != nil {
+					t.Fatal(err)
+				}
+				if store.BoardCached(a, "gone", seq) {
+					t.Fatal("a read saw the deletion and kept the deleted game's board")
+				}
+			}
+			max, err := a.MaxSeq(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sb, err := a.ScoreboardAt(ctx, "gone", max); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("a served a deleted game's board at max seq %d: %+v, %v", max, sb, err)
+			}
+		})
+	}
+}

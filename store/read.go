@@ -114,10 +114,19 @@ func (db *DB) Timeline(ctx context.Context, game string) ([]Line, error) {
 		WHERE game = ? ORDER BY evt_id`, game)
 }
 
-// MaxSeq returns the highest seq stored (0 for an empty store).
+// MaxSeq returns the highest seq stored (0 for an empty store). It reads
+// the deletion count with it: a web server asks for a board at the seq
+// MaxSeq returned (a backfill's state frame), which the board cache may
+// hold from before another process's DeleteGame, so a count that moved
+// drops the cache first (see boardCache).
 func (db *DB) MaxSeq(ctx context.Context) (int64, error) {
-	var n int64
-	err := db.read(ctx, "maxseq", func() (err error) { n, err = maxSeq(ctx, db.r); return err })
+	var n, deletes int64
+	err := db.read(ctx, "maxseq", func() error {
+		return db.r.QueryRowContext(ctx, stateSQL).Scan(&n, &deletes)
+	})
+	if err == nil {
+		db.boards.sawDeletes(deletes)
+	}
 	return n, err
 }
 
