@@ -123,6 +123,7 @@ var hostile = []string{
 	"</bdi></span></li><li>",
 	strings.Repeat("A", 10_000) + "<b>",
 	"&lt;already-escaped&gt;",
+	"x\u2069\u202eevil", // a PDI first: it would close the <bdi>'s own isolate
 }
 
 var allowedTags = map[string]bool{"time": true, "span": true, "bdi": true, "q": true, "strong": true, "code": true, "li": true}
@@ -197,6 +198,7 @@ func checkMarkup(t *testing.T, where, item, h string, shown bool) {
 	var text strings.Builder
 	var stack []string
 	bdiDepth := 0
+	var isolates []int // per open <bdi>: isolates its text opened (LRI, RLI, FSI) less those closed (PDI)
 	for {
 		tt := z.Next()
 		switch tt {
@@ -226,6 +228,7 @@ func checkMarkup(t *testing.T, where, item, h string, shown bool) {
 				stack = append(stack, tok.Data)
 				if tok.Data == "bdi" {
 					bdiDepth++
+					isolates = append(isolates, 0)
 				}
 			}
 		case html.EndTagToken:
@@ -237,11 +240,29 @@ func checkMarkup(t *testing.T, where, item, h string, shown bool) {
 			stack = stack[:len(stack)-1]
 			if tok.Data == "bdi" {
 				bdiDepth--
+				isolates = isolates[:len(isolates)-1]
 			}
 		case html.TextToken:
 			s := string(z.Text())
 			if strings.ContainsRune(s, '\u202e') && bdiDepth == 0 {
 				t.Errorf("%s: right-to-left override outside <bdi>: %q", where, s)
+			}
+			// A browser isolates a <bdi> as if between an FSI and a PDI:
+			// a PDI of the text that closes none of its own isolates
+			// closes the <bdi>'s, and what follows it leaks out.
+			for _, r := range s {
+				if len(isolates) == 0 {
+					break
+				}
+				switch r {
+				case '\u2066', '\u2067', '\u2068':
+					isolates[len(isolates)-1]++
+				case '\u2069':
+					if isolates[len(isolates)-1]--; isolates[len(isolates)-1] < 0 {
+						t.Errorf("%s: a PDI closes its <bdi>'s isolate: %q", where, s)
+						isolates[len(isolates)-1] = 0
+					}
+				}
 			}
 			text.WriteString(s)
 		}

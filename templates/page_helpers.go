@@ -103,7 +103,9 @@ func boardSummary(b store.Scoreboard) string {
 		s += " · round " + pgRoundText(b.Game)
 	}
 	if len(b.Players) > 0 && b.Players[0].Score > 0 {
-		s += " · " + b.Players[0].Name + " leads with " + strconv.FormatInt(b.Players[0].Score, 10)
+		// Isolated (FSI…PDI): a right-to-left override in the name
+		// must not flip the rest of the line.
+		s += " · " + string(fsi) + isolated(b.Players[0].Name) + string(pdi) + " leads with " + strconv.FormatInt(b.Players[0].Score, 10)
 	}
 	switch n := len(b.Players); n {
 	case 0:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,12 +23,64 @@ import (
 // writer's clock (zero: no time shown). An error means rendering failed,
 // which is retryable, not a verdict on the event.
 func RenderLine(kind string, payload map[string]string, at time.Time) (string, error) {
+	payload = isolatedFields(payload)
 	b := bufpool.Get()
 	defer bufpool.Put(b)
-	if err := Line(kind, payload, at).Render(context.Background(), b); err != nil {
+	if err := Line(isolated(kind), payload, at).Render(context.Background(), b); err != nil {
 		return "", fmt.Errorf("templates: render %s line: %w", kind, err)
 	}
 	return b.String(), nil
+}
+
+// Bidi controls that open or close an isolate (Unicode's LRI, RLI, FSI and
+// PDI).
+const (
+	lri, rli, fsi, pdi = '\u2066', '\u2067', '\u2068', '\u2069'
+)
+
+// isolated returns untrusted text for a <bdi> (or for an FSI…PDI pair): s
+// with an FSI put in front of it for each PDI of s that closes no isolate
+// s opened itself. A browser isolates a <bdi> as if its text sat between an
+// FSI and a PDI, so a stray PDI in a player's name closed the <bdi>'s own
+// isolate, and a right-to-left override after it flipped the rest of the
+// line ("guessed", the pegs, the round). Every character of s is kept.
+func isolated(s string) string {
+	if !strings.ContainsRune(s, pdi) {
+		return s
+	}
+	open, stray := 0, 0
+	for _, r := range s {
+		switch r {
+		case lri, rli, fsi:
+			open++
+		case pdi:
+			if open > 0 {
+				open--
+			} else {
+				stray++
+			}
+		}
+	}
+	return strings.Repeat(string(fsi), stray) + s
+}
+
+// isolatedFields is payload with every value isolated: payload itself
+// unless a value holds a PDI (a line renders every value in a <bdi>, or as
+// a number).
+func isolatedFields(payload map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range payload {
+		if w := isolated(v); w != v {
+			if out == nil {
+				out = maps.Clone(payload)
+			}
+			out[k] = w
+		}
+	}
+	if out == nil {
+		return payload
+	}
+	return out
 }
 
 // LineItemHTML wraps a stored line body as the list item the page and the

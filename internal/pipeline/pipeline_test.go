@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +114,39 @@ func TestPrepareThenCommit(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].EvtID != first[0].ID || got[1].EvtID != second[0].ID || got[0].Seq >= got[1].Seq {
 		t.Fatalf("lines handed over %+v, want %s then %s in seq order", got, first[0].ID, second[0].ID)
+	}
+}
+
+// TestAtStoredAsShown: an entry's at is display only, but whatever its
+// value the stored line keeps the time its HTML shows (the replay's
+// timeline.json serves it): a year the store cannot hold as unix
+// nanoseconds (before 1678, after 2262) came back as another time (year 0
+// as 1753), while the line showed the year the writer sent.
+func TestAtStoredAsShown(t *testing.T) {
+	p, _ := MustOpenPipeline(t)
+	s := event.StreamKey("g")
+	for _, at := range []string{"0000-01-01T00:00:00Z", "1500-06-01T12:00:00Z", "1677-09-21T00:00:00Z",
+		"2262-04-12T00:00:00Z", "2300-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "2026-11-29T10:00:00Z"} {
+		m := msg(s, "chat", "player", "ada", "text", at)
+		m.Payload["at"] = at
+		if v := p.Handle(context.Background(), []feed.Message{m}); v[0] != nil {
+			t.Fatalf("at %s: %v", at, v[0])
+		}
+		tl, err := p.DB.Timeline(context.Background(), "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := tl[len(tl)-1]
+		shown := ""
+		if i := strings.Index(l.HTML, `datetime="`); i >= 0 {
+			shown, _, _ = strings.Cut(l.HTML[i+len(`datetime="`):], `"`)
+		}
+		stored := ""
+		if !l.At.IsZero() {
+			stored = l.At.Format(time.RFC3339)
+		}
+		if shown != stored {
+			t.Errorf("at %s: the line shows %q, the store keeps %q", at, shown, stored)
+		}
 	}
 }
