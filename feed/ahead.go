@@ -110,11 +110,12 @@ func keysOf(gs [][]*streamState) [][]string {
 }
 
 // dueOf returns the streams of sts still due and readable after a read:
-// those whose read came back full.
+// those whose read came back full, and not set aside by it.
 func dueOf(sts []*streamState) []*streamState {
 	var due []*streamState
+	now := time.Now()
 	for _, st := range sts {
-		if st.due && st.readable() {
+		if st.due && st.readable() && !st.down(now) {
 			due = append(due, st)
 		}
 	}

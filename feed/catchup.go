@@ -33,7 +33,7 @@ func (c *Consumer) catchUpAll() error {
 	}
 	budget := catchUpPages
 	try := func(st *streamState) error {
-		if !st.open || st.caught {
+		if !st.open || st.caught || st.down(time.Now()) {
 			return nil
 		}
 		if budget <= 0 && st.catchLast != "" {
@@ -46,8 +46,8 @@ func (c *Consumer) catchUpAll() error {
 		n, pages, done, err := c.catchUp(st, budget)
 		budget -= pages
 		st.catchN += n
-		if err != nil || c.stopping() {
-			return err
+		if err != nil || c.stopping() || st.down(time.Now()) {
+			return err // set aside: tried again once its node answers
 		}
 		if !done {
 			c.catching = true
@@ -119,7 +119,7 @@ func (c *Consumer) catchUp(st *streamState, budget int) (n, pages int, done bool
 		rcancel()
 		if err != nil {
 			c.fail("catchup", err)
-			return n, pages, false, err
+			return n, pages, false, c.setAside([]*streamState{st}, err)
 		}
 		c.ok()
 		if len(msgs) == 0 {
@@ -160,7 +160,7 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 			c.reopen(st, err)
 			return "", "", false, false, nil
 		}
-		return "", "", false, false, err
+		return "", "", false, false, c.setAside([]*streamState{st}, err)
 	}
 	for _, g := range groups {
 		if g.Name == c.cfg.Group {
@@ -173,7 +173,7 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 	info, err := c.rdb.XInfoStream(ctx, st.key).Result()
 	if err != nil {
 		c.fail("catchup", err)
-		return "", "", false, false, err
+		return "", "", false, false, c.setAside([]*streamState{st}, err)
 	}
 	c.ok()
 	if trimmedPast(info, pos) {
@@ -193,7 +193,7 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 		only, err := c.onlyPending(ctx, st.key, pos, last)
 		if err != nil {
 			c.fail("catchup", err)
-			return "", "", false, false, err
+			return "", "", false, false, c.setAside([]*streamState{st}, err)
 		}
 		if only {
 			// Every entry the store lacks is still in someone's hands: the

@@ -82,7 +82,7 @@ func (c *Consumer) censusStep(now time.Time) ([]*streamState, error) {
 	var sts []*streamState
 	n := 0
 	for ; n < len(r.todo) && len(sts) < maxKeys; n++ {
-		if st := r.todo[n]; c.work.has(st) && r.keep(st, now) {
+		if st := r.todo[n]; c.work.has(st) && r.keep(st, now) && !st.down(now) {
 			sts = append(sts, st)
 		}
 	}
@@ -143,15 +143,22 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) ([]*streamState
 	_, _ = pipe.Exec(ctx)
 	var crowded []*streamState // groups with consumers to clean up
 	var fresh []*streamState   // pending found where none was known
+	answered := false
 	for i, st := range sts {
 		if err := groups[i].Err(); err != nil {
 			c.fail("census", err)
 			if !serverError(err) {
-				return fresh, err
+				if err := c.setAside([]*streamState{st}, err); err != nil {
+					return fresh, err
+				}
+				continue
 			}
+			answered = true
 			c.reopen(st, err)
 			continue
 		}
+		answered = true
+		st.downBackoff.Reset()
 		found := false
 		for _, g := range groups[i].Val() {
 			if g.Name != c.cfg.Group {
@@ -187,7 +194,9 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) ([]*streamState
 			c.reopen(st, nil)
 		}
 	}
-	c.ok()
+	if answered {
+		c.ok()
+	}
 	if len(crowded) > 0 {
 		c.cleanUp(ctx, crowded)
 	}

@@ -33,6 +33,7 @@ func (c *Consumer) claim(st *streamState) error {
 			return nil
 		}
 		c.ok()
+		st.downBackoff.Reset()
 		if n := int64(len(deleted)); n > 0 {
 			c.stats.claimDeleted.Add(n)
 			c.log.Info("claimed entries were deleted from the stream; dropped from the pending list",

@@ -2,12 +2,15 @@ package feed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/testkit/redistest"
 )
@@ -175,5 +178,126 @@ func TestClusterDeadMasterLeavesOthersRead(t *testing.T) {
 	for range 3 {
 		id := write()
 		waitFor(t, 5*time.Second, "the live game read while another master is down", func() bool { return rec.count(id) == 1 })
+	}
+}
+
+// TestClusterDeadMasterHotGame: two hot games on two masters of three,
+// the one on the master that dies with an entry pending (its handler
+// failed). While that master is down (no replica here, and a node timeout
+// long enough that the cluster never gives it up), every new entry of the
+// other game must still be read within a few seconds; once the master is
+// back (AOF: its streams and group come back with it), the pending entry
+// is claimed and handled, and the game is read again. Each step of the
+// turn gave up the turn at the first stream whose node it could not
+// reach, so one master down stopped the reading of every game.
+func TestClusterDeadMasterHotGame(t *testing.T) {
+	ctx := context.Background()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: time.Minute, AOF: true}})
+	rdb := rc.Client(t)
+	doomed := spareMaster(t, rc, "c1")
+	live, lost := gameOn(t, rc, "live", doomed, false), gameOn(t, rc, "lost", doomed, true)
+
+	rec := &recorder{}
+	var mended atomic.Bool // the flaky entry fails until then
+	cfg := baseConfig(t, rdb, "c1")
+	cfg.Streams, cfg.Registry = nil, event.RegistryKey
+	cfg.WakeEvery, cfg.SweepEvery = 50*time.Millisecond, time.Minute
+	cfg.PoisonAfter = 1000 // retried every MinIdle for the whole outage
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.Payload["flaky"] != "" && !mended.Load() {
+			return errors.New("flaky until its master is back")
+		}
+		return rec.handler(ctx, m)
+	}
+	c := mustOpen(t, cfg)
+	write := func(game string, kv ...string) string {
+		id := add(t, rdb, stream(game), kv...)
+		if err := rdb.ZAddGT(ctx, event.RegistryKey, redisZ(game)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	handled := func(id string) func() bool { return func() bool { return rec.count(id) == 1 } }
+	want := []string{write(live), write(lost)}
+	waitFor(t, 10*time.Second, "both games read", func() bool { return handled(want[0])() && handled(want[1])() })
+	flaky := write(lost, "flaky", "yes")
+	waitFor(t, 10*time.Second, "the flaky entry failed and pending", func() bool {
+		return c.Stats().Failed > 0 && pending(t, rdb, stream(lost)) == 1
+	})
+	want = append(want, flaky)
+	waitFor(t, 5*time.Second, "both games hot", func() bool { return c.Stats().Hot == 2 })
+
+	doomed.Kill(t)
+	// For 8 s, past the cap of the lost game's own retries (5 s), so that
+	// they are tried again meanwhile: none may hold the live game up for
+	// long. The first entry waits longest: the first call to the dead
+	// node is go-redis's, with its dial retries (about 3 s).
+	for i, end := 0, time.Now().Add(8*time.Second); time.Now().Before(end); i++ {
+		id := write(live)
+		waitFor(t, 5*time.Second, fmt.Sprintf("live entry %d read while the other game's master is down", i), handled(id))
+		want = append(want, id)
+		<-time.After(200 * time.Millisecond) // the pace of a game, not a wait for the consumer
+	}
+
+	doomed.Start(t)
+	mended.Store(true)
+	waitFor(t, 30*time.Second, "the flaky entry claimed and handled once its master is back", handled(flaky))
+	var back string
+	waitFor(t, 30*time.Second, "the lost game written again", func() bool {
+		id := minter.Next(time.Now())
+		err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream(lost), Values: []any{"id", id, "kind", "chat",
+			"at", time.Now().UTC().Format(time.RFC3339), "player", "ana", "text", "back"}}).Err()
+		if err == nil {
+			back = id
+		}
+		return err == nil
+	})
+	if err := rdb.ZAddGT(ctx, event.RegistryKey, redisZ(lost)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the lost game read again", handled(back))
+	id := write(live)
+	waitFor(t, 5*time.Second, "the live game still read", handled(id))
+	want = append(want, back, id)
+
+	for _, id := range want {
+		if n := rec.count(id); n != 1 {
+			t.Errorf("%s handled %d times, want once", id, n)
+		}
+	}
+	waitFor(t, 10*time.Second, "nothing left pending", func() bool {
+		return pending(t, rdb, stream(live)) == 0 && pending(t, rdb, stream(lost)) == 0
+	})
+	t.Logf("stats: %+v", c.Stats())
+}
+
+// spareMaster returns a master of rc that serves neither the registry nor
+// consumer's lease: those have a master of their own to fail over, at a
+// cost to every game.
+func spareMaster(t *testing.T, rc *redistest.Cluster, consumer string) *redistest.Server {
+	t.Helper()
+	busy := map[string]bool{
+		rc.MasterOfSlot(t, rc.Slot(t, event.RegistryKey)).Addr:               true,
+		rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, consumer))).Addr: true,
+	}
+	for _, m := range rc.Masters(t) {
+		if !busy[m.Addr] {
+			return m
+		}
+	}
+	t.Fatal("no master free of the registry and the lease")
+	return nil
+}
+
+// gameOn returns the first game prefix-N whose stream master serves, or
+// (on false) does not.
+func gameOn(t *testing.T, rc *redistest.Cluster, prefix string, master *redistest.Server, on bool) string {
+	t.Helper()
+	for i := 0; ; i++ {
+		g := fmt.Sprintf("%s-%d", prefix, i)
+		if (rc.MasterOfSlot(t, rc.Slot(t, stream(g))).Addr == master.Addr) == on {
+			return g
+		}
 	}
 }

@@ -36,6 +36,7 @@ type Consumer struct {
 	mu        sync.Mutex // guards the readiness fields
 	running   bool
 	lastOK    time.Time
+	answers   uint64 // Redis calls of the loop that were answered (ok)
 	lastErr   error
 	inHandler bool     // a slow handler is not a silent Redis
 	working   []string // the read set's keys, published by prune
@@ -77,6 +78,11 @@ type Consumer struct {
 	gatherUntil time.Time           // no blocking read before this (Linger)
 	unacked     map[string][]string // acks that failed, retried each turn
 	loopBackoff backoff.Backoff
+	// The streams set aside this turn, their last error, and whether the
+	// slot map was reloaded for it (setAside, endTurn).
+	aside      []*streamState
+	asideErr   error
+	asideSlots bool
 }
 
 // Open validates cfg, takes the consumer name's lease and starts the loop.
@@ -237,7 +243,15 @@ func (c *Consumer) setInHandler(b bool) {
 func (c *Consumer) ok() {
 	c.mu.Lock()
 	c.lastOK, c.lastErr = time.Now(), nil
+	c.answers++
 	c.mu.Unlock()
+}
+
+// answered returns how many Redis calls of the loop were answered so far.
+func (c *Consumer) answered() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.answers
 }
 
 // fail records a failed loop operation.

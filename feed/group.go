@@ -53,10 +53,13 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 		}
 	}
 	_, _ = pipe.Exec(ctx)
-	var recreated, created, vanished, unreachable []string
-	var connErr error
+	var recreated, created, vanished []string
+	answered := false
 	for i, st := range todo {
 		err := cmds[i].Err()
+		if err == nil || serverError(err) {
+			answered = true
+		}
 		switch {
 		case isNoStream(err):
 			// The stream is gone: forget it, as the sweep forgets a game
@@ -92,6 +95,7 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 			}
 			st.open, st.needDoor, st.seenOpen, st.doorErr = true, false, true, nil
 			st.doorBackoff.Reset()
+			st.downBackoff.Reset()
 		case serverError(err):
 			st.open, st.doorErr = false, err
 			d := st.doorBackoff.Next()
@@ -104,22 +108,16 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 			// for its own retry, the others go on. Given up for the turn,
 			// as it once was, the door came first in every turn, and one
 			// master down held every game of the cluster until it was back
-			// (TestClusterDeadMasterLeavesOthersRead). The cap keeps a
-			// stream that met an outage from waiting long after it.
+			// (TestClusterDeadMasterLeavesOthersRead).
 			if c.stopping() {
 				return err // Close cancelled the call; not a failure
 			}
 			c.fail("group", err)
-			st.nextDoor = now.Add(min(st.doorBackoff.Next(), doorRetryMax))
-			unreachable = append(unreachable, st.key)
-			connErr = err
+			_ = c.setAside([]*streamState{st}, err)
 		}
 	}
-	if connErr == nil {
+	if answered {
 		c.ok()
-	} else {
-		c.log.Warn("consumer groups not reachable; streams retried later", "count", len(unreachable),
-			"streams", headOf(unreachable, 5), "err", connErr)
 	}
 	if len(vanished) > 0 {
 		c.log.Info("streams deleted; forgotten until written again", "count", len(vanished), "streams", headOf(vanished, 5))
@@ -136,10 +134,6 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 	}
 	return nil
 }
-
-// doorRetryMax caps the wait before the door tries again a stream whose
-// node could not be reached.
-const doorRetryMax = 5 * time.Second
 
 func headOf(s []string, n int) []string {
 	if len(s) > n {

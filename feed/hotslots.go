@@ -72,6 +72,7 @@ func (c *Consumer) readSlots(sts []*streamState, live, slots int, wait time.Dura
 			read = sts
 			h.restNext = now.Add(restTick)
 		}
+		read = upOf(read, now) // less those an earlier tick set aside
 		if len(read) > 0 {
 			got, err := c.readMany(read, now)
 			if got && c.cfg.Linger > 0 && len(dueOf(read)) == 0 {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/codemojex/feed/internal/untrusted"
 )
 
@@ -55,9 +57,18 @@ func (c *Consumer) run() {
 	}
 }
 
+// turn runs the steps of one turn. A stream whose node does not answer is
+// set aside for its own retry and the turn goes on with the others
+// (setAside); only when nothing answered in the whole turn does it end
+// with the error, and the loop backs off as it does for any (endTurn).
 func (c *Consumer) turn() error {
-	now := time.Now()
+	answers := c.answered()
 	defer func() { c.prune(time.Now()) }()
+	return c.endTurn(answers, c.steps())
+}
+
+func (c *Consumer) steps() error {
+	now := time.Now()
 	if c.cfg.Registry != "" {
 		// A failing beat or sweep keeps what is known: the games already
 		// in the read set go on, and it is tried again next time.
@@ -79,6 +90,7 @@ func (c *Consumer) turn() error {
 		}
 		c.nextFind = now.Add(c.cfg.StreamsEvery)
 	}
+	c.probe()
 	if err := c.retryAcks(); err != nil {
 		return err
 	}
@@ -146,6 +158,129 @@ func (c *Consumer) turn() error {
 		wait = time.Millisecond
 	}
 	return c.readHot(now, wait)
+}
+
+// downRetryMax caps the wait of a stream set aside before the steps try
+// its node again: a master that comes back (or whose replica takes over)
+// is read again within it.
+const downRetryMax = 5 * time.Second
+
+// setAside sets aside sts, whose node did not answer err (a connection
+// error or timeout, or LOADING, MASTERDOWN, CLUSTERDOWN, TRYAGAIN,
+// UNBLOCKED: the node cannot serve now; for those the slot map is reloaded
+// once a turn): each waits for its own retry (downBackoff, capped at
+// downRetryMax) and every step passes it over until then, so the turn goes
+// on with the other streams. Until 4 Dec 2026 any such error ended the
+// turn, and one master down (killed, not yet replaced by its replica)
+// stopped the reading of every game of the cluster
+// (TestClusterDeadMasterHotGame). It returns err when err is not such an
+// error (a reply about the stream itself, CROSSSLOT, or Close cancelled the
+// call), for the caller to handle as before, and nil when the streams were
+// set aside.
+func (c *Consumer) setAside(sts []*streamState, err error) error {
+	if err == nil || isNil(err) || serverError(err) || errCode(err) == "CROSSSLOT" || c.stopping() {
+		return err
+	}
+	if clusterRetry(err) && !c.asideSlots {
+		c.asideSlots = true
+		c.clusterRefresh(err)
+	}
+	now := time.Now()
+	for _, st := range sts {
+		if !st.down(now) {
+			st.downUntil = now.Add(st.downBackoff.Next())
+			c.aside = append(c.aside, st)
+		}
+	}
+	c.asideErr = err
+	return nil
+}
+
+// probeTimeout bounds probe's PING of one node.
+const probeTimeout = 500 * time.Millisecond
+
+// probe PINGs, once per node and for at most probeTimeout, the nodes of
+// the streams set aside whose retry has come: the streams of a node that
+// answers go back to the steps, the others are set aside again. Were the
+// steps' own calls the retry, each would cost seconds while the node is
+// dead (go-redis dials it again and again, then retries the call), and
+// every other game would wait for them in the same turn.
+func (c *Consumer) probe() {
+	now := time.Now()
+	var due []*streamState
+	for _, st := range c.work.all() {
+		if !st.downUntil.IsZero() && !st.down(now) {
+			due = append(due, st)
+		}
+	}
+	answers := map[string]error{} // by node address
+	for _, st := range due {
+		var node redis.Cmdable = c.rdb
+		addr := ""
+		if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+			m, err := cc.MasterForKey(c.ctx, st.key)
+			if err != nil {
+				_ = c.setAside([]*streamState{st}, err)
+				continue
+			}
+			node, addr = m, m.Options().Addr
+		}
+		err, seen := answers[addr]
+		if !seen {
+			ctx, cancel := context.WithTimeout(c.ctx, probeTimeout)
+			err = node.Ping(ctx).Err()
+			cancel()
+			answers[addr] = err
+		}
+		if err == nil || serverError(err) {
+			st.downUntil = time.Time{}
+			continue
+		}
+		if !seen {
+			c.fail("probe", err)
+		}
+		if c.setAside([]*streamState{st}, err) != nil {
+			return // Close
+		}
+	}
+}
+
+// endTurn ends a turn whose steps returned err and which began when the
+// loop's calls had been answered answers times. When streams were set
+// aside and nothing else answered, Redis as a whole is away (a single node
+// down, every master): the turn fails as it always did, so the loop backs
+// off, Ready says why and every stream is tried again at the next turn
+// (waits of their own would only delay them once Redis is back). Otherwise
+// the streams set aside are logged, one line however many.
+func (c *Consumer) endTurn(answers uint64, err error) error {
+	aside, asideErr := c.aside, c.asideErr
+	c.aside, c.asideErr, c.asideSlots = nil, nil, false
+	if len(aside) == 0 || c.stopping() {
+		return err
+	}
+	if c.answered() == answers {
+		for _, st := range aside {
+			st.downUntil = time.Time{}
+		}
+		if err != nil {
+			return err
+		}
+		if clusterRetry(asideErr) {
+			return quiet{asideErr}
+		}
+		return asideErr
+	}
+	keys := make([]string, len(aside))
+	for i, st := range aside {
+		keys[i] = st.key
+	}
+	level := slog.LevelWarn
+	if clusterRetry(asideErr) {
+		level = slog.LevelDebug // a slot moving or a failover: routine
+	}
+	c.log.Log(c.ctx, level, "streams not reachable; retried later, the others read on", "count", len(aside),
+		"streams", headOf(keys, 5), untrusted.Err(asideErr))
+	return err
 }
 
 // blockFor is how long the blocking read may wait: Block, and with a

@@ -184,6 +184,9 @@ func (c *Consumer) withAttempts(batch []delivery) ([]delivery, error) {
 				}
 				continue
 			}
+			if st := c.streams[stream]; st != nil && c.setAside([]*streamState{st}, err) == nil {
+				continue // its entries stay pending, for a claim or recovery
+			}
 			return nil, err
 		}
 		for _, p := range pend {

@@ -83,7 +83,7 @@ func (c *Consumer) hotReadSet(now time.Time) (sts []*streamState, live int) {
 		h.gen, h.next, h.stale = c.work.gen, now.Add(hotRefresh), false
 	}
 	for i, st := range h.streams {
-		if st.hot(now) && st.readable() && !st.due {
+		if st.hot(now) && st.readable() && !st.due && !st.down(now) {
 			sts = append(sts, st)
 			if i < h.live {
 				live++
@@ -213,19 +213,23 @@ func (c *Consumer) chain(sts, rest []*streamState, batch []delivery, firstErr er
 
 // takeRead is the loop goroutine's side of a read over gs: each group's
 // error goes to readFailed, each stream's state is updated (collect), and
-// the entries read come back in batch. It returns the first error.
+// the entries read come back in batch. It returns the first error; a
+// group whose node did not answer is set aside, not an error.
 func (c *Consumer) takeRead(gs [][]*streamState, r *readAhead, now time.Time) ([]delivery, error) {
 	var firstErr error
+	answered := false
 	for i, g := range gs {
 		if err := r.errs[i]; err != nil {
+			answered = answered || serverError(err)
 			if err := c.readFailed("read", g, err); err != nil && firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
+		answered = true
 		c.readDone(g, r.res[i], now)
 	}
-	if firstErr == nil {
+	if firstErr == nil && answered {
 		c.ok()
 	}
 	return r.batch, firstErr
@@ -251,6 +255,7 @@ func (c *Consumer) readDone(sts []*streamState, res []redis.XStream, now time.Ti
 	}
 	for _, st := range sts {
 		n := got[st.key]
+		st.downBackoff.Reset()
 		st.due = int64(n) >= c.cfg.Count
 		if n > 0 && now.Before(st.hotUntil) {
 			st.hotUntil = now.Add(c.cfg.ActiveWindow)
@@ -358,28 +363,30 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 
 // readFailed handles the error of a read over sts. A server error (NOGROUP,
 // WRONGTYPE) sends them back through the door, which singles out the bad
-// one; a cluster redirection, UNBLOCKED or CROSSSLOT reloads the slot map
-// and is retried after the turn's backoff like a connection error: the
-// group and its pending list survive a slot move or a failover.
+// one. CROSSSLOT turns on per-slot reads and is retried after the turn's
+// backoff. A connection error, a cluster redirection or UNBLOCKED sets the
+// streams aside for a retry of their own (setAside), and the turn goes on:
+// the group and its pending list survive a slot move or a failover.
 func (c *Consumer) readFailed(op string, sts []*streamState, err error) error {
 	c.fail(op, err)
-	if clusterRetry(err) {
+	if errCode(err) == "CROSSSLOT" {
 		c.clusterRefresh(err)
 		return quiet{err}
 	}
-	if serverError(err) {
-		for _, st := range sts {
-			c.reopen(st, err)
-		}
-		if isNoGroup(err) {
-			// The door re-creates the group and says so in one line;
-			// the short backoff still guards against a NOGROUP that
-			// the door cannot cure.
-			return quiet{err}
-		}
-		if op == "recover" {
-			return nil
-		}
+	if !serverError(err) {
+		return c.setAside(sts, err)
+	}
+	for _, st := range sts {
+		c.reopen(st, err)
+	}
+	if isNoGroup(err) {
+		// The door re-creates the group and says so in one line;
+		// the short backoff still guards against a NOGROUP that
+		// the door cannot cure.
+		return quiet{err}
+	}
+	if op == "recover" {
+		return nil
 	}
 	return err
 }

@@ -57,9 +57,16 @@ type streamState struct {
 	doorErr     error
 	doorBackoff backoff.Backoff
 	nextDoor    time.Time
+	// Its node did not answer (a master down or failing over): the steps
+	// pass it over until downUntil (setAside).
+	downUntil   time.Time
+	downBackoff backoff.Backoff
 }
 
 func (st *streamState) hot(now time.Time) bool { return st.pinned || now.Before(st.hotUntil) }
+
+// down reports whether the stream is set aside, its node unreachable.
+func (st *streamState) down(now time.Time) bool { return now.Before(st.downUntil) }
 
 // busy reports whether the stream has a reason to stay in the work set.
 func (st *streamState) busy(now time.Time) bool {
@@ -79,7 +86,8 @@ func gameOf(stream string) string {
 
 func newStream(key string) *streamState {
 	return &streamState{key: key, game: gameOf(key), slot: event.Slot(key), needDoor: true, recover: true,
-		doorBackoff: backoff.Backoff{Min: time.Second, Max: time.Minute}}
+		doorBackoff: backoff.Backoff{Min: time.Second, Max: time.Minute},
+		downBackoff: backoff.Backoff{Min: 100 * time.Millisecond, Max: downRetryMax}}
 }
 
 // Working returns the stream keys of the read set as of the last turn: the
@@ -286,15 +294,34 @@ func labelOf(st *streamState) string {
 }
 
 // pick returns the work-set streams for which keep is true, in key order
-// (stable pipelines and logs).
+// (stable pipelines and logs). Streams set aside (their node unreachable)
+// are left out: every caller sends them commands.
 func (c *Consumer) pick(keep func(*streamState) bool) []*streamState {
 	var out []*streamState
+	now := time.Now()
 	for _, st := range c.work.all() {
-		if keep(st) {
+		if keep(st) && !st.down(now) {
 			out = append(out, st)
 		}
 	}
 	return out
+}
+
+// upOf returns the streams of sts not set aside (down), sts itself when
+// none is.
+func upOf(sts []*streamState, now time.Time) []*streamState {
+	for i, st := range sts {
+		if st.down(now) {
+			up := slices.Clone(sts[:i])
+			for _, st := range sts[i+1:] {
+				if !st.down(now) {
+					up = append(up, st)
+				}
+			}
+			return up
+		}
+	}
+	return sts
 }
 
 // mostRecent returns the k streams of sts that were active last (the
@@ -399,8 +426,9 @@ func (c *Consumer) pollNext() []*streamState {
 		c.pollRound = 1
 	}
 	out := make([]*streamState, 0, min(len(c.streams), pollPage))
+	now := time.Now()
 	for _, st := range c.streams {
-		if st.polled >= c.pollRound || !st.readable() || st.due {
+		if st.polled >= c.pollRound || !st.readable() || st.due || st.down(now) {
 			continue
 		}
 		st.polled = c.pollRound

@@ -1,6 +1,10 @@
 package feed
 
-import "github.com/redis/go-redis/v9"
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // recoverAll recovers the own pending list of every open stream that needs
 // it (once per start and after every group door creation), many streams
@@ -35,7 +39,7 @@ func (c *Consumer) recoverGroup(sts []*streamState) error {
 			Count:   c.cfg.Count, Block: -1,
 		}).Result()
 		if err != nil && !isNil(err) {
-			return c.readFailed("recover", sts, err)
+			return c.readFailed("recover", sts, err) // set aside: recovered from 0 once back
 		}
 		c.ok()
 		got := map[string][]redis.XMessage{}
@@ -60,12 +64,14 @@ func (c *Consumer) recoverGroup(sts []*streamState) error {
 			}
 			rest = append(rest, st)
 		}
-		sts = rest
 		if len(batch) > 0 {
 			if err := c.process(pathPending, batch); err != nil {
 				return err
 			}
 		}
+		// Those the settle set aside keep recover, and start again from
+		// 0 once their node answers.
+		sts = upOf(rest, time.Now())
 	}
 	return nil
 }

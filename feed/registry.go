@@ -100,7 +100,7 @@ func (c *Consumer) sweepPage(now time.Time) error {
 			continue
 		}
 		st.seenPass = c.sweep.pass
-		if st.open && !st.needDoor && !st.inspect {
+		if st.open && !st.needDoor && !st.inspect && !st.down(now) {
 			page = append(page, st)
 		}
 	}

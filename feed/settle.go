@@ -94,7 +94,8 @@ func (c *Consumer) queueAcks(ctx context.Context, pipe redis.Pipeliner, s *settl
 }
 
 // checkAcks counts the acks that went through and keeps the failed ones
-// for retryAcks. It returns the last connection error, if any.
+// for retryAcks. A stream whose node did not answer is set aside; it
+// returns the last connection error of a stream it could not set aside.
 func (c *Consumer) checkAcks(acks []ackCmd) error {
 	var connErr error
 	nAcked := 0
@@ -109,7 +110,7 @@ func (c *Consumer) checkAcks(acks []ackCmd) error {
 		c.fail("ack", err)
 		c.log.Warn("ack failed; will retry", "stream", a.stream, "count", len(a.ids), "err", err)
 		c.unacked[a.stream] = append(c.unacked[a.stream], a.ids...)
-		if !serverError(err) {
+		if !serverError(err) && c.setAsideKey(a.stream, err) != nil {
 			connErr = err
 		}
 	}
@@ -131,8 +132,8 @@ func (c *Consumer) queueDeads(ctx context.Context, pipe redis.Pipeliner, dead []
 
 // checkDeads counts and logs the dead letters written. A failed one is
 // left pending: it comes back by XAUTOCLAIM and is dead-lettered then (its
-// attempts are past the threshold). It returns the last connection error,
-// if any.
+// attempts are past the threshold). It returns the last connection error
+// of a stream it could not set aside (as checkAcks).
 func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 	var connErr error
 	for i, d := range dead {
@@ -145,7 +146,7 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 			c.fail("dead", err)
 			c.markPending(d.stream)
 			c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, untrusted.Attr("reason", d.reason), untrusted.Err(err))...)
-			if !serverError(err) {
+			if !serverError(err) && c.setAsideKey(d.stream, err) != nil {
 				connErr = err
 			}
 			continue
@@ -166,7 +167,8 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 }
 
 // retryAcks re-sends acks that failed (Redis was unreachable); until then
-// the entries are pending and would come back by XAUTOCLAIM.
+// the entries are pending and would come back by XAUTOCLAIM. The acks of
+// a stream set aside wait for its retry: the others go now.
 func (c *Consumer) retryAcks() error {
 	if len(c.unacked) == 0 {
 		return nil
@@ -175,10 +177,18 @@ func (c *Consumer) retryAcks() error {
 	defer cancel()
 	pipe := c.rdb.Pipeline()
 	cmds := map[string]*redis.IntCmd{}
+	now := time.Now()
 	for stream, ids := range c.unacked {
-		cmds[stream] = pipe.XAck(ctx, stream, c.cfg.Group, ids...)
+		if st := c.streams[stream]; st == nil || !st.down(now) {
+			cmds[stream] = pipe.XAck(ctx, stream, c.cfg.Group, ids...)
+		}
+	}
+	if len(cmds) == 0 {
+		return nil
 	}
 	_, _ = pipe.Exec(ctx)
+	var connErr error
+	answered := false
 	for stream, cmd := range cmds {
 		err := cmd.Err()
 		if err == nil || serverError(err) {
@@ -187,13 +197,27 @@ func (c *Consumer) retryAcks() error {
 				c.stats.acked.Add(int64(len(c.unacked[stream])))
 			}
 			delete(c.unacked, stream)
+			answered = true
 			continue
 		}
 		c.fail("ack", err)
-		return err
+		if c.setAsideKey(stream, err) != nil {
+			connErr = err
+		}
 	}
-	c.ok()
-	return nil
+	if answered {
+		c.ok()
+	}
+	return connErr
+}
+
+// setAsideKey is setAside for the stream of key, which returns err if the
+// stream is no longer known.
+func (c *Consumer) setAsideKey(key string, err error) error {
+	if st := c.streams[key]; st != nil {
+		return c.setAside([]*streamState{st}, err)
+	}
+	return err
 }
 
 // keepAliveScript refreshes the idle time of the given entries that are
