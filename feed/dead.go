@@ -63,7 +63,7 @@ func ListDead(ctx context.Context, rdb redis.UniversalClient, deadKey string, n 
 			case DeadDropped:
 				d.Dropped = s
 			default:
-				d.Fields[k] = s
+				d.Fields[originalFieldName(k)] = s
 			}
 		}
 		d.EvtID = d.Fields[event.FieldID]
@@ -73,13 +73,15 @@ func ListDead(ctx context.Context, rdb redis.UniversalClient, deadKey string, n 
 }
 
 // requeueScript moves a dead letter back to its stream atomically: XADD the
-// original fields (the dead_* ones left out, the ones in ARGV[2..] pairs
-// replaced or added) and XDEL it from the dead stream. Both keys share the
-// game's hash slot.
+// original fields (the renderer's dead_* ones left out, the original ones
+// kept under DeadFieldPrefix put back under their own names, the ones in
+// ARGV[2..] pairs replaced or added) and XDEL it from the dead stream. Both
+// keys share the game's hash slot.
 var requeueScript = redis.NewScript(`
 local e = redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1])
 if #e == 0 then return false end
 local skip = {dead_reason = true, dead_attempts = true, dead_consumer = true, dead_stream_id = true, dead_at = true}
+local escaped = '` + DeadFieldPrefix + `'
 for i = 1, #e[1][2], 2 do
   local k = e[1][2][i]
   if k == 'dead_truncated' or k == 'dead_dropped' then
@@ -95,7 +97,11 @@ local f = e[1][2]
 local args, used = {}, {}
 for i = 1, #f, 2 do
   local k = f[i]
-  if not skip[k] then
+  local own = skip[k]
+  if string.sub(k, 1, #escaped) == escaped then
+    k, own = string.sub(k, #escaped + 1), false
+  end
+  if not own then
     args[#args + 1] = k
     if fix[k] ~= nil then
       args[#args + 1] = fix[k]

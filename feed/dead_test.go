@@ -159,3 +159,90 @@ func TestRequeueDeadFixed(t *testing.T) {
 		t.Errorf("dead stream keeps %d", n)
 	}
 }
+
+// TestDeadLetterKeepsOriginalDeadFields: an entry's own fields named like
+// the dead letter's (dead_reason, dead_truncated, ...) are kept in its
+// dead letter apart from the renderer's: they once sat beside them, so an
+// original dead_truncated made the letter read as truncated (and refused
+// for requeue), and an original dead_reason stood for the renderer's. The
+// letter reads back as what the renderer said, and a requeue puts back
+// exactly the original fields.
+func TestDeadLetterKeepsOriginalDeadFields(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s, dk := stream("deadnames"), event.DeadKey("deadnames")
+	var broken atomic.Bool
+	broken.Store(true)
+	var rec recorder
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if broken.Load() {
+			return feed.Poison(errors.New("renderer bug"))
+		}
+		return rec.handler(ctx, m)
+	}
+	c := mustOpen(t, cfg)
+	own := map[string]string{
+		"dead_truncated": "text 9000 bytes sha256 00\n", "dead_dropped": "3 fields, 9 bytes",
+		"dead_reason": "forged", "dead_attempts": "99", "dead_consumer": "mallory",
+		"dead_stream_id": "1-1", "dead_at": "2000-01-01T00:00:00Z",
+		"dead_field:dead_reason": "nested", "dead_": "bare",
+	}
+	var kv []string
+	for k, v := range own {
+		kv = append(kv, k, v)
+	}
+	id := add(t, rdb, s, kv...)
+	waitFor(t, 5*time.Second, "dead letter", func() bool { return c.Stats().Dead == 1 })
+
+	// One field of each renderer's name in the letter.
+	raw, err := rdb.Do(ctx, "XRANGE", dk, "-", "+").Slice()
+	if err != nil || len(raw) != 1 {
+		t.Fatalf("XRANGE dead = %v, %v", raw, err)
+	}
+	flat := raw[0].([]any)[1].([]any)
+	names := map[string]int{}
+	for i := 0; i < len(flat); i += 2 {
+		names[flat[i].(string)]++
+	}
+	for _, k := range []string{feed.DeadReason, feed.DeadAttempts, feed.DeadConsumer, feed.DeadStreamID, feed.DeadAt} {
+		if names[k] != 1 {
+			t.Errorf("the dead letter has %d fields named %s, want 1 (the renderer's): %q", names[k], k, flat)
+		}
+	}
+	if names[feed.DeadTruncated] != 0 || names[feed.DeadDropped] != 0 {
+		t.Errorf("a whole entry's dead letter carries %s or %s: %q", feed.DeadTruncated, feed.DeadDropped, flat)
+	}
+
+	dead, err := feed.ListDead(ctx, rdb, dk, 0)
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("ListDead = %v, %v", dead, err)
+	}
+	d := dead[0]
+	if d.Truncated != "" || d.Dropped != "" || d.Reason != "poison: renderer bug" || d.Attempts != 1 || d.Consumer != "r1" || d.StreamID == "1-1" || d.At.Year() == 2000 {
+		t.Errorf("dead letter reads as %+v; want the renderer's reason, attempts, consumer, position and time, not truncated", d)
+	}
+	for k, v := range own {
+		if d.Fields[k] != v {
+			t.Errorf("original field %s = %q in the dead letter, want %q", k, d.Fields[k], v)
+		}
+	}
+	if len(d.Fields) != 5+len(own) {
+		t.Errorf("original fields %q, want the 5 of the entry and its %d own", d.Fields, len(own))
+	}
+
+	broken.Store(false)
+	if _, err := feed.RequeueDead(ctx, rdb, s, dk, d.DeadID); err != nil {
+		t.Fatalf("RequeueDead: %v", err)
+	}
+	waitFor(t, 5*time.Second, "requeued entry handled", func() bool { return rec.count(id) == 1 })
+	m := rec.all()[0]
+	for k, v := range own {
+		if m.Payload[k] != v {
+			t.Errorf("requeued field %s = %q, want %q", k, m.Payload[k], v)
+		}
+	}
+	if len(m.Payload) != 4+len(own) {
+		t.Errorf("requeued payload %q, want the entry's 4 fields and its %d own", m.Payload, len(own))
+	}
+}

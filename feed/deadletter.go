@@ -20,7 +20,37 @@ const (
 	// DeadDropped says how many fields (and bytes) were left out once the
 	// dead letter's budget was spent.
 	DeadDropped = "dead_dropped"
+	// DeadFieldPrefix is put before an original field name that starts
+	// with "dead_", the prefix of the dead letter's own fields: in the
+	// letter, an entry's dead_truncated is "dead_field:dead_truncated".
+	// Beside the renderer's fields it once read as theirs (an original
+	// dead_truncated made the letter truncated, and refused for requeue).
+	// ListDead and the requeue take the prefix off again.
+	DeadFieldPrefix = "dead_field:"
 )
+
+// deadOwnPrefix starts the name of every field a dead letter adds.
+const deadOwnPrefix = "dead_"
+
+// deadFieldName is the name an original field has in a dead letter: its
+// own, unless it starts with deadOwnPrefix (then DeadFieldPrefix and its
+// own). No renderer's field starts with DeadFieldPrefix, and every name
+// that does is an original one, so the names read back unambiguously.
+func deadFieldName(k string) string {
+	if strings.HasPrefix(k, deadOwnPrefix) {
+		return DeadFieldPrefix + k
+	}
+	return k
+}
+
+// originalFieldName undoes deadFieldName: the original name of a dead
+// letter's field that is not one of the renderer's.
+func originalFieldName(k string) string {
+	if rest, ok := strings.CutPrefix(k, DeadFieldPrefix); ok {
+		return rest
+	}
+	return k
+}
 
 // Bounds of one dead letter: whatever the entry's size, its dead letter
 // stays under 16 KiB (keys, values and the dead_* fields together).
@@ -97,7 +127,8 @@ const (
 // deadFields returns the fields of d's dead letter, bounded: keys and
 // values past their caps are cut to a prefix (on a UTF-8 boundary) and
 // listed in DeadTruncated with their size and sha256; fields past the
-// budget are left out and counted in DeadDropped.
+// budget are left out and counted in DeadDropped. An original field named
+// like the letter's own (dead_…) is kept under deadFieldName.
 func deadFields(values map[string]any) []any {
 	var out []any
 	var notes strings.Builder
@@ -110,8 +141,9 @@ func deadFields(values map[string]any) []any {
 			droppedBytes += len(k) + len(v)
 			continue
 		}
-		kk, vv := prefix(k, deadKeyMax), prefix(v, deadValueMax)
-		if len(kk) < len(k) || len(vv) < len(v) {
+		name := deadFieldName(k)
+		kk, vv := prefix(name, deadKeyMax), prefix(v, deadValueMax)
+		if len(kk) < len(name) || len(vv) < len(v) {
 			line := fmt.Sprintf("%s %d bytes sha256 %s\n", kk, len(k)+len(v), sum(k, v))
 			if notes.Len()+len(line) <= deadNotesMax {
 				notes.WriteString(line)

@@ -370,3 +370,42 @@ func TestLineSpoken(t *testing.T) {
 		}
 	}
 }
+
+// TestLineNumbersAsValidated: a number that event.Validate accepts is
+// shown as it was written, never as "?" (which is for a number that
+// bypassed validation). "+5" passed strconv.Atoi, and so validation, but
+// the line showed "? rounds".
+func TestLineNumbersAsValidated(t *testing.T) {
+	entries := []struct {
+		kind  string
+		f     map[string]string
+		field []string
+	}{
+		{event.KindGameStarted, map[string]string{"title": "F", "rounds": "3", "code_length": "4", "palette": "🍎🍌"}, []string{"rounds", "code_length"}},
+		{event.KindRoundStarted, map[string]string{"round": "2"}, []string{"round"}},
+		{event.KindGuess, map[string]string{"player": "bob", "round": "2", "guess": "🍎", "exact": "1", "near": "1"}, []string{"round"}},
+		{event.KindRoundWon, map[string]string{"player": "ann", "round": "2", "code": "🍎", "guesses": "7", "points": "40"}, []string{"round", "guesses", "points"}},
+	}
+	values := []string{"+5", "-0", "+0", "07", "0000000001", "0", "1", "5", "12", "100", "1000000", " 5", "5 ", "٥", "1_0", "0x5"}
+	for _, e := range entries {
+		for _, field := range e.field {
+			for _, v := range values {
+				f := map[string]string{}
+				for k, x := range e.f {
+					f[k] = x
+				}
+				f[field] = v
+				if event.Validate(e.kind, f) != nil {
+					continue
+				}
+				body, err := templates.RenderLine(e.kind, f, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(body, "?") {
+					t.Errorf("%s %s=%q is valid but its line shows \"?\": %.300s", e.kind, field, v, body)
+				}
+			}
+		}
+	}
+}

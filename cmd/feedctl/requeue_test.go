@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,4 +77,72 @@ func TestRequeueWakesRenderers(t *testing.T) {
 		defer mu.Unlock()
 		return handled[ids[1]] == 1
 	})
+}
+
+// TestRequeueOriginalDeadFields: an entry carrying fields named like the
+// dead letter's own (dead_truncated, dead_reason) is dead-lettered as
+// invalid; `dead list` shows the renderer's reason, not truncated, and
+// `dead requeue -set` puts the repaired entry back with those fields as
+// they were. An original dead_truncated once made the letter read as
+// truncated, and requeue refused it for good.
+func TestRequeueOriginalDeadFields(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "deadnames-1"
+	var (
+		mu      sync.Mutex
+		handled []feed.Message
+	)
+	c, err := feed.Open(ctx, feed.Config{
+		Client: rdb, Group: "feed", Consumer: "r1", Registry: event.RegistryKey,
+		WakeEvery: 50 * time.Millisecond, ActiveWindow: 300 * time.Millisecond,
+		PollEvery: time.Hour, SweepEvery: time.Hour,
+		Handler: func(_ context.Context, m feed.Message) error {
+			if err := event.Validate(m.Kind, m.Payload); err != nil {
+				return feed.Poison(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			handled = append(handled, m)
+			return nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	own := []gamesim.Field{{Name: "dead_truncated", Value: "text 9000 bytes sha256 00\n"}, {Name: "dead_reason", Value: "forged"}}
+	ids, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, gamesim.Event{Kind: event.KindChat,
+		Fields: append([]gamesim.Field{{Name: "player", Value: " "}, {Name: "text", Value: "hi"}}, own...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 10*time.Second, "the entry dead-lettered", func() bool { return c.Stats().Dead == 1 })
+	out, errOut, err := runCtl(t, s.Addr, "dead", "list", "-game", game)
+	if err != nil || strings.Contains(out, "truncated") || strings.Contains(out, "forged") || !strings.Contains(out, `poison: invalid entry: chat: field "player": empty`) {
+		t.Errorf("dead list (%v) shows:\n%s%s\nwant the renderer's reason, not truncated", err, out, errOut)
+	}
+	dead, err := feed.ListDead(ctx, rdb, event.DeadKey(game), 0)
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("ListDead = %v, %v", dead, err)
+	}
+	if out, errOut, err := runCtl(t, s.Addr, "dead", "requeue", "-game", game, "-id", dead[0].DeadID, "-set", "player=ada"); err != nil {
+		t.Fatalf("requeue: %v\n%s%s", err, out, errOut)
+	}
+	wait.For(t, 5*time.Second, "the requeued entry handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled) == 1
+	})
+	m := handled[0]
+	if m.ID != ids[0] || m.Payload["player"] != "ada" || len(m.Payload) != 6 {
+		t.Errorf("requeued entry %s %q, want %s with its 6 fields", m.ID, m.Payload, ids[0])
+	}
+	for _, f := range own {
+		if m.Payload[f.Name] != f.Value {
+			t.Errorf("requeued %s = %q, want %q", f.Name, m.Payload[f.Name], f.Value)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -159,8 +160,15 @@ func sortedKeys(m map[string]fieldRule) []string {
 	return keys
 }
 
+// intRange accepts a decimal integer from lo to hi (lo >= 0) written as
+// the lines show it: ASCII digits only, without a sign or a leading zero
+// (docs/contracts.md, "Kinds"). strconv.Atoi alone also took "+5", "-0"
+// and "0000000001", which the lines then showed as "?".
 func intRange(lo, hi int) fieldRule {
 	return func(s string) error {
+		if !decimal(s) {
+			return errors.New("not a decimal integer")
+		}
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			return errors.New("not an integer")
@@ -184,7 +192,37 @@ func text(maxRunes int) fieldRule {
 	}
 }
 
-func player(s string) error { return text(MaxPlayerRunes)(s) }
+// decimal reports whether s is a non-negative decimal integer in its
+// shortest form: "0", or ASCII digits not starting with 0.
+func decimal(s string) bool {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// player accepts a player name: text of at most MaxPlayerRunes characters
+// without control characters (C0, DEL, C1). A name is a key (the store's
+// players, the page's scoreboard rows, matched by their data-player), and
+// an HTML parser rewrites control characters (CR LF and CR to LF, NUL to
+// U+FFFD): "a\rb" and "a\nb" were two players to the server and one row
+// to the page.
+func player(s string) error {
+	if err := text(MaxPlayerRunes)(s); err != nil {
+		return err
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("control character %U", r)
+		}
+	}
+	return nil
+}
 
 func optionalPlayer(s string) error {
 	if s == "" {

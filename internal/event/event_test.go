@@ -137,6 +137,27 @@ func TestValidate(t *testing.T) {
 		{"over no winner", "game_over", map[string]string{"winner": ""}, ""},
 		{"over missing", "game_over", map[string]string{}, "winner"},
 		{"unknown kind", "emote", map[string]string{}, ""},
+		// A player name is a key (the store's players, the page's
+		// scoreboard rows): control characters, which an HTML parser
+		// rewrites (CR LF and CR to LF, NUL to U+FFFD), are refused.
+		{"name with CR", "player_joined", map[string]string{"player": "a\rb", "avatar": "🦊"}, "player"},
+		{"name with LF", "player_left", map[string]string{"player": "a\nb"}, "player"},
+		{"name with CR LF", "chat", map[string]string{"player": "a\r\nb", "text": "hi"}, "player"},
+		{"name with NUL", "guess", map[string]string{"player": "a\x00b", "round": "1", "guess": "🍎", "exact": "1", "near": "2"}, "player"},
+		{"name with tab", "player_left", map[string]string{"player": "a\tb"}, "player"},
+		{"name with DEL", "player_left", map[string]string{"player": "a\x7fb"}, "player"},
+		{"name with C1", "player_left", map[string]string{"player": "a\u0085b"}, "player"},
+		{"winner with CR", "game_over", map[string]string{"winner": "a\rb"}, "winner"},
+		{"name with U+FFFD is valid", "player_left", map[string]string{"player": "a\uFFFDb"}, ""},
+		{"chat text keeps its newlines", "chat", map[string]string{"player": "ada", "text": "line one\r\nline two"}, ""},
+		// Numbers are decimal integers as the lines show them: digits only.
+		{"rounds +5", "game_started", map[string]string{"title": "F", "rounds": "+5", "code_length": "4", "palette": "🍎"}, "rounds"},
+		{"exact -0", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎", "exact": "-0", "near": "2"}, "exact"},
+		{"round 07", "round_started", map[string]string{"round": "07"}, "round"},
+		{"points 0000000001", "round_won", map[string]string{"player": "ada", "round": "1", "code": "🍎", "guesses": "5", "points": "0000000001"}, "points"},
+		{"points 0", "round_won", map[string]string{"player": "ada", "round": "1", "code": "🍎", "guesses": "5", "points": "0"}, ""},
+		{"round with space", "round_started", map[string]string{"round": " 7"}, "round"},
+		{"round fullwidth digit", "round_started", map[string]string{"round": "\uff17"}, "round"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

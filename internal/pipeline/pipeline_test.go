@@ -50,6 +50,9 @@ func TestHandleVerdicts(t *testing.T) {
 		{"invalid field is poison", msg(s, "guess", "player", "ada", "round", "1", "guess", "🍎", "exact", "abc", "near", "0"), true},
 		{"missing field is poison", msg(s, "chat", "player", "ada"), true},
 		{"stream without a game is poison", msg("other:stream", "chat", "player", "ada", "text", "hi"), true},
+		{"a signed number is poison", msg(s, "round_started", "round", "+5"), true},
+		{"a player name with CR is poison", msg(s, "player_left", "player", "a\rb"), true},
+		{"a player name with NUL is poison", msg(s, "chat", "player", "a\x00b", "text", "hi"), true},
 		{"a duplicate is acked", good, false},
 	}
 	ms := make([]feed.Message, len(tests))
