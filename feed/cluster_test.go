@@ -301,3 +301,69 @@ func gameOn(t *testing.T, rc *redistest.Cluster, prefix string, master *redistes
 		}
 	}
 }
+
+// TestClusterDeadMasterProbedOncePerRetry: many hot games on a master that
+// dies. Each stream set aside draws its own retry (jittered), so without a
+// retry of the node's own their retries fall due in nearly every turn, and
+// every turn PINGed the dead node (up to 500 ms each when it is silent
+// rather than refusing) where the law promises a PING every 5 s at most.
+func TestClusterDeadMasterProbedOncePerRetry(t *testing.T) {
+	ctx := context.Background()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: time.Minute}})
+	rdb := rc.Client(t)
+	doomed := spareMaster(t, rc, "c1")
+	live := gameOn(t, rc, "live", doomed, false)
+	var lost []string
+	for i := 0; len(lost) < 30; i++ {
+		if g := fmt.Sprintf("lost-%d", i); rc.MasterOfSlot(t, rc.Slot(t, stream(g))).Addr == doomed.Addr {
+			lost = append(lost, g)
+		}
+	}
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1")
+	cfg.Streams, cfg.Registry = nil, event.RegistryKey
+	cfg.SweepEvery = time.Minute
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	write := func(game string) string {
+		id := add(t, rdb, stream(game))
+		if err := rdb.ZAddGT(ctx, event.RegistryKey, redisZ(game)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	var ids []string
+	for _, g := range append(lost, live) {
+		ids = append(ids, write(g))
+	}
+	waitFor(t, 20*time.Second, "every game read", func() bool {
+		for _, id := range ids {
+			if rec.count(id) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+
+	doomed.Kill(t)
+	// 6 s for the retries to reach their cap (5 s), then 10 s counted.
+	var before int64
+	start := time.Now()
+	for i := 0; time.Since(start) < 16*time.Second; i++ {
+		if before == 0 && time.Since(start) > 6*time.Second {
+			before = feed.LoopErrorsOf(c, "probe") + 1 // +1: not zero
+		}
+		id, at := write(live), time.Now()
+		waitFor(t, 5*time.Second, fmt.Sprintf("live entry %d read", i), func() bool { return rec.count(id) == 1 })
+		if d := time.Since(at); d > 300*time.Millisecond {
+			t.Logf("live entry %d read after %v (at %v)", i, d.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		}
+		<-time.After(100 * time.Millisecond) // the pace of a game, not a wait for the consumer
+	}
+	probes := feed.LoopErrorsOf(c, "probe") + 1 - before
+	t.Logf("failed PINGs of the dead node in 10 s: %d", probes)
+	if probes > 5 { // every 5 s at most, after a first doubling to the cap: 3 or 4
+		t.Errorf("the dead node was PINGed %d times in 10 s; want at most 5 (a PING every 5 s at most)", probes)
+	}
+}

@@ -56,3 +56,6 @@ func ByRecency(untils []int64, k int) ([]int, int) {
 	}
 	return order, n
 }
+
+// LoopErrorsOf returns how many loop operations op failed.
+func LoopErrorsOf(c *Consumer, op string) int64 { return c.stats.loopErrors.get(op) }

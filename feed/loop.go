@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/untrusted"
 )
 
@@ -16,10 +17,15 @@ type quiet struct{ error }
 
 func (q quiet) Unwrap() error { return q.error }
 
-// sweepState is where the slow full pass over the registry stands.
+// sweepState is where the slow full pass over the registry stands. Its
+// cursor is a score, not a rank: writes move games to the end of the
+// registry and prune removes some, so ranks shift under a pass, and a
+// game could slide into the part already swept (sweepPage).
 type sweepState struct {
 	pass  int       // 1 during the first pass after Open
-	pos   int64     // rank of the next page
+	page  int       // pages of this pass taken so far
+	from  float64   // score the next page starts at: the last page's highest
+	skip  int64     // members scored from that this pass listed already
 	pages int       // pages of the last full pass
 	next  time.Time // when the next page is due
 }
@@ -143,14 +149,25 @@ func (c *Consumer) steps() error {
 		}
 	}
 	now = time.Now()
-	if got, err := c.drain(now); err != nil || got {
+	drained, err := c.drain(now)
+	if err != nil {
 		return err
 	}
-	if c.cfg.Registry != "" && !now.Before(c.nextPoll) {
-		c.nextPoll = now.Add(c.cfg.PollEvery)
-		if got, err := c.poll(now); err != nil || got {
-			return err
+	// The poll runs when due even after a drain that read something: a
+	// backlog keeps some stream due turn after turn, and a poll behind
+	// the drain's return never ran while it lasted, so a quiet game's
+	// entry that moved no score waited that long. It costs a busy turn
+	// one page per PollEvery, and skips the due streams the drain reads.
+	if c.cfg.Registry != "" && !c.stopping() {
+		if now = time.Now(); !now.Before(c.nextPoll) {
+			c.nextPoll = now.Add(c.cfg.PollEvery)
+			if got, err := c.poll(now); err != nil || got {
+				return err
+			}
 		}
+	}
+	if drained {
+		return nil
 	}
 	wait := c.blockFor(now)
 	if c.catching {
@@ -193,6 +210,18 @@ func (c *Consumer) setAside(sts []*streamState, err error) error {
 		}
 	}
 	c.asideErr = err
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok && !clusterRetry(err) {
+		// The node itself did not answer: every stream of it waits with
+		// these, or the next one met (a cold game, a census or poll page)
+		// costs its turn go-redis's dial retries again.
+		seen := map[string]bool{}
+		for _, st := range sts {
+			if m, merr := cc.MasterForKey(c.ctx, st.key); merr == nil && !seen[m.Options().Addr] {
+				seen[m.Options().Addr] = true
+				c.setAsideNode(m.Options().Addr, now)
+			}
+		}
+	}
 	return nil
 }
 
@@ -234,6 +263,7 @@ func (c *Consumer) probe() {
 		}
 		if err == nil || serverError(err) {
 			st.downUntil = time.Time{}
+			delete(c.downNodes, addr)
 			continue
 		}
 		if !seen {
@@ -241,6 +271,47 @@ func (c *Consumer) probe() {
 		}
 		if c.setAside([]*streamState{st}, err) != nil {
 			return // Close
+		}
+	}
+	for addr, err := range answers {
+		if addr != "" && err != nil && !serverError(err) {
+			c.setAsideNode(addr, now)
+		}
+	}
+}
+
+// setAsideNode sets aside every known stream of the cluster node addr,
+// whose PING just failed, until one time: the node's own retry, which
+// doubles as the streams' does (to downRetryMax). Each stream drew a wait
+// of its own, half of it random, so with many games on a dead master one
+// of them fell due in nearly every turn, and every turn PINGed the node;
+// and the streams not yet met (cold games, a census or poll page) were
+// sent commands that cost the turn go-redis's dial retries, seconds each
+// time (TestClusterDeadMasterProbedOncePerRetry).
+func (c *Consumer) setAsideNode(addr string, now time.Time) {
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	if c.downNodes == nil {
+		c.downNodes = map[string]*backoff.Backoff{}
+	}
+	b := c.downNodes[addr]
+	if b == nil {
+		b = &backoff.Backoff{Min: 100 * time.Millisecond, Max: downRetryMax}
+		c.downNodes[addr] = b
+	}
+	until := now.Add(b.Next())
+	bySlot := map[int]bool{} // whether addr serves the slot
+	for _, st := range c.streams {
+		on, seen := bySlot[st.slot]
+		if !seen {
+			m, err := cc.MasterForKey(c.ctx, st.key)
+			on = err == nil && m.Options().Addr == addr
+			bySlot[st.slot] = on
+		}
+		if on && until.After(st.downUntil) {
+			st.downUntil = until
 		}
 	}
 }
