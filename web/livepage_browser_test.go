@@ -213,19 +213,7 @@ func TestBrowserLateLineKeepsOrder(t *testing.T) {
 
 	late := e.upsert(evs[1])[0]
 	b.until("the late line", fmt.Sprintf(`document.querySelector('#game').dataset.cursor === '%d'`, late))
-	for i := 0; ; i++ {
-		if b.num(`document.querySelector('#older') ? 1 : 0`) == 0 {
-			break
-		}
-		if i == 10 {
-			t.Fatalf("still older lines after %d pages", i)
-		}
-		n := b.num(`document.querySelectorAll('#timeline > li').length`)
-		b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
-		b.do(chromedp.Click(chromedp.CSS("#older")))
-		b.until("a page of older lines", fmt.Sprintf(`document.querySelectorAll('#timeline > li').length > %v`, n))
-		b.until("the page done", `!document.querySelector('#older') || !document.querySelector('#older').dataset.busy`)
-	}
+	pageAllOlder(t, b)
 	if got, want := b.eval(domIDs), reverse(evtIDs(evs)); !eq(got, want) {
 		t.Fatalf("timeline %v, want %v", got, want)
 	}
@@ -247,19 +235,7 @@ func TestBrowserOlderPageAllKnown(t *testing.T) {
 	for _, late := range e.upsert(evs[4:7]...) {
 		b.until("the late line", fmt.Sprintf(`Number(document.querySelector('#game').dataset.cursor) >= %d`, late))
 	}
-	for i := 0; ; i++ {
-		if b.num(`document.querySelector('#older') ? 1 : 0`) == 0 {
-			break
-		}
-		if i == 10 {
-			t.Fatalf("still older lines after %d pages", i)
-		}
-		before := b.eval(`[document.querySelector('#older').dataset.before]`)[0]
-		b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
-		b.do(chromedp.Click(chromedp.CSS("#older")))
-		b.until("a page of older lines", fmt.Sprintf(`!document.querySelector('#older') ||
-			(!document.querySelector('#older').dataset.busy && document.querySelector('#older').dataset.before !== %q)`, before))
-	}
+	pageAllOlder(t, b)
 	if got, want := b.eval(domIDs), reverse(evtIDs(evs)); !eq(got, want) {
 		t.Fatalf("timeline %v, want %v", got, want)
 	}
@@ -291,19 +267,7 @@ func TestBrowserLateLinesAtTheCap(t *testing.T) {
 		seq := e.upsert(evs[ev])[0]
 		b.until("the line", fmt.Sprintf(`document.querySelector('#game').dataset.cursor === '%d'`, seq))
 	}
-	for i := 0; ; i++ {
-		if b.num(`document.querySelector('#older') ? 1 : 0`) == 0 {
-			break
-		}
-		if i == 10 {
-			t.Fatalf("still older lines after %d pages", i)
-		}
-		before := b.eval(`[document.querySelector('#older').dataset.before]`)[0]
-		b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
-		b.do(chromedp.Click(chromedp.CSS("#older")))
-		b.until("a page of older lines", fmt.Sprintf(`!document.querySelector('#older') ||
-			(!document.querySelector('#older').dataset.busy && document.querySelector('#older').dataset.before !== %q)`, before))
-	}
+	pageAllOlder(t, b)
 	var missed []string
 	for _, id := range evtIDs(evs) {
 		if b.num(fmt.Sprintf(`window.__seen.has(%q) ? 1 : 0`, id)) == 0 {
@@ -449,4 +413,20 @@ func TestBrowserBackForwardCache(t *testing.T) {
 		t.Fatalf("the page was loaded again, not restored from the back/forward cache")
 	}
 	b.noProblems()
+}
+
+// pageAllOlder clicks "older lines" until the link goes, each time waiting
+// for the page to be in (the link pages from elsewhere, or is gone).
+func pageAllOlder(tb testing.TB, b *browser) {
+	tb.Helper()
+	for i := 0; b.num(`document.querySelector('#older') ? 1 : 0`) == 1; i++ {
+		if i == 10 {
+			tb.Fatalf("still older lines after %d pages", i)
+		}
+		before := b.eval(`[document.querySelector('#older').dataset.before]`)[0]
+		b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
+		b.do(chromedp.Click(chromedp.CSS("#older")))
+		b.until("a page of older lines", fmt.Sprintf(`!document.querySelector('#older') ||
+			(!document.querySelector('#older').dataset.busy && document.querySelector('#older').dataset.before !== %q)`, before))
+	}
 }
