@@ -83,9 +83,9 @@ type Consumer struct {
 	aside      []*streamState
 	asideErr   error
 	asideSlots bool
-	// The cluster nodes whose PING failed, by address, with their retry's
-	// backoff (setAsideNode).
-	downNodes map[string]*backoff.Backoff
+	// The cluster nodes whose PING failed, by address, with their retry
+	// (setAsideNode).
+	downNodes map[string]*downNode
 }
 
 // Open validates cfg, takes the consumer name's lease and starts the loop.

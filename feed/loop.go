@@ -242,7 +242,7 @@ func (c *Consumer) probe() {
 			due = append(due, st)
 		}
 	}
-	answers := map[string]error{} // by node address
+	answers := c.probeNodes(now) // by node address
 	for _, st := range due {
 		var node redis.Cmdable = c.rdb
 		addr := ""
@@ -263,7 +263,7 @@ func (c *Consumer) probe() {
 		}
 		if err == nil || serverError(err) {
 			st.downUntil = time.Time{}
-			delete(c.downNodes, addr)
+			c.nodeBack(addr)
 			continue
 		}
 		if !seen {
@@ -280,28 +280,102 @@ func (c *Consumer) probe() {
 	}
 }
 
+// downNode is a cluster node whose PING failed: its retry's backoff, when
+// that retry comes, and the hash slots it served then, with the key of a
+// stream of one of them (the node's PING goes to the master of its slot).
+type downNode struct {
+	retry backoff.Backoff
+	until time.Time
+	slots map[int]bool
+	key   string
+}
+
+// probeNodes PINGs the cluster nodes set aside whole whose retry has come,
+// and returns their answers by address. A node that answers, or no longer
+// serves the slot of its key (a replica took over), gives its streams back
+// to the steps; the streams of one that does not stay aside until its next
+// retry. Its streams are mostly out of the read set (cold games, which
+// probe does not look at), and when they fell due with the node's retry
+// rather than by its PING, the steps met them first (a poll page, a
+// census) and paid go-redis's dial retries, seconds in which no other game
+// was read, at every retry (TestClusterDeadMasterColdGamesCostNoStall).
+func (c *Consumer) probeNodes(now time.Time) map[string]error {
+	answers := map[string]error{}
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	if !ok {
+		return answers
+	}
+	for addr, d := range c.downNodes {
+		if now.Before(d.until) {
+			continue
+		}
+		if m, err := cc.MasterForKey(c.ctx, d.key); err == nil && m.Options().Addr == addr {
+			ctx, cancel := context.WithTimeout(c.ctx, probeTimeout)
+			err = m.Ping(ctx).Err()
+			cancel()
+			answers[addr] = err
+			if err != nil && !serverError(err) {
+				if c.stopping() {
+					return answers
+				}
+				c.fail("probe", err)
+				c.setAsideNode(addr, now)
+				continue
+			}
+		}
+		c.nodeBack(addr)
+	}
+	return answers
+}
+
+// nodeBack gives the streams of the cluster node addr, set aside whole,
+// back to the steps.
+func (c *Consumer) nodeBack(addr string) {
+	d := c.downNodes[addr]
+	if d == nil {
+		return
+	}
+	delete(c.downNodes, addr)
+	for _, st := range c.streams {
+		if d.slots[st.slot] && !st.downUntil.IsZero() {
+			st.downUntil = time.Time{}
+		}
+	}
+}
+
 // setAsideNode sets aside every known stream of the cluster node addr,
-// whose PING just failed, until one time: the node's own retry, which
-// doubles as the streams' does (to downRetryMax). Each stream drew a wait
+// whose PING just failed, until the node answers its own retry's PING
+// (probeNodes); the retry doubles as the streams' does (to downRetryMax). Each stream drew a wait
 // of its own, half of it random, so with many games on a dead master one
 // of them fell due in nearly every turn, and every turn PINGed the node;
 // and the streams not yet met (cold games, a census or poll page) were
 // sent commands that cost the turn go-redis's dial retries, seconds each
 // time (TestClusterDeadMasterProbedOncePerRetry).
+//
+// The retry doubles once per retry, not once per call: a step that fails
+// for many streams of the node sets each aside on its own (a census
+// pipeline, the probe of the streams due), and each call doubled it again,
+// so with 30 games on the node its first failure put the next PING at the
+// cap, 5 s (TestClusterDeadNodeRetryDoubles).
 func (c *Consumer) setAsideNode(addr string, now time.Time) {
 	cc, ok := c.rdb.(*redis.ClusterClient)
 	if !ok {
 		return
 	}
 	if c.downNodes == nil {
-		c.downNodes = map[string]*backoff.Backoff{}
+		c.downNodes = map[string]*downNode{}
 	}
-	b := c.downNodes[addr]
-	if b == nil {
-		b = &backoff.Backoff{Min: 100 * time.Millisecond, Max: downRetryMax}
-		c.downNodes[addr] = b
+	d := c.downNodes[addr]
+	if d == nil {
+		d = &downNode{retry: backoff.Backoff{Min: 100 * time.Millisecond, Max: downRetryMax}}
+		c.downNodes[addr] = d
 	}
-	until := now.Add(b.Next())
+	if !now.Before(d.until) {
+		d.until = now.Add(d.retry.Next())
+	}
+	// Its streams are held past the retry: they go back to the steps when
+	// probeNodes has the node's answer, never before it.
+	hold := d.until.Add(downRetryMax)
 	bySlot := map[int]bool{} // whether addr serves the slot
 	for _, st := range c.streams {
 		on, seen := bySlot[st.slot]
@@ -309,10 +383,19 @@ func (c *Consumer) setAsideNode(addr string, now time.Time) {
 			m, err := cc.MasterForKey(c.ctx, st.key)
 			on = err == nil && m.Options().Addr == addr
 			bySlot[st.slot] = on
+			if on && d.slots == nil {
+				d.slots, d.key = map[int]bool{}, st.key
+			}
+			if on {
+				d.slots[st.slot] = true
+			}
 		}
-		if on && until.After(st.downUntil) {
-			st.downUntil = until
+		if on && hold.After(st.downUntil) {
+			st.downUntil = hold
 		}
+	}
+	if d.slots == nil {
+		delete(c.downNodes, addr) // no stream of it known: nothing to hold
 	}
 }
 

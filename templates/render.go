@@ -36,16 +36,21 @@ func RenderLine(kind string, payload map[string]string, at time.Time) (string, e
 // PDI).
 const (
 	lri, rli, fsi, pdi = '\u2066', '\u2067', '\u2068', '\u2069'
+	isolateControls    = "\u2066\u2067\u2068\u2069"
 )
 
 // isolated returns untrusted text for a <bdi> (or for an FSI…PDI pair): s
 // with an FSI put in front of it for each PDI of s that closes no isolate
-// s opened itself. A browser isolates a <bdi> as if its text sat between an
-// FSI and a PDI, so a stray PDI in a player's name closed the <bdi>'s own
+// s opened itself, and a PDI after it for each isolate s opens and does
+// not close. A browser isolates a <bdi> as if its text sat between an FSI
+// and a PDI, so a stray PDI in a player's name closed the <bdi>'s own
 // isolate, and a right-to-left override after it flipped the rest of the
-// line ("guessed", the pegs, the round). Every character of s is kept.
+// line ("guessed", the pegs, the round); and in plain text (the
+// scoreboard's summary) an isolate left open by the name took the PDI
+// meant to close the name's, so an override before it flipped the rest
+// (TestBrowserBidiUnclosedIsolateInSummary). Every character of s is kept.
 func isolated(s string) string {
-	if !strings.ContainsRune(s, pdi) {
+	if !strings.ContainsAny(s, isolateControls) {
 		return s
 	}
 	open, stray := 0, 0
@@ -61,7 +66,7 @@ func isolated(s string) string {
 			}
 		}
 	}
-	return strings.Repeat(string(fsi), stray) + s
+	return strings.Repeat(string(fsi), stray) + s + strings.Repeat(string(pdi), open)
 }
 
 // isolatedFields is payload with every value isolated: payload itself

@@ -60,3 +60,28 @@ func TestBrowserBidiStaysInIsolation(t *testing.T) {
 	}
 	b.noProblems()
 }
+
+// TestBrowserBidiUnclosedIsolateInSummary: the summary wraps the leader's
+// name in FSI…PDI as plain text, so an isolate the name opens and never
+// closes (an RLI at its end) took that PDI for its own: the FSI stayed
+// open and a right-to-left override before the RLI flipped the rest of
+// the summary.
+func TestBrowserBidiUnclosedIsolateInSummary(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	const rlo, rli = "\u202e", "\u2067"
+	e.upsert(
+		g.ev(t, event.KindGameStarted, "title", "Bidi", "rounds", "3", "code_length", "2", "palette", "🍎🍌🍇"),
+		g.ev(t, event.KindPlayerJoined, "player", rlo+"ann"+rli, "avatar", "🦉"),
+		g.ev(t, event.KindPlayerJoined, "player", "bob", "avatar", "🐧"),
+		g.ev(t, event.KindRoundWon, "player", rlo+"ann"+rli, "round", "1", "code", "🍎🍌", "guesses", "3", "points", "40"),
+	)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.EmulateViewport(800, 900), chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.eval(leftOf + `[]`)
+	if got := b.eval(`[String(leftOf(".board-sum", "leads", "players"))]`); got[0] != "true" {
+		t.Errorf("the summary: %q is not drawn left of %q: the override flipped it", "leads", "players")
+	}
+	b.noProblems()
+}
