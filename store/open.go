@@ -277,9 +277,7 @@ const copyLookback = 5 * time.Minute
 // A copy written into the original file (same inode) is not seen.
 func (db *DB) noteFile(ctx context.Context) error {
 	want := fmt.Sprintf("%d:%d", db.file.dev, db.file.ino)
-	had := func(q interface {
-		QueryRowContext(context.Context, string, ...any) *sql.Row
-	}) (string, error) {
+	had := func(q querier) (string, error) {
 		var v string
 		err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'file'`).Scan(&v)
 		if errors.Is(err, sql.ErrNoRows) {
