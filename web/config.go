@@ -20,7 +20,7 @@ type Config struct {
 	// Ready reports whether Redis and SQLite are reachable and the consumer
 	// loop runs; nil means ready. /readyz answers 503 with its error.
 	Ready func(ctx context.Context) error
-	// Doorbell signals that the store moved (a renderer's PUBLISH, relayed
+	// Doorbell signals that the store moved (a renderer's SPUBLISH, relayed
 	// by internal/renderer). Nil: the tailer only polls every TailEvery.
 	Doorbell <-chan struct{}
 
@@ -37,15 +37,16 @@ type Config struct {
 	// own host (coder/websocket OriginPatterns, e.g. "example.com",
 	// "https://*.example.com").
 	AllowedOrigins []string
-	// AdminToken guards /status, /api/status, /metrics and the details of
-	// /readyz (Authorization: Bearer TOKEN, the scheme in any case, or
-	// ?token=TOKEN). Empty leaves them open, which Open allows only on a
-	// loopback listener (else ErrAdminExposed).
+	// AdminToken guards /status, /fragments/status, /api/status, /metrics,
+	// /debug/pprof/ and the details of /readyz (Authorization: Bearer
+	// TOKEN, the scheme in any case, or ?token=TOKEN). Empty leaves them
+	// open, which Open allows only on a loopback listener (else
+	// ErrAdminExposed).
 	AdminToken string
 	// PublicHosts are the names (host or host:port, "*.example.com" for
-	// subdomains) this server answers to on websockets and admin endpoints;
-	// any other Host header is refused there (DNS rebinding). Nil:
-	// DefaultPublicHosts(Addr).
+	// subdomains) this server answers to on websockets, event streams and
+	// admin endpoints; any other Host header is refused there (DNS
+	// rebinding). Nil: DefaultPublicHosts(Addr).
 	PublicHosts []string
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// telling clients apart for the per-client limits. Nil: none, every
@@ -102,10 +103,10 @@ type Config struct {
 
 	UpgradeRate  float64 // websocket upgrades per second per client address (2)
 	UpgradeBurst int     // burst of upgrades per client address (20)
-	MaxClients   int     // websocket clients per server; beyond it upgrades get 503 (10000)
+	MaxClients   int     // websockets and event streams per server; beyond it they get 503 (10000)
 
-	// MaxSocketsPerClient caps the websockets one client address (IPv6:
-	// one /64) holds at once; beyond it upgrades get 429 (64).
+	// MaxSocketsPerClient caps the websockets and event streams one client
+	// address (IPv6: one /64) holds at once; beyond it they get 429 (64).
 	MaxSocketsPerClient int
 	// MaxRequestsPerClient caps the plain requests one client address
 	// (IPv6: one /64) has in flight; beyond it requests get 429 (32).

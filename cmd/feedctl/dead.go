@@ -54,6 +54,7 @@ func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.
 	args = args[1:]
 	var limit int64
 	fs := flagenv.New("dead " + c.sub)
+	fs.SetOutput(t.out)
 	fs.StringVar(&c.game, "game", "", "game")
 	switch c.sub {
 	case "list":

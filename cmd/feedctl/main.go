@@ -21,7 +21,7 @@ const usage = `usage: feedctl [-redis URL] [-group G] [-future-bound D] command 
 commands:
   status [-recent N] [-all]    per game: stream length, group lag, pending, consumers, dead letters;
                                the N (200) most recently active games, or every game (-all)
-  dead list    -game G         list a game's dead letters
+  dead list    -game G [-n N]  list a game's dead letters, the oldest N (100; 0: all)
   dead requeue -game G -id ID  put a dead letter back on the game's stream (-all: every one);
                                refuses entries the renderer would dead-letter again (-set fixes, -force)
   dead drop    -game G -id ID  delete a dead letter (-all: every one)
@@ -63,7 +63,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	t := terminal{in: stdin, out: stderr}
 	switch cmd {
 	case "status":
-		return g.status(ctx, rest, stdout)
+		return g.status(ctx, rest, stdout, stderr)
 	case "dead":
 		return g.dead(ctx, rest, t, stdout)
 	case "replay":

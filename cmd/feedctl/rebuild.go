@@ -29,6 +29,7 @@ func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout,
 	var path string
 	var c care
 	fs := flagenv.New("rebuild")
+	fs.SetOutput(stderr)
 	fs.StringVar(&path, "db", "", "SQLite file to build (created when missing)")
 	c.flags(fs)
 	if err := fs.Parse(args); err != nil {

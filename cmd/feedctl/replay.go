@@ -18,6 +18,7 @@ func (g *global) replay(ctx context.Context, args []string, t terminal, stdout i
 	var game string
 	var c care
 	fs := flagenv.New("replay")
+	fs.SetOutput(t.out)
 	fs.StringVar(&game, "game", "", "game to replay")
 	c.flags(fs)
 	if err := gameArg(fs, args, &game); err != nil {

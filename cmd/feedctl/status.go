@@ -19,9 +19,10 @@ import (
 // so that its cost follows activity, not the registry. -all inspects every
 // registered game instead (feed.Inspect pages it): five commands per
 // game.
-func (g *global) status(ctx context.Context, args []string, stdout io.Writer) error {
+func (g *global) status(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer g.rdb.Close()
 	fs := flagenv.New("status")
+	fs.SetOutput(stderr)
 	var recent int64
 	var all bool
 	fs.Int64Var(&recent, "recent", 200, "show the games with the most recent events, this many")

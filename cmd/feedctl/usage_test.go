@@ -6,10 +6,14 @@ import (
 	"errors"
 	"flag"
 	"net"
+	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 // TestUsageNeedsNoRedis: feedctl without a command, with help or with an
@@ -54,5 +58,44 @@ func TestUsageNeedsNoRedis(t *testing.T) {
 	}
 	if dialed.Load() == 0 {
 		t.Fatal("ping did not reach the listener: the check above proves nothing")
+	}
+}
+
+// TestEveryFlagDocumented: each command's flags, as its -h lists them, are
+// named in feedctl's usage and in the operator docs (the README's feedctl
+// table or docs/operations.md), so a flag added later cannot stay hidden
+// (dead list's -n did).
+func TestEveryFlagDocumented(t *testing.T) {
+	s := redistest.MustStart(t)
+	var docs strings.Builder
+	for _, f := range []string{"../../README.md", "../../docs/operations.md"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.Write(b)
+	}
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z-]+)`)
+	for _, cmd := range [][]string{
+		{"status"}, {"dead", "list"}, {"dead", "requeue"}, {"dead", "drop"},
+		{"replay"}, {"rebuild"}, {"prune"},
+	} {
+		_, errOut, err := runCtl(t, s.Addr, append(cmd, "-h")...)
+		if !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("feedctl %v -h: %v", cmd, err)
+		}
+		flags := flagLine.FindAllStringSubmatch(errOut, -1)
+		if len(flags) == 0 {
+			t.Fatalf("feedctl %v -h listed no flags:\n%s", cmd, errOut)
+		}
+		for _, m := range flags {
+			name := "-" + m[1]
+			if !regexp.MustCompile(`\Q` + name + `\E\b`).MatchString(usage) {
+				t.Errorf("feedctl %v: %s is not in the usage text", cmd, name)
+			}
+			if !strings.Contains(docs.String(), name) {
+				t.Errorf("feedctl %v: %s is in neither README.md nor docs/operations.md", cmd, name)
+			}
+		}
 	}
 }
