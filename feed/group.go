@@ -53,11 +53,16 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 		}
 	}
 	_, _ = pipe.Exec(ctx)
+	errs := make([]error, len(todo))
+	for i := range todo {
+		errs[i] = cmds[i].Err()
+	}
+	c.groupsThere(ctx, todo, errs)
 	var recreated, created, vanished []string
 	answered := false
 	for i, st := range todo {
-		err := cmds[i].Err()
-		if err == nil || serverError(err) {
+		err := errs[i]
+		if err == nil || err == errGroupThere || serverError(err) {
 			answered = true
 		}
 		switch {
@@ -67,7 +72,7 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 			// score, and the beat finds it again.
 			c.forget(st)
 			vanished = append(vanished, st.key)
-		case err == nil || strings.HasPrefix(err.Error(), "BUSYGROUP"):
+		case err == nil || err == errGroupThere || strings.HasPrefix(err.Error(), "BUSYGROUP"):
 			if err == nil {
 				if st.seenOpen {
 					c.stats.groupsCreated.add(causeRecreated, 1)
@@ -133,6 +138,49 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 		c.note(fmt.Sprintf("consumer groups of %d streams re-created after NOGROUP: Redis lost its data (flush, or restart without persistence); the store keeps every line", len(recreated)))
 	}
 	return nil
+}
+
+// errGroupThere stands for BUSYGROUP where XGROUP CREATE was refused but
+// the group exists (groupsThere).
+var errGroupThere = errors.New("BUSYGROUP consumer group exists")
+
+// groupsThere looks up, with XINFO GROUPS, the groups whose XGROUP CREATE
+// was refused with OOM (Redis at maxmemory under noeviction), and turns
+// the refusal of one that exists into the BUSYGROUP it would have had.
+// XGROUP CREATE is refused there before it looks at the group, while the
+// reads and acks of an existing group are not: taken for a door error, a
+// renderer started during the incident read none of its games, each held
+// back by the door's backoff, up to a minute, once memory was freed
+// (TestOutOfMemoryAtStartReadsBacklog). A group that does not exist is
+// still refused: creating it needs memory.
+func (c *Consumer) groupsThere(ctx context.Context, todo []*streamState, errs []error) {
+	var idx []int
+	for i, err := range errs {
+		if errCode(err) == "OOM" {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	pipe := c.rdb.Pipeline()
+	infos := make([]*redis.XInfoGroupsCmd, len(idx))
+	for j, i := range idx {
+		infos[j] = pipe.XInfoGroups(ctx, todo[i].key)
+	}
+	_, _ = pipe.Exec(ctx)
+	for j, i := range idx {
+		groups, err := infos[j].Result()
+		if err != nil {
+			continue // the OOM stands
+		}
+		for _, g := range groups {
+			if g.Name == c.cfg.Group {
+				errs[i] = errGroupThere
+				break
+			}
+		}
+	}
 }
 
 func headOf(s []string, n int) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -28,9 +29,23 @@ type lease struct {
 	err   error     // last refresh error
 }
 
+// The lease's writes are let in while Redis is at maxmemory under
+// noeviction (the script flag allow-oom): SET is refused there (OOM), while
+// every command the reader law needs (XREADGROUP, XACK, XAUTOCLAIM) is
+// not, so a renderer started during such an incident read nothing until
+// memory was freed, its lease "unreachable at open", though the backlog
+// was there to render (TestOutOfMemoryAtStartReadsBacklog). The key is a
+// few dozen bytes.
+const leaseScriptFlags = "#!lua flags=allow-oom\n"
+
+// acquireScript is SET NX PX: OK, or nil if the key is held.
+var acquireScript = redis.NewScript(leaseScriptFlags + `
+return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+`)
+
 // refreshScript extends the lease if it is ours, takes it if nobody holds it
 // (Redis restarted without persistence), and reports 0 if another holds it.
-var refreshScript = redis.NewScript(`
+var refreshScript = redis.NewScript(leaseScriptFlags + `
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -64,12 +79,12 @@ func newLease(rdb redis.UniversalClient, key string, ttl time.Duration) *lease {
 // holder) if another process holds it, or the Redis error.
 func (l *lease) acquire(ctx context.Context) error {
 	start := time.Now()
-	ok, err := l.rdb.SetNX(ctx, l.key, l.token, l.ttl).Result()
-	if err != nil {
+	err := acquireScript.Run(ctx, l.rdb, []string{l.key}, l.token, l.ttl.Milliseconds()).Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		l.set(time.Time{}, false, err)
 		return err
 	}
-	if !ok {
+	if err != nil { // nil: the key is held
 		holder, _ := l.rdb.Get(ctx, l.key).Result()
 		l.set(time.Time{}, true, nil)
 		return fmt.Errorf("%w: %s held by %q (expires within %v of its holder's death)", ErrConsumerTaken, l.key, holder, l.ttl)

@@ -11,14 +11,21 @@ import (
 
 // serverError reports whether err is a reply from the server (WRONGTYPE,
 // NOGROUP, ...) as opposed to a connection problem. Replies that mean "the
-// server cannot answer now" count as connection problems.
+// server cannot answer now" count as connection problems; so do those of
+// a master that refuses every write for now, NOREPLICAS (its
+// min-replicas-to-write not met) and MISCONF (it cannot persist): XACK,
+// XREADGROUP, XAUTOCLAIM and XGROUP CREATE are writes. Taken for a reply
+// about the stream, a refused ack was dropped at its retry (the entry was
+// claimed back and handled twice) and the stream was sent to the group
+// door, which logged it as a group that cannot be created and held it back
+// by its own backoff (TestWritesRefusedByMasterKeepAcks).
 func serverError(err error) bool {
 	var re redis.Error
 	if !errors.As(err, &re) || errors.Is(err, redis.Nil) {
 		return false
 	}
 	switch errCode(err) {
-	case "LOADING", "BUSY", "MASTERDOWN", "READONLY":
+	case "LOADING", "BUSY", "MASTERDOWN", "READONLY", "NOREPLICAS", "MISCONF":
 		return false
 	}
 	return !clusterRetry(err)
