@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -49,27 +48,42 @@ func Unavailable(err error) bool {
 	return false
 }
 
-// fileID is a file's identity: the same path may later name another file.
-type fileID struct{ dev, ino uint64 }
-
-func statID(path string) (fileID, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileID{}, err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, fmt.Errorf("no device and inode for %s", path)
-	}
-	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil //nolint:unconvert // widths differ by platform
+// fileID is a file's identity: the same path may later name another file,
+// and a new file may be given the inode number of one deleted before it
+// (ext4 does so at once: `rm feed.db; cp backup feed.db`), so the file's
+// birth time is part of it where the filesystem records one (born, unix
+// ns; 0 where it does not).
+type fileID struct {
+	dev, ino uint64
+	born     int64
 }
+
+// String is the identity as noteFile records it in meta.
+func (id fileID) String() string {
+	if id.born == 0 {
+		return id.legacy()
+	}
+	return fmt.Sprintf("%d:%d:%d", id.dev, id.ino, id.born)
+}
+
+// legacy is the identity as files recorded it before the birth time was
+// part of it.
+func (id fileID) legacy() string { return fmt.Sprintf("%d:%d", id.dev, id.ino) }
+
+// companionSuffixes name the files SQLite keeps beside the store in WAL
+// mode: the WAL and its shared-memory index, which holds the locks.
+var companionSuffixes = [...]string{"-wal", "-shm"}
 
 // CheckFile reports ErrReplaced when the path no longer names the file
 // this DB opened: it was deleted (a lost volume, an operator's rm) or
 // replaced (a backup moved into its place; one copied into the open file
 // keeps its inode and is not seen). Writes would then go to a file no
 // one will read again, so Upsert refuses them, and the renderer stops
-// consuming and says so on /readyz.
+// consuming and says so on /readyz. The same holds when the file's -wal or
+// -shm was removed or replaced: this process goes on writing into the
+// unlinked WAL under the unlinked index's locks, a process that opens the
+// file now (a replica restarted) makes new ones and writes beside it
+// unaware, and whichever checkpoints last overwrites the other's lines.
 func (db *DB) CheckFile() error {
 	id, err := statID(db.path)
 	if err != nil {
@@ -81,6 +95,23 @@ func (db *DB) CheckFile() error {
 	if id != db.file {
 		return fmt.Errorf("%w: %s is another file now (device %d inode %d, opened %d/%d)",
 			ErrReplaced, db.path, id.dev, id.ino, db.file.dev, db.file.ino)
+	}
+	for i, suffix := range companionSuffixes {
+		opened := db.companions[i]
+		if opened == (fileID{}) {
+			continue // absent at Open (a read-only file): nothing to hold to
+		}
+		path := db.path + suffix
+		id, err := statID(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("%w: %s is gone", ErrReplaced, path)
+		case err != nil:
+			return fmt.Errorf("%w: stat %s: %w", ErrUnavailable, path, err)
+		case id != opened:
+			return fmt.Errorf("%w: %s is another file now (device %d inode %d, opened %d/%d)",
+				ErrReplaced, path, id.dev, id.ino, opened.dev, opened.ino)
+		}
 	}
 	return nil
 }

@@ -74,6 +74,11 @@ type DB struct {
 	wg       sync.WaitGroup     // checkpointLoop
 
 	file fileID // the file opened at path (see CheckFile)
+	// The file's WAL and shared-memory index as opened (zero when absent
+	// at Open): while the store is open they are never replaced, and a
+	// process that opens the file after they were removed makes new ones
+	// and writes beside this one without its locks (see CheckFile).
+	companions [len(companionSuffixes)]fileID
 
 	boards *boardCache // scoreboards kept in memory (see ScoreboardAt)
 
@@ -118,6 +123,9 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	if db.file, err = statID(abs); err != nil {
 		db.w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	for i, suffix := range companionSuffixes {
+		db.companions[i], _ = statID(abs + suffix)
 	}
 	if err := db.noteFile(ctx); err != nil && !readOnly(err) {
 		// A read-only file (a backup looked at) takes no lines either.
@@ -240,11 +248,39 @@ func (db *DB) Close() error {
 				err = fmt.Errorf("store: close readers: %w", e)
 			}
 		}
+		if errors.Is(db.CheckFile(), ErrReplaced) {
+			db.keepWAL()
+		}
 		if e := db.w.Close(); e != nil && err == nil {
 			err = fmt.Errorf("store: close writer: %w", e)
 		}
 	})
 	return err
+}
+
+// keepWAL stops the writer connection, the last of this process to
+// close, from deleting the -wal and -shm when it closes: SQLite deletes
+// them by their paths, which name another process's now (the file or
+// they were deleted or replaced under this one, see CheckFile, and a
+// process that opened the file since made new ones), and that process
+// would then write on into unlinked files beside the next one to open.
+func (db *DB) keepWAL() {
+	ctx := context.Background()
+	c, err := db.w.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	if err := c.Raw(func(dc any) error {
+		fc, ok := dc.(sqlite.FileControl)
+		if !ok {
+			return errors.New("no file control")
+		}
+		_, err := fc.FileControlPersistWAL("main", 1)
+		return err
+	}); err != nil {
+		db.log.Warn("store file replaced: cannot keep its -wal on close", "err", err)
+	}
 }
 
 func (db *DB) isClosed() bool {
@@ -262,8 +298,8 @@ func (db *DB) isClosed() bool {
 // commit.
 const copyLookback = 5 * time.Minute
 
-// noteFile records in meta ("file") the device and inode this file is
-// opened as. A file last opened as another one is a copy (a backup moved
+// noteFile records in meta ("file") the device, inode and birth time this
+// file is opened as (fileID). A file last opened as another one is a copy (a backup moved
 // into place, a host started from a peer's file), and a copy may lack
 // lines below its positions: entries that were in flight when it was
 // taken (the replicas of a host, and a retried entry, commit out of
@@ -276,7 +312,11 @@ const copyLookback = 5 * time.Minute
 // position, and the catch-up re-reads from there (docs/store.md).
 // A copy written into the original file (same inode) is not seen.
 func (db *DB) noteFile(ctx context.Context) error {
-	want := fmt.Sprintf("%d:%d", db.file.dev, db.file.ino)
+	want := db.file.String()
+	// A record without the birth time (written before it was part of the
+	// identity) of this device and inode is taken for this file: its
+	// positions stay, and the record is rewritten in full.
+	legacy := db.file.legacy()
 	had := func(q querier) (string, error) {
 		var v string
 		err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'file'`).Scan(&v)
@@ -298,7 +338,7 @@ func (db *DB) noteFile(ctx context.Context) error {
 		if err != nil || was == want {
 			return err // another process noted it first
 		}
-		if was != "" {
+		if was != "" && was != legacy {
 			r, err := tx.ExecContext(ctx, `UPDATE positions SET ms = max(ms - ?, 0), seq = 0`, copyLookback.Milliseconds())
 			if err != nil {
 				return fmt.Errorf("positions: %w", err)

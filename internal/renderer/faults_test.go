@@ -368,7 +368,16 @@ func TestForgedStreamPositionKeepsFutureBound(t *testing.T) {
 // and acked after the copy, and the game goes quiet. Put back, the copy's
 // position is the group's cursor, yet it lacks that batch: after a
 // restart every entry is shown, once.
+//
+// The copy is put back both ways an operator does: moved into place (its
+// own inode), and copied in after the old file was removed, where ext4
+// gives the copy the removed file's inode number.
 func TestRestoredBackupTakenMidFlight(t *testing.T) {
+	t.Run("moved", func(t *testing.T) { restoredBackupTakenMidFlight(t, restoreBackup) })
+	t.Run("copied onto the old inode", func(t *testing.T) { restoredBackupTakenMidFlight(t, restoreBackupOnOldInode) })
+}
+
+func restoredBackupTakenMidFlight(t *testing.T, restore func(testing.TB, string, string)) {
 	ctx := context.Background()
 	rs := redistest.MustStart(t)
 	rdb := rs.Client(t)
@@ -405,7 +414,7 @@ func TestRestoredBackupTakenMidFlight(t *testing.T) {
 		t.Logf("close: %v", err)
 	}
 
-	restoreBackup(t, backup, path)
+	restore(t, backup, path)
 	m3 := MustRunMain(t, rs.URL(), path, "r1")
 	eventually(t, 20*time.Second, "restored copy shows every entry once", func() error { return shownOnce(m3.DB(), "midflight", ids) })
 }
@@ -435,4 +444,41 @@ func restoreBackup(tb testing.TB, backup, path string) {
 	if err := os.Rename(backup, path); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// restoreBackupOnOldInode puts the backup in place of the store at path as
+// `rm feed.db*; cp backup feed.db` does, on the inode number the removed
+// file had: ext4 hands out the lowest free inode, so the copies made here
+// hold the others freed with it until that one comes up (the test is
+// skipped on a filesystem that does not reuse it).
+func restoreBackupOnOldInode(tb testing.TB, backup, path string) {
+	tb.Helper()
+	ino := func(p string) uint64 {
+		fi, err := os.Stat(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	old := ino(path)
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(path + suffix)
+	}
+	data, err := os.ReadFile(backup)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range 64 {
+		cp := fmt.Sprintf("%s.copy%d", path, i)
+		if err := os.WriteFile(cp, data, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		if ino(cp) == old {
+			if err := os.Rename(cp, path); err != nil { // keeps the inode
+				tb.Fatal(err)
+			}
+			return
+		}
+	}
+	tmpfs.SkipOrFail(tb, fmt.Errorf("the filesystem under %s did not hand out inode %d again", path, old))
 }
