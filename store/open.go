@@ -347,6 +347,15 @@ func (db *DB) noteFile(ctx context.Context) error {
 				db.log.Warn("store file is a copy of another; its positions move back to be caught up from the streams",
 					"was", was, "now", want, "games", n, "back", copyLookback)
 			}
+			// What it stores from now on is numbered its own way, and a
+			// game's lines may come in another order than in the file it
+			// was copied from: a browser's cursor from that file could
+			// name a line both hold last (docs/contracts.md, last) with
+			// one it never had below it here. A name of its own resets
+			// such cursors (TestLiveResetCopiedStore).
+			if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'store_id'`); err != nil {
+				return fmt.Errorf("store id: %w", err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('file', ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, want); err != nil {

@@ -311,7 +311,8 @@ func scoreboard(ctx context.Context, q querier, game string) (Scoreboard, error)
 }
 
 // ID returns the store file's own random id, made when the file was
-// created. Seqs are only meaningful within one store: the web compares ids
+// created and made anew when Open finds the file is a copy (noteFile).
+// Seqs are only meaningful within one store: the web compares ids
 // so that a browser never resumes with another store's cursor.
 func (db *DB) ID(ctx context.Context) (string, error) {
 	var id string

@@ -250,9 +250,10 @@ func (s *Server) backfill(k sink, game string, after int64, rs resume) (int64, e
 			return 0, k.fail(err)
 		}
 		if id != rs.last {
-			// The same store ID, another numbering: a backup restored, or
-			// a peer's file copied. Lines at or below the cursor here are
-			// not the ones the client holds, so resuming could skip some.
+			// The same store ID, another numbering: a backup written into
+			// the open file (a copy moved into place takes an ID of its
+			// own). Lines at or below the cursor here are not the ones
+			// the client holds, so resuming could skip some.
 			return 0, k.reset("cursor from another numbering of this store")
 		}
 	}

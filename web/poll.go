@@ -372,6 +372,9 @@ func (ps *pollSocket) pending() bool {
 // writeBackfill writes one backfill frame once the unsent bytes leave room
 // for it: the backfill runs on the request's goroutine and may wait, as
 // the std engine's blocking writes do, up to WriteTimeout without progress.
+// A frame bigger than that room (a big game's panel) goes out once nothing
+// is unsent, as the live path sends it (writeQueued): waiting for room it
+// can never have would close every socket of the game as slow.
 func (ps *pollSocket) writeBackfill(f frame) error {
 	s := ps.p.s
 	pb := getGather()
@@ -379,7 +382,7 @@ func (ps *pollSocket) writeBackfill(f frame) error {
 	defer putGather(pb, b)
 	timer := time.NewTimer(s.cfg.WriteTimeout)
 	defer timer.Stop()
-	for ps.unsent()+int64(len(b)) > ps.p.limit/2 {
+	for ps.unsent() > 0 && ps.unsent()+int64(len(b)) > ps.p.limit/2 {
 		select {
 		case <-ps.room:
 			if !timer.Stop() {

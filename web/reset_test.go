@@ -3,12 +3,17 @@ package web_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/web"
 )
 
@@ -206,5 +211,84 @@ func TestLiveResetOtherNumbering(t *testing.T) {
 			}
 			held = next[0].EvtID
 		})
+	}
+}
+
+// TestLiveResetCopiedStore: a host started from a copy of a peer's file (or
+// a backup moved into place) numbers what it stores after the copy its own
+// way. Its lines of a game may then come in another order than the peer's
+// (a late line, retried or reclaimed there, is in stream order here), and a
+// page from the peer can hold its cursor's last line here too while a line
+// it never had sits below it: checking last alone resumed that page past
+// the line. A file found to be a copy takes an identity of its own, so such
+// a cursor is reset.
+func TestLiveResetCopiedStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	pa, pb := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	upsert := func(db *store.DB, evs ...store.Event) int64 {
+		t.Helper()
+		res, err := db.Upsert(ctx, evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil || !r.Inserted {
+				t.Fatalf("upsert: %+v", r)
+			}
+		}
+		return res[len(res)-1].Seq
+	}
+	g, other := &gen{game: "g1", m: event.NewMinter(1)}, &gen{game: "g2", m: event.NewMinter(2)}
+	a := mustOpenStoreAt(t, pa)
+	upsert(a, g.chats(t, 1)...)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(pa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pb, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a = mustOpenStoreAt(t, pa)
+	b := mustOpenStoreAt(t, pb) // host B, started from A's file
+
+	late := g.ev(t, event.KindChat, "player", "cy", "text", "late")
+	held := g.ev(t, event.KindChat, "player", "bob", "text", "held")
+	x := other.ev(t, event.KindChat, "player", "dan", "text", "elsewhere")
+	// A: the page's cursor is x's seq, after held; late comes after it.
+	cursor := upsert(a, held)
+	cursor = upsert(a, x)
+	upsert(a, late)
+	// B: the same entries in stream order.
+	upsert(b, late)
+	upsert(b, held)
+	upsert(b, x)
+	idA, err := a.ID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idB, err := b.ID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e := MustOpenEnv(t, func(c *web.Config) { c.Store, c.StoreID = b, idB })
+	u := e.wsURL("g1", cursor) + "&store=" + idA + "&last=" + held.EvtID
+	w := e.dialURL("g1", cursor, u)
+	if f := w.next(); f.T == "reset" {
+		return
+	}
+	next := g.chats(t, 1)
+	upsert(b, next...)
+	e.ring()
+	got := ids(w.lines(1))
+	for !slices.Contains(got, next[0].EvtID) {
+		got = append(got, ids(w.lines(1))...)
+	}
+	if !slices.Contains(got, late.EvtID) {
+		t.Fatalf("resumed on a copy of the page's store with lines %v: %s (stored on the page's host after its cursor) is missing, and no reset", got, late.EvtID)
 	}
 }

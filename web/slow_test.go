@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/web"
 )
@@ -259,5 +261,45 @@ func TestSteadyReaderOfLongBacklogKept(t *testing.T) {
 	}
 	if st := e.srv.Stats(); st.SlowCloses != 0 || st.PongTimeouts != 0 {
 		t.Fatalf("SlowCloses = %d, PongTimeouts = %d; want the steady reader kept", st.SlowCloses, st.PongTimeouts)
+	}
+}
+
+// A scoreboard panel of a big game is one frame of more than half the send
+// buffer (here about 580 KB for 700 players; SendBuffer is 1 MiB). A client
+// whose socket has nothing unsent takes it, on connect as live: it is not
+// slow. The nbio engine's backfill waited for the unsent bytes and the
+// frame to fit in half the buffer, which a frame that size never does, so
+// every websocket and event stream of the game was closed as slow before
+// its first frame, and again on every resume.
+func TestBigPanelNotSlow(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.WriteTimeout = 2 * time.Second })
+	g := e.gen("crowd")
+	evs := []store.Event{g.ev(t, event.KindGameStarted, "title", "crowd", "rounds", "3", "code_length", "12", "palette", "🍍🍌🥝🥥")}
+	for i := 0; i < 700; i++ {
+		name := fmt.Sprintf("player %04d %s", i, strings.Repeat("é", 40))
+		evs = append(evs,
+			g.ev(t, event.KindPlayerJoined, "player", name, "avatar", "🦊"),
+			g.ev(t, event.KindGuess, "player", name, "round", "1", "guess", strings.Repeat("🍍🍌🥝🥥", 3), "exact", "1", "near", "2"))
+	}
+	e.upsert(evs...)
+	if n := len(e.boardHTML("crowd")); n <= (1<<20)/2 || n >= 1<<20 {
+		t.Fatalf("panel of %d bytes, want one between half the send buffer and the send buffer", n)
+	}
+	after := e.upsert(g.ev(t, event.KindChat, "player", "ada", "text", "hi"))[0] - 1
+
+	w := e.dial("crowd", after)
+	if f, err := w.read(5 * time.Second); err != nil || f.T != "state" {
+		t.Fatalf("websocket: first frame %q, %v; want the panel", f.T, err)
+	}
+	if got := w.lines(1); got[0].Seq != after+1 {
+		t.Fatalf("websocket: line seq %d, want %d", got[0].Seq, after+1)
+	}
+
+	s := e.stream("crowd", after)
+	if f, _, err := s.readAny(5 * time.Second); err != nil || f.T != "state" {
+		t.Fatalf("event stream: first frame %q, %v; want the panel", f.T, err)
+	}
+	if got := s.lines(1); got[0].Seq != after+1 {
+		t.Fatalf("event stream: line seq %d, want %d", got[0].Seq, after+1)
 	}
 }
