@@ -79,6 +79,9 @@ type DB struct {
 	// process that opens the file after they were removed makes new ones
 	// and writes beside this one without its locks (see CheckFile).
 	companions [len(companionSuffixes)]fileID
+	// companionsAt is when CheckFile last found the companions as opened
+	// (unix ns; see companionEvery).
+	companionsAt atomic.Int64
 
 	boards *boardCache // scoreboards kept in memory (see ScoreboardAt)
 
