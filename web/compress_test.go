@@ -75,3 +75,48 @@ func TestPublicResponsesCompressed(t *testing.T) {
 	}
 	s.lines(100)
 }
+
+// TestCompressionAsAsked: a response is gzipped only for a client that
+// takes gzip, by the q-values of its Accept-Encoding (RFC 9110, section
+// 12.5.3), and gzip is the only coding sent. middleware.Compress matched
+// names as substrings: "gzip;q=0", gzip refused, was answered gzipped, and
+// a client that named only deflate got raw DEFLATE labelled deflate, which
+// names zlib's format. A plain answer said no Vary.
+func TestCompressionAsAsked(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	e.upsert(e.gen("g1").chats(t, 20)...)
+	tests := []struct {
+		accept string
+		want   string // Content-Encoding
+	}{
+		{"gzip", "gzip"},
+		{"br, gzip;q=0.5", "gzip"},
+		{"GZIP ; Q=1.0", "gzip"},
+		{"x-gzip", "gzip"},
+		{"gzip;q=0", ""},
+		{"gzip; q=0.000, identity", ""},
+		{"identity, gzip;q=0", ""},
+		{"deflate", ""},
+		{"br", ""},
+		{"", ""},
+	}
+	for _, path := range []string{"/games/g1", "/games/g1/timeline.json", static.Path("app.js")} {
+		_, plain := e.get(path)
+		for _, tt := range tests {
+			resp, body := e.get(path, "Accept-Encoding", tt.accept)
+			if got := resp.Header.Get("Content-Encoding"); got != tt.want {
+				t.Errorf("%s, Accept-Encoding %q: Content-Encoding %q, want %q", path, tt.accept, got, tt.want)
+				continue
+			}
+			if tt.want == "" && body != plain {
+				t.Errorf("%s, Accept-Encoding %q: body differs from the plain one", path, tt.accept)
+			}
+			// Plain or not, the response varies by Accept-Encoding: a
+			// shared cache that kept a plain asset with no Vary would
+			// serve it plain to every browser for the year it is fresh.
+			if tt.accept != "" && !strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
+				t.Errorf("%s, Accept-Encoding %q: Vary %q lacks Accept-Encoding", path, tt.accept, resp.Header.Get("Vary"))
+			}
+		}
+	}
+}

@@ -146,6 +146,7 @@ func (s *Server) older(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("X-More", strconv.FormatBool(len(lines) >= s.cfg.PageLines))
+	revalidate(h) // a late line can still land below the cursor
 	w.Write(b.Bytes())
 }
 

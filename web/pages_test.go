@@ -208,6 +208,37 @@ func TestStaticAssets(t *testing.T) {
 	}
 }
 
+// TestMissesNotKept: what a replica answers that may be otherwise soon is
+// not kept by caches. A hashed asset it lacks (a page of a newer build,
+// from another replica mid-deploy, asks for it) is 404 no-store: without a
+// Cache-Control a 404 is cacheable by heuristics, and a CDN (3 minutes on
+// Cloudflare, an hour on Fastly) kept the new build's script missing after
+// every replica had it. The older-lines fragment says no-cache as every
+// other generated response does: a late line can still land below its
+// cursor.
+func TestMissesNotKept(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	evs := e.gen("g1").chats(t, 3)
+	e.upsert(evs...)
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{strings.Replace(static.Path("app.js"), "/app.", "/app.0", 1), http.StatusNotFound, "no-store"},
+		{"/static/app.0123456789.js", http.StatusNotFound, "no-store"},
+		{"/games/g1/older?before=" + evs[2].EvtID, http.StatusOK, "no-cache"},
+	} {
+		resp, _ := e.get(tc.path)
+		if resp.StatusCode != tc.code {
+			t.Errorf("GET %s: %d, want %d", tc.path, resp.StatusCode, tc.code)
+		}
+		if cc := resp.Header.Get("Cache-Control"); !strings.Contains(cc, tc.want) {
+			t.Errorf("GET %s: Cache-Control %q, want %s", tc.path, cc, tc.want)
+		}
+	}
+}
+
 func TestHealthAndReady(t *testing.T) {
 	tests := []struct {
 		name     string

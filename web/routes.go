@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -55,7 +56,7 @@ func (s *Server) routes() http.Handler {
 			// from the streams, which a BREACH-style attack could guess by
 			// the compressed size. Nor the websocket or the event stream
 			// (routes above): a stream must not wait in a compressor.
-			r.Use(middleware.Compress(5, compressible...))
+			r.Use(gzipOnly, middleware.Compress(5, compressible...))
 			r.Get("/", s.index)
 			r.Get("/fragments/games", s.gamesFragment)
 			r.Get("/games/{game}", s.gamePage)
@@ -95,6 +96,50 @@ func securityHeaders(next http.Handler) http.Handler {
 		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// gzipOnly hands middleware.Compress the client's Accept-Encoding as gzip
+// or nothing: gzip is the one coding sent, and only to a client whose
+// header takes it with a q-value above 0 (RFC 9110, section 12.5.3).
+// Compress matches coding names as substrings and ignores q-values, so
+// "gzip;q=0", gzip refused, was answered gzipped, and a client naming only
+// deflate got raw DEFLATE, which "deflate" (zlib's format) does not name.
+// A plain answer says Vary too (Compress adds it only when it compresses):
+// else a shared cache that kept a plain asset would serve it plain to every
+// browser for the year it is fresh.
+func gzipOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if acceptsGzip(r.Header.Values("Accept-Encoding")) {
+			r.Header.Set("Accept-Encoding", "gzip")
+		} else {
+			r.Header.Del("Accept-Encoding")
+			w.Header().Add("Vary", "Accept-Encoding")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// acceptsGzip reports whether Accept-Encoding values name gzip (or its
+// alias x-gzip) with a q-value above 0. A malformed q-value refuses: an
+// uncompressed response is always understood.
+func acceptsGzip(values []string) bool {
+	for _, v := range values {
+		for _, coding := range strings.Split(v, ",") {
+			name, params, _ := strings.Cut(coding, ";")
+			if name = strings.TrimSpace(name); !strings.EqualFold(name, "gzip") && !strings.EqualFold(name, "x-gzip") {
+				continue
+			}
+			for _, p := range strings.Split(params, ";") {
+				k, q, _ := strings.Cut(p, "=")
+				if strings.EqualFold(strings.TrimSpace(k), "q") {
+					f, err := strconv.ParseFloat(strings.TrimSpace(q), 64)
+					return err == nil && f > 0
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 func limitBody(next http.Handler) http.Handler {
@@ -159,11 +204,15 @@ func bearer(h string) (string, bool) {
 }
 
 // static serves an embedded asset by its content-hashed name, cached for a
-// year: a new build has new names.
+// year: a new build has new names. A name it lacks is 404 no-store, never
+// kept: mid-deploy, a page of a newer build served by another replica asks
+// this one for its assets, and a cached 404 (caches may keep a 404 without
+// Cache-Control by heuristics, CDNs do) would outlive the deploy.
 func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 	a, ok := static.Lookup(chi.URLParam(r, "file"))
 	if !ok {
-		http.NotFound(w, r)
+		w.Header().Set("Cache-Control", "no-store")
+		s.notFound(w, r)
 		return
 	}
 	h := w.Header()
