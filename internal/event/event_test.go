@@ -1,12 +1,15 @@
 package event_test
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/codemojex/feed/internal/event"
 )
@@ -75,6 +78,97 @@ func TestMinterStrictlyIncreasing(t *testing.T) {
 		}
 		prev = id
 	}
+}
+
+// TestMinterAfter: a writer restarted within the millisecond of its last
+// id, with the same seed, minted that millisecond's first id again (a
+// duplicate EVT id: a conflict or a line silently lost); resumed After its
+// last id it goes on above it, also past an id whose random part is full.
+func TestMinterAfter(t *testing.T) {
+	now := time.Now()
+	old := event.NewMinter(3)
+	first := old.Next(now)
+	last := first
+	for range 5 {
+		last = old.Next(now)
+	}
+	if again := event.NewMinter(3).Next(now); again != first {
+		t.Fatalf("a new Minter of the same seed minted %s, then %s: the premise changed", first, again)
+	}
+	m := event.NewMinter(3)
+	m.After(last)
+	m.After("evt_not-an-id")
+	m.After(first) // lower: no effect
+	if id := m.Next(now); id <= last {
+		t.Fatalf("resumed after %s, minted %s", last, id)
+	}
+	full := event.IDPrefix + ulid.MustNew(ulid.Timestamp(now), bytes.NewReader(bytes.Repeat([]byte{0xff}, 10))).String()
+	m.After(full)
+	id := m.Next(now.Add(-time.Second))
+	if id <= full || !event.ValidID(id) {
+		t.Fatalf("resumed after %s, minted %s", full, id)
+	}
+	if next := m.Next(now); next <= id {
+		t.Fatalf("minted %s after %s", next, id)
+	}
+}
+
+// TestMinterClockOutOfRange: a clock outside what a ULID holds (before
+// 1970: a zero time.Time, a dead RTC; after the year 10889) panicked with
+// "ulid: time too big". The Minter mints at the nearest time it can hold,
+// and its ids still grow.
+func TestMinterClockOutOfRange(t *testing.T) {
+	m := event.NewMinter(1)
+	var prev string
+	for _, at := range []time.Time{{}, time.Unix(-1, 0), time.Unix(0, 0), time.Now(), time.UnixMilli(int64(ulid.MaxTime())).Add(time.Hour), time.Unix(0, 0)} {
+		id := m.Next(at)
+		if !event.ValidID(id) || id <= prev {
+			t.Fatalf("Next(%v) = %q after %q", at, id, prev)
+		}
+		prev = id
+	}
+	if at, _ := event.IDTime(prev); at.UnixMilli() != int64(ulid.MaxTime()) {
+		t.Fatalf("last id at %v, want ULID's last millisecond", at)
+	}
+	if id := event.NewMinter(1).Next(time.Time{}); !strings.HasPrefix(id, event.IDPrefix+"0000000000") {
+		t.Fatalf("Next(zero time) = %q, want the epoch's millisecond", id)
+	}
+}
+
+// FuzzValidID holds ValidID to the spec (docs/contracts.md, "EVT ids"):
+// "evt_" and a ULID in Crockford base32, upper case, whose first character
+// is at most 7. An accepted id is the one spelling of its 128-bit value,
+// so two spellings of one id never become two lines.
+func FuzzValidID(f *testing.F) {
+	good := event.NewMinter(1).Next(time.Now())
+	for _, s := range []string{
+		good, "evt_01HZX3K4M5N6P7Q8R9S0T1V2W3", "evt_01hzx3k4m5n6p7q8r9s0t1v2w3",
+		"evt_01HZX3K4M5N6P7Q8R9S0T1V2WI", "evt_01HZX3K4M5N6P7Q8R9S0T1V2WL", "evt_01HZX3K4M5N6P7Q8R9S0T1V2WO",
+		"evt_01HZX3K4M5N6P7Q8R9S0T1V2WU", "evt_81HZX3K4M5N6P7Q8R9S0T1V2W3", "evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ",
+		"evt_00000000000000000000000000", " evt_01HZX3K4M5N6P7Q8R9S0T1V2W3", "evt_01HZX3K4M5N6P7Q8R9S0T1V2W3 ",
+		"evt_01HZX3K4M5N6P7Q8R9S0T1V2W\uff13", "evt_01HZX3K4M5N6P7Q8R9S0T1V2\u0417", "EVT_01HZX3K4M5N6P7Q8R9S0T1V2W3",
+		"evt_01HZX3K4M5N6P7Q8R9S0T1V2W3\x00", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := false
+		if u, ok := strings.CutPrefix(s, event.IDPrefix); ok && len(u) == 26 {
+			if v, err := ulid.ParseStrict(u); err == nil && v.String() == u {
+				want = true
+			}
+		}
+		if got := event.ValidID(s); got != want {
+			t.Fatalf("ValidID(%q) = %v, want %v", s, got, want)
+		}
+		at, ok := event.IDTime(s)
+		if ok != want {
+			t.Fatalf("IDTime(%q) ok = %v, want %v", s, ok, want)
+		}
+		if ok && event.IDPrefix+ulid.MustParse(s[len(event.IDPrefix):]).String() != s || ok && at.UnixMilli() < 0 {
+			t.Fatalf("IDTime(%q) = %v", s, at)
+		}
+	})
 }
 
 func TestKeys(t *testing.T) {

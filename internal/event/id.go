@@ -72,11 +72,13 @@ func NewMinter(seed int64) *Minter {
 }
 
 // Next mints an id at time t (or later: the clock never goes back for a
-// Minter, so a step back in t reuses the last millisecond).
+// Minter, so a step back in t reuses the last millisecond). A t before
+// 1970 counts as the epoch, one past the year 10889 as ULID's last
+// millisecond.
 func (m *Minter) Next(t time.Time) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ms := ulid.Timestamp(t)
+	ms := timestamp(t)
 	if ms < m.last.Time() {
 		ms = m.last.Time()
 	}
@@ -86,6 +88,63 @@ func (m *Minter) Next(t time.Time) string {
 		// to the next millisecond, which resets it.
 		u = ulid.MustNew(ms+1, m.entropy)
 	}
+	if u.Compare(m.last) <= 0 {
+		// The last id came from After, not from the entropy: go on from it.
+		u = m.last
+		if !increment(&u) {
+			u = ulid.MustNew(m.last.Time()+1, m.entropy)
+		}
+	}
 	m.last = u
 	return IDPrefix + u.String()
+}
+
+// The times a ULID holds: from the epoch to its last millisecond (in
+// the year 10889).
+var (
+	epoch   = time.UnixMilli(0)
+	maxTime = time.UnixMilli(int64(ulid.MaxTime()))
+)
+
+// timestamp returns t in unix ms, the nearest time a ULID holds: before
+// the epoch, ulid.Timestamp would wrap around to a time too big.
+func timestamp(t time.Time) uint64 {
+	switch {
+	case t.Before(epoch):
+		return 0
+	case t.After(maxTime):
+		return ulid.MaxTime()
+	}
+	return ulid.Timestamp(t)
+}
+
+// After makes the ids m mints from now on sort after id, a valid EVT id
+// (others are ignored): a writer that restarts resumes after the last id
+// it wrote, as if its Minter had lived on, whatever its clock says now (a
+// step back, or a restart within the millisecond of that id).
+func (m *Minter) After(id string) {
+	if !ValidID(id) {
+		return
+	}
+	u, err := ulid.ParseStrict(id[len(IDPrefix):])
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if u.Compare(m.last) > 0 {
+		m.last = u
+	}
+}
+
+// increment adds one to u's random part, reporting false when it
+// overflowed.
+func increment(u *ulid.ULID) bool {
+	for i := len(u) - 1; i >= 6; i-- {
+		u[i]++
+		if u[i] != 0 {
+			return true
+		}
+	}
+	return false
 }

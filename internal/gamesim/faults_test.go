@@ -286,3 +286,62 @@ func TestRetryScoresAnew(t *testing.T) {
 		t.Fatalf("score %.0f after the retry, want it past the first attempt's %.0f", score, first)
 	}
 }
+
+// TestRefusedZaddScoresAnew is TestRetryScoresAnew the other way round: the
+// XADDs go through while the registry's ZADD is refused (on a cluster the
+// registry's master may be down while the game's is up). The ZADD that
+// lands at last must carry its retry's time: with the batch's, a score
+// older than the renderers' beat window (WakeSlack, 2s) lands where no
+// beat looks, and the entries already in the stream wait for the poll
+// (up to 100s at 100,000 games) or the sweep.
+func TestRefusedZaddScoresAnew(t *testing.T) {
+	t.Parallel()
+	s := redistest.MustStart(t)
+	admin := s.Client(t)
+	ctx := context.Background()
+	key := event.StreamKey("game-1")
+	if err := admin.Do(ctx, "ACL", "SETUSER", "writer", "on", ">pw", "~*", "&*", "+@all", "-zadd").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "writer", Password: "pw"})
+	t.Cleanup(func() { rdb.Close() })
+	var progress syncBuffer
+	done := make(chan error, 1)
+	var sum gamesim.Summary
+	go func() {
+		var err error
+		sum, err = gamesim.Run(ctx, rdb, gamesim.Config{Games: 1, Events: 3, Seed: 3}, &progress)
+		done <- err
+	}()
+	waitFor(t, 10*time.Second, "a refused ZADD", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("Run ended: %v; %s", err, progress.String())
+		default:
+		}
+		return strings.Contains(progress.String(), "retrying")
+	})
+	if n, _ := admin.XLen(ctx, key).Result(); n != 3 {
+		t.Fatalf("%d entries written before the ZADD was allowed, want 3", n)
+	}
+	if err := admin.Do(ctx, "ACL", "SETUSER", "writer", "+zadd").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not finish")
+	}
+	score, err := admin.ZScore(ctx, event.RegistryKey, "game-1").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The retry came a backoff (10ms at least) after the refused attempt,
+	// and scored anew.
+	if last := sum.Games[0].LastAt.UnixMilli(); int64(score) <= last {
+		t.Fatalf("score %.0f after the retry, the batch's own time %d: want the retry's time", score, last)
+	}
+}

@@ -154,7 +154,9 @@ func (c Config) check() error {
 // Every entry is written with an explicit stream position above the
 // stream's last one, so a batch that Redis may or may not have applied
 // (a dropped connection, a restart) is retried without writing anything
-// twice: Redis refuses a position it already has. One writer per game.
+// twice: Redis refuses a position it already has. EVT ids go on after the
+// greatest in each stream's last entries, so they keep increasing across a
+// restart whatever the clock did meanwhile. One writer per game.
 func Run(ctx context.Context, rdb redis.UniversalClient, cfg Config, progress io.Writer) (Summary, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.check(); err != nil {

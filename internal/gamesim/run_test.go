@@ -244,3 +244,67 @@ func TestAppend(t *testing.T) {
 		t.Fatalf("Append to an invalid game = %v, want ErrConfig", err)
 	}
 }
+
+// TestRestartAfterClockStepKeepsIDsIncreasing: a writer whose clock was
+// ahead (two minutes: within the renderers' future bound, so its entries
+// were stored) wrote a game's entries, then NTP stepped its clock back and
+// the writer was restarted. Its positions resume after the stream's top;
+// its EVT ids must too: docs/contracts.md promises strictly increasing ids,
+// the dedup key and the timeline's order, and newer-wins state follows
+// them, so a new run's game_started minted below the old run's game_over
+// would leave the game "over" while it plays.
+func TestRestartAfterClockStepKeepsIDsIncreasing(t *testing.T) {
+	t.Parallel()
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	stream := event.StreamKey("step-1")
+	ahead := time.Now().Add(2 * time.Minute)
+	m := event.NewMinter(99)
+	var oldLast string
+	for i, e := range gamesim.Play("step-1", 5, 10) {
+		oldLast = m.Next(ahead)
+		pos := fmt.Sprintf("%d-%d", ahead.UnixMilli(), i)
+		if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, ID: pos, Values: e.Entry(oldLast, ahead)}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := gamesim.Config{Games: 1, Events: 50, Seed: 5, Prefix: "step"}
+	if _, err := gamesim.Run(ctx, rdb, cfg, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	prev := ""
+	for _, x := range xrange(t, rdb, stream) {
+		id, _ := x.Values[event.FieldID].(string)
+		if id <= prev {
+			t.Fatalf("entry %s: EVT id %s not above %s, the last id before it (the old run's last: %s)", x.ID, id, prev, oldLast)
+		}
+		prev = id
+	}
+}
+
+// TestRestartNotDraggedByForgedID: the writer resumes after its streams'
+// last EVT ids, but not after one minted far ahead (forged, or a broken
+// clock's, dead-lettered by the renderers as a future id): followed, it
+// would make every id the writer mints a future id too.
+func TestRestartNotDraggedByForgedID(t *testing.T) {
+	t.Parallel()
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	stream := event.StreamKey("forged-1")
+	for _, id := range []string{"evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ", event.NewMinter(1).Next(time.Now().Add(time.Hour))} {
+		e := gamesim.Play("forged-1", 1, 1)[0]
+		if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: e.Entry(id, time.Now())}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	sum, err := gamesim.Run(ctx, rdb, gamesim.Config{Games: 1, Events: 20, Seed: 1, Prefix: "forged"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := mustIDTime(t, sum.Games[0].LastID); at.After(time.Now()) || at.Before(start.Truncate(time.Millisecond)) {
+		t.Fatalf("last id %s minted at %v, want the writer's clock (%v)", sum.Games[0].LastID, at, start)
+	}
+}

@@ -104,8 +104,22 @@ func newWriter(rdb redis.UniversalClient, cfg Config, out io.Writer) *writer {
 	return w
 }
 
+// resumeIDs is how many of a stream's last entries resume looks at for the
+// greatest EVT id: the last ones may carry none (malformed on purpose).
+const resumeIDs = 100
+
+// resumeAhead is how far ahead of the clock an id resume goes on after may
+// be: the renderers' default -future-bound. An id further ahead (a forged
+// one, say) would make every id minted after it a "future id", dead-lettered
+// until the clock caught up with it.
+const resumeAhead = 10 * time.Minute
+
 // resume starts each game's positions after its stream's last generated
-// id, so that an earlier run's entries are never mistaken for ours.
+// id, so that an earlier run's entries are never mistaken for ours, and
+// its EVT ids after the greatest one among the stream's last entries (up
+// to resumeAhead ahead of the clock): an earlier run's clock may have been
+// ahead of ours (a step back since), or its last id in our first
+// millisecond, and ids must go on increasing.
 func (w *writer) resume(ctx context.Context) error {
 	for _, g := range w.games {
 		info, err := w.rdb.XInfoStream(ctx, g.sum.Stream).Result()
@@ -117,6 +131,17 @@ func (w *writer) resume(ctx context.Context) error {
 		}
 		if g.last, err = parsePosition(info.LastGeneratedID); err != nil {
 			return fmt.Errorf("gamesim: %s: %w", g.sum.Stream, err)
+		}
+		xs, err := w.rdb.XRevRangeN(ctx, g.sum.Stream, "+", "-", resumeIDs).Result()
+		if err != nil {
+			return fmt.Errorf("gamesim: xrevrange %s: %w", g.sum.Stream, err)
+		}
+		limit := time.Now().Add(resumeAhead)
+		for _, x := range xs {
+			id, _ := x.Values[event.FieldID].(string)
+			if at, ok := event.IDTime(id); ok && !at.After(limit) {
+				w.minter.After(id)
+			}
 		}
 	}
 	return nil
@@ -241,14 +266,17 @@ func (w *writer) flush(ctx context.Context, batch []*entry) error {
 		wait := retry.Next()
 		fmt.Fprintf(w.out, "gamesim: redis: %v (retrying %d entries in %v)\n", err, len(todo), wait.Round(time.Millisecond))
 		time.Sleep(wait)
-		// A retried entry's game is scored anew: its ZADD may have gone
-		// through when its XADD did not (another master, on a cluster),
-		// and renderers look at a quiet game when its score moves. With
-		// the old score the entry, once written, waited for their poll.
+		// The batch's games are scored anew: a retried entry's ZADD may
+		// have gone through when its XADD did not (another master, on a
+		// cluster), and renderers look at a quiet game when its score
+		// moves. With the old score the entry, once written, waited for
+		// their poll. So did entries written when their ZADD was refused
+		// (the registry's master down): it landed late with a score older
+		// than the renderers' beat looks at (TestRefusedZaddScoresAnew).
 		now := time.Now()
-		for _, e := range todo {
-			if now.After(latest[e.g]) {
-				latest[e.g] = now
+		for g, at := range latest {
+			if now.After(at) {
+				latest[g] = now
 			}
 		}
 	}
