@@ -25,6 +25,10 @@ import (
 	"github.com/codemojex/feed/web"
 )
 
+// ErrRunTwice is Run's answer once Run or Close has been called on the
+// Main: one Run, then one Close, stops whatever the Run opened.
+var ErrRunTwice = errors.New("renderer: Run after Run or Close")
+
 // Main is the renderer process: it wires Redis, the consumer, the store and
 // the web server together. Tests run it in-process with ":0" and temp dirs.
 type Main struct {
@@ -48,6 +52,7 @@ type Main struct {
 	closeErr  error
 
 	mu        sync.Mutex
+	ran       bool        // Run or Close was called: Run opens nothing again
 	storeLost error       // the store file was deleted or replaced
 	notes     []feed.Note // the renderer's own, for the status page
 	bell      *Doorbell
@@ -68,8 +73,16 @@ func (m *Main) Consumer() *feed.Consumer { return m.consumer }
 func (m *Main) DB() *store.DB { return m.db }
 
 // Run opens every part and returns once the replica is serving. It fails
-// when the consumer name is held by another live process.
+// when the consumer name is held by another live process. A Main runs
+// once: Run after Run or Close returns ErrRunTwice and opens nothing.
 func (m *Main) Run(ctx context.Context) error {
+	m.mu.Lock()
+	ran := m.ran
+	m.ran = true
+	m.mu.Unlock()
+	if ran {
+		return ErrRunTwice
+	}
 	if m.Logger == nil {
 		m.Logger = newLogger(m.Config.LogLevel)
 	}
@@ -201,7 +214,12 @@ func (m *Main) tryOpenConsumer(ctx context.Context) error {
 // server and the rest. It is safe after a failed Run, and more than once
 // (a test closes a replica, then its cleanup does).
 func (m *Main) Close() error {
-	m.closeOnce.Do(func() { m.closeErr = m.close() })
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.ran = true
+		m.mu.Unlock()
+		m.closeErr = m.close()
+	})
 	return m.closeErr
 }
 
