@@ -263,3 +263,46 @@ func TestAdminAccess(t *testing.T) {
 		t.Errorf("loopback /readyz: %q, want the reason", body)
 	}
 }
+
+// TestTimelineBytesEscapes: a page of timeline.json stays about
+// TimelineBytes however much its lines grow when JSON-escaped. Chat text
+// may hold control characters (six bytes each in JSON, one in the HTML)
+// and U+2028 (six bytes, three in the HTML); the bound was on an estimate
+// of the HTML plus an eighth, so a player's chat made pages of several
+// times the bound.
+func TestTimelineBytesEscapes(t *testing.T) {
+	const maxBytes = 64 << 10
+	e := MustOpenEnv(t, func(c *web.Config) { c.TimelineBytes = maxBytes })
+	g := e.gen("noisy")
+	text := strings.Repeat("\x01", 200) + strings.Repeat("\u2028", 80) // 280 runes, MaxChatRunes
+	evs := make([]store.Event, 300)
+	for i := range evs {
+		evs[i] = g.ev(t, "chat", "player", "ada", "text", text)
+	}
+	e.upsert(evs...)
+	var got []string
+	for after := ""; ; {
+		path := "/games/noisy/timeline.json"
+		if after != "" {
+			path += "?after=" + after
+		}
+		resp, body := e.get(path)
+		var p web.TimelinePage
+		if err := json.Unmarshal([]byte(body), &p); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v", path, resp.StatusCode, err)
+		}
+		if len(body) > maxBytes+2<<10 {
+			t.Fatalf("%s: %d entries in %d bytes, TimelineBytes %d", path, len(p.Entries), len(body), maxBytes)
+		}
+		for _, x := range p.Entries {
+			got = append(got, x.ID)
+		}
+		if p.Next == "" {
+			break
+		}
+		after = p.Next
+	}
+	if !eq(got, evtIDs(evs)) {
+		t.Fatalf("paged timeline: %d lines, want the game's %d in order", len(got), len(evs))
+	}
+}
