@@ -108,3 +108,36 @@ func TestDeadLetterFailureLeavesPending(t *testing.T) {
 		t.Errorf("dead letter %v: want the entry's fields, its position %s and the reason", v, pos)
 	}
 }
+
+// TestDeadLetterFailuresLogSampled: dead letters that cannot be written
+// (the key holds a string) are logged at most once a LogEvery with the
+// count held back, as written ones are: a flood of bad entries, every one
+// tried again at each claim, wrote one ERROR line per entry and per try.
+func TestDeadLetterFailuresLogSampled(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s, dk := stream("blocked-flood"), event.DeadKey("blocked-flood")
+	if err := rdb.Set(ctx, dk, "not a stream", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	pipe := rdb.Pipeline()
+	for range n {
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: s, Values: []any{"kind", "chat", "text", "no id"}}) // malformed
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.LogEvery = time.Hour
+	logs := captureLogs(t, &cfg)
+	cfg.Handler = func(context.Context, feed.Message) error { return nil }
+	c := mustOpen(t, cfg)
+	waitFor(t, 20*time.Second, "every dead letter tried", func() bool { return c.Stats().LoopErrors >= n })
+	if got := logs.count("dead-letter failed; entry left pending"); got != 1 {
+		t.Fatalf("%d lines for %d failed dead letters, want 1 (LogEvery: 1h)", got, c.Stats().LoopErrors)
+	}
+	if p := pending(t, rdb, s); p != n {
+		t.Fatalf("%d pending, want %d", p, n)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/logsample"
 )
 
 // Consumer reads a set of streams in one consumer group by the reader law
@@ -43,7 +44,7 @@ type Consumer struct {
 	pausedErr error    // the consumer holds entries the infrastructure failed
 	pausedAt  time.Time
 	notes     []Note
-	sample    *sampler
+	sample    *logsample.Sampler
 
 	// Owned by the loop goroutine.
 	streams map[string]*streamState // every known stream
@@ -110,7 +111,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 		perSlot:     isCluster(cfg.Client),
 		unacked:     map[string][]string{},
 		loopBackoff: backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second},
-		sample:      newSampler(cfg.LogEvery),
+		sample:      logsample.New(cfg.LogEvery),
 	}
 	if c.handle == nil {
 		c.handle = perEntry(cfg.Handler)
@@ -170,6 +171,7 @@ func (c *Consumer) Close() error {
 			// Only once nothing counts any more: a goroutine Close gave
 			// up on still counts until it returns.
 			metrics.Retire(&c.stats)
+			c.ungaugeAll()
 			close(done)
 		}()
 		select {
@@ -191,6 +193,26 @@ func (c *Consumer) Close() error {
 		c.log.Info("consumer stopped")
 	})
 	return nil
+}
+
+// ungaugeAll takes a closed consumer's gauges down with it: its streams'
+// pending and lag labels, its read set's sizes and its pause. A process that goes on after a
+// Close (the renderer whose store file was deleted serves on until it is
+// restarted) would otherwise show the figures of the moment it closed, for
+// good. Only once the loop has stopped: it owns streams.
+func (c *Consumer) ungaugeAll() {
+	for _, st := range c.streams {
+		ungauge(st)
+	}
+	for _, set := range []string{"known", "working", "hot"} {
+		mStreams.WithLabelValues(set).Set(0)
+	}
+	c.mu.Lock()
+	paused := c.pausedErr != nil
+	c.mu.Unlock()
+	if paused {
+		mPaused.Set(0)
+	}
 }
 
 // Ready returns nil while the loop runs, holds the lease and Redis answered

@@ -234,3 +234,81 @@ func TestForgottenStreamLeavesNoGauge(t *testing.T) {
 		return math.IsNaN(gauge(t, "codemojex_feed_pending", game)) && math.IsNaN(gauge(t, "codemojex_feed_lag", game))
 	})
 }
+
+// plainGauge returns the value of a gauge without labels.
+func plainGauge(tb testing.TB, name string) float64 {
+	tb.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return math.NaN()
+}
+
+// TestClosedConsumerLeavesNoGauge: a consumer closed while the process
+// goes on (the renderer closes it when its store file is deleted, and
+// serves /metrics until restarted) takes its gauges with it: its games'
+// pending and lag labels, and the pause it was in. They stayed with the
+// values of the moment it closed, for good: a lag frozen while nothing
+// consumed, a pause that no longer was one.
+func TestClosedConsumerLeavesNoGauge(t *testing.T) {
+	_, rdb := mustStart(t)
+	stuck, held := "gauge-closed", "gauge-closed-paused"
+	add(t, rdb, stream(stuck))
+	cfg := baseConfig(t, rdb, "c1", stream(stuck))
+	cfg.MinIdle = time.Hour // nothing is claimed back: the entry stays pending
+	cfg.Handler = func(context.Context, feed.Message) error { return errors.New("not now") }
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "the pending gauge of "+stuck, func() bool {
+		return gauge(t, "codemojex_feed_pending", stuck) == 1
+	})
+
+	add(t, rdb, stream(held))
+	cfg2 := baseConfig(t, rdb, "c2", stream(held))
+	cfg2.Handler = func(context.Context, feed.Message) error { return feed.Unavailable(errors.New("disk full")) }
+	c2 := mustOpen(t, cfg2)
+	waitFor(t, 10*time.Second, "the pause", func() bool {
+		return c2.Paused() != nil && plainGauge(t, "codemojex_feed_paused") == 1
+	})
+	c.Close()
+	c2.Close()
+	if v := gauge(t, "codemojex_feed_pending", stuck); !math.IsNaN(v) {
+		t.Errorf("codemojex_feed_pending{game=%q} = %v after Close, want no series", stuck, v)
+	}
+	if v := gauge(t, "codemojex_feed_lag", stuck); !math.IsNaN(v) {
+		t.Errorf("codemojex_feed_lag{game=%q} = %v after Close, want no series", stuck, v)
+	}
+	if v := plainGauge(t, "codemojex_feed_paused"); v != 0 {
+		t.Errorf("codemojex_feed_paused = %v after the paused consumer closed, want 0", v)
+	}
+	if v := setGauge(t, "known"); v != 0 {
+		t.Errorf("codemojex_feed_streams{set=\"known\"} = %v after every consumer closed, want 0", v)
+	}
+}
+
+// setGauge returns codemojex_feed_streams{set}, NaN when absent.
+func setGauge(tb testing.TB, set string) float64 {
+	tb.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "codemojex_feed_streams" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "set" && l.GetValue() == set {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return math.NaN()
+}

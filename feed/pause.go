@@ -3,7 +3,6 @@ package feed
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -144,35 +143,6 @@ func (c *Consumer) Paused() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pausedErr
-}
-
-// sampler lets through one log line per key and period, and counts the
-// lines it held back, so that 100k bad entries make a few lines that say
-// how many they stand for rather than 100k lines.
-type sampler struct {
-	every time.Duration
-	mu    sync.Mutex
-	last  map[string]time.Time
-	held  map[string]int64
-}
-
-func newSampler(every time.Duration) *sampler {
-	return &sampler{every: every, last: map[string]time.Time{}, held: map[string]int64{}}
-}
-
-// allow reports whether to log now, and how many lines of key were held
-// back since the last one logged.
-func (s *sampler) allow(key string) (bool, int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	if t, ok := s.last[key]; ok && now.Sub(t) < s.every {
-		s.held[key]++
-		return false, 0
-	}
-	n := s.held[key]
-	s.last[key], s.held[key] = now, 0
-	return true, n
 }
 
 // Note is one thing the consumer wants an operator to know about (a pause,

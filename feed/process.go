@@ -129,7 +129,7 @@ func (c *Consumer) judge(todo []delivery, verdicts []error, s *settlement) (held
 			}
 			c.stats.failed.Add(1)
 			c.markPending(d.stream)
-			if ok, skipped := c.sample.allow("failed"); ok {
+			if ok, skipped := c.sample.Allow("failed"); ok {
 				c.log.Warn("handler failed; entry left pending", c.entryAttrs(d, untrusted.Err(err),
 					"retry_after", c.cfg.MinIdle, "similar_unlogged", skipped)...)
 			}

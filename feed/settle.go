@@ -145,7 +145,12 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 		if err != nil {
 			c.fail("dead", err)
 			c.markPending(d.stream)
-			c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, untrusted.Attr("reason", d.reason), untrusted.Err(err))...)
+			// Sampled as the letters written are: every entry of a flood
+			// fails alike, and comes back to fail again at each claim.
+			if ok, skipped := c.sample.Allow("dead failed"); ok {
+				c.log.Error("dead-letter failed; entry left pending", c.entryAttrs(d, untrusted.Attr("reason", d.reason),
+					untrusted.Err(err), "similar_unlogged", skipped)...)
+			}
 			if !serverError(err) && c.setAsideKey(d.stream, err) != nil {
 				connErr = err
 			}
@@ -158,7 +163,7 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 			continue
 		}
 		c.stats.dead.add(d.label, 1)
-		if ok, skipped := c.sample.allow("dead " + d.label); ok {
+		if ok, skipped := c.sample.Allow("dead " + d.label); ok {
 			c.log.Warn("entry dead-lettered", c.entryAttrs(d, untrusted.Attr("reason", d.reason),
 				"dead_key", c.cfg.DeadKey(d.stream), "dead_id", cmds[i].Val(), "similar_unlogged", skipped)...)
 		}

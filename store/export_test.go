@@ -18,3 +18,6 @@ func BoardCached(db *DB, game string, seq int64) bool {
 func BusyRetries(op string) float64 {
 	return testutil.ToFloat64(busyRetries.WithLabelValues(op))
 }
+
+// Conflicts is codemojex_store_conflicts_total, in this process.
+func Conflicts() float64 { return testutil.ToFloat64(upsertConflicts) }

@@ -94,11 +94,17 @@ func (db *DB) UpsertBatch(ctx context.Context, b *Batch) ([]Result, error) {
 	}
 	upsertBatchSeconds.Observe(time.Since(start).Seconds())
 	db.dirty.Store(true)
-	var ins, dup, bad int
+	// Counted from the verdicts of the attempt that committed: an attempt
+	// rolled back (a full disk at COMMIT, then retried for as long as it
+	// lasts) had found the same conflicts.
+	var ins, dup, bad, conflicts int
 	for i := range res {
 		switch {
 		case res[i].Err != nil:
 			bad++
+			if errors.Is(res[i].Err, ErrConflict) {
+				conflicts++
+			}
 		case res[i].Inserted:
 			ins++
 		default:
@@ -108,6 +114,7 @@ func (db *DB) UpsertBatch(ctx context.Context, b *Batch) ([]Result, error) {
 	upsertEvents.WithLabelValues("inserted").Add(float64(ins))
 	upsertEvents.WithLabelValues("duplicate").Add(float64(dup))
 	upsertEvents.WithLabelValues("error").Add(float64(bad))
+	upsertConflicts.Add(float64(conflicts))
 	return res, nil
 }
 
@@ -430,7 +437,6 @@ func checkConflict(ctx context.Context, s *boundStmts, e *Event, p *prepared) er
 		return fmt.Errorf("stored payload: %w", err)
 	}
 	if stored != p.payload {
-		upsertConflicts.Inc()
 		return fmt.Errorf("%w: %s of game %s is stored with another payload; the first line stays", ErrConflict, e.EvtID, e.Game)
 	}
 	return nil

@@ -85,7 +85,10 @@ func (s *Server) requirePublicHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.publicHost(r) {
 			mHostsRejected.Inc()
-			s.log.Info("web: foreign host refused", untrusted.Attr("host", r.Host), untrusted.Attr("path", r.URL.Path))
+			if ok, skipped := s.sampled.Allow("host"); ok {
+				s.log.Info("web: foreign host refused", untrusted.Attr("host", r.Host), untrusted.Attr("path", r.URL.Path),
+					"similar_unlogged", skipped)
+			}
 			http.Error(w, "unknown host: this server answers only to its public hosts", http.StatusMisdirectedRequest)
 			return
 		}

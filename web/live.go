@@ -50,8 +50,13 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	// spend the address's upgrade tokens (a NAT's, or an IPv6 /64's).
 	if !originAllowed(r, s.cfg.AllowedOrigins) {
 		mUpgradesRejected.WithLabelValues("handshake").Inc()
-		s.log.Info("web: websocket refused", "game", game, "remote", s.clientKey(r),
-			untrusted.Attr("origin", r.Header.Get("Origin")), untrusted.Attr("fetch_site", r.Header.Get("Sec-Fetch-Site")))
+		// Before the upgrade rate: sampled, or a client's loop would
+		// write a line per request.
+		if ok, skipped := s.sampled.Allow("origin"); ok {
+			s.log.Info("web: websocket refused", "game", game, "remote", s.clientKey(r),
+				untrusted.Attr("origin", r.Header.Get("Origin")), untrusted.Attr("fetch_site", r.Header.Get("Sec-Fetch-Site")),
+				"similar_unlogged", skipped)
+		}
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}

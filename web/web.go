@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/codemojex/feed/internal/logsample"
 	"github.com/codemojex/feed/store"
 )
 
@@ -89,6 +90,7 @@ type Server struct {
 	poll     *poller       // the nbio engine's sockets; nil on the std engine
 	loopback bool          // the listener is on a loopback address
 	stats    counters
+	sampled  *logsample.Sampler // refusals a client can repeat at will
 
 	mu      sync.Mutex
 	closing bool // no new websocket handlers once set (guards wg.Add)
@@ -147,7 +149,7 @@ func Open(cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
+	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, sampled: logsample.New(refusalLogEvery)}
 	s.hubs = newHubs()
 	s.handoff = newHandoff()
 	s.watch = newWatchers()
