@@ -185,7 +185,8 @@ func (c *Consumer) markPending(stream string) {
 }
 
 // seeGame records a registry member with its score. A new game is added
-// and goes through the door; a game whose score moved is due for a read.
+// and goes through the door; a game whose score moved (up, or down by
+// hand) is due for a read.
 // A recent score makes it hot (in the blocking read) until ActiveWindow
 // after that score, by the local clock when the writer's is ahead.
 func (c *Consumer) seeGame(game string, score float64, now time.Time) *streamState {
@@ -199,7 +200,13 @@ func (c *Consumer) seeGame(game string, score float64, now time.Time) *streamSta
 		st.score = score
 		c.streams[key] = st
 		c.found++
-	} else if score > st.score {
+	} else if score != st.score {
+		// Risen, as scores do (ZADD GT), or lowered: by hand, by a
+		// failover that lost the last ZADD, or a score set back from a
+		// writer's clock far ahead. Either way the baseline moves, or a
+		// game once scored a day ahead would wake no beat again until its
+		// new scores passed the old one (TestBeatAfterScoreLowered); and
+		// its stream is read once, for what was written meanwhile.
 		st.score = score
 		st.due = true
 	} else {

@@ -13,6 +13,13 @@ import (
 // reply holds.
 const registryPage = 500
 
+// beatAhead is how far past the local clock the beat takes registry
+// scores: a writer whose clock runs up to that far ahead is still read at
+// once (its EVT ids are dead-lettered as "future id" past the renderer's
+// -future-bound, 10 min, anyway), while scores further ahead, which every
+// beat would list again, are left to the poll and the sweep.
+const beatAhead = 10 * time.Minute
+
 // wake is the registry beat (every WakeEvery): the games whose score rose
 // above what the loop has seen are due for a read, and new games enter. It
 // asks only for the scores written since the last beat, by the local
@@ -38,11 +45,18 @@ func (c *Consumer) wake(now time.Time) error {
 		}
 	}
 	floor := float64(from.Add(-c.cfg.WakeSlack).UnixMilli())
+	// Up to beatAhead past the clock, not +inf: a score beyond it (a
+	// writer's clock far ahead, a score in microseconds, +inf) would be
+	// listed again by every beat until the clock caught up with it, and
+	// with thousands of such games every beat paged through all of them
+	// (TestBeatCostIgnoresFutureScores). The poll and the sweep read those.
+	ceil := float64(now.Add(beatAhead).UnixMilli())
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	for offset := int64(0); ; offset += registryPage {
 		zs, err := c.rdb.ZRangeByScoreWithScores(ctx, c.cfg.Registry, &redis.ZRangeBy{
-			Min: strconv.FormatFloat(floor, 'f', -1, 64), Max: "+inf", Offset: offset, Count: registryPage,
+			Min: strconv.FormatFloat(floor, 'f', -1, 64), Max: strconv.FormatFloat(ceil, 'f', -1, 64),
+			Offset: offset, Count: registryPage,
 		}).Result()
 		if err != nil {
 			c.fail("wake", err)
