@@ -617,7 +617,9 @@
       if (upgrade) { clearTimeout(upgrade); upgrade = 0; }
       release(1000, 'page hidden');
     });
-    window.addEventListener('online', function () { if (!ws) now(); });
+    // A network that comes back may have left the socket dead without a
+    // word (a phone that lost its signal): it is checked as on a wake.
+    window.addEventListener('online', wake);
     window.addEventListener('offline', function () { if (!ws) setState('offline'); });
 
     setState('connecting');

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -107,6 +108,50 @@ func TestBrowserWakeResumes(t *testing.T) {
 	}
 
 	b.show(closeTab)
+	b.showsOnce(evs)
+	b.noProblems()
+}
+
+// offline emulates the browser's network going away (off) or coming back:
+// requests fail and navigator.onLine follows, with its offline and online
+// events. Connections already open are left as they are, as on a phone
+// whose network drops without a word to either end.
+func (b *browser) offline(off bool) {
+	b.tb.Helper()
+	if _, err := chromedp.Call(b.ctx, network.Enable, network.EnableParams{}); err != nil {
+		b.tb.Fatal(err)
+	}
+	all := []*network.Conditions{{Offline: off, DownloadThroughput: -1, UploadThroughput: -1}}
+	if _, err := chromedp.Call(b.ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: all}); err != nil {
+		b.tb.Fatal(err)
+	}
+	if _, err := chromedp.Call(b.ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: off, DownloadThroughput: -1, UploadThroughput: -1}); err != nil {
+		b.tb.Fatal(err)
+	}
+}
+
+// The browser's network drops while the page is in sight (a train's
+// tunnel), its connection dies without a word, lines are written, and the
+// network comes back: the page checks its socket as on a wake, resumes
+// from its cursor and shows every line once, without a reload.
+func TestBrowserOnlineResumes(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 6)
+	e.upsert(evs[:2]...)
+	px := mustStartProxy(t, e.srv.Addr())
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(px.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1`))
+
+	b.offline(true)
+	b.until("offline", `navigator.onLine === false`)
+	px.cut()
+	waitFor(t, 5*time.Second, "server to drop the socket", func() bool { return e.srv.Stats().Clients == 0 })
+	e.upsert(evs[2:4]...)
+	b.offline(false)
+	e.upsert(evs[4:]...)
 	b.showsOnce(evs)
 	b.noProblems()
 }
