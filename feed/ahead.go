@@ -25,6 +25,18 @@ type readAhead struct {
 	batch  []delivery                    // decoded (delivery.decoded)
 	todo   []entryRef                    // the entries prepared, in order
 	commit func(context.Context) []error // nil: nothing prepared
+	at     time.Time                     // when the read was sent
+}
+
+// stale reports whether the entries of r may have been idle in this
+// consumer's pending list, unhandled and not kept alive, for long enough
+// that a peer's XAUTOCLAIM took some (MinIdle, by the server's clock): the
+// batch before them committed that long. Their delivery counts and owner
+// must then be read again. A quarter of MinIdle, by our clock, leaves the
+// margin of the handler's keep-alive, whose first refresh comes MinIdle/2
+// after the handler starts.
+func (r *readAhead) stale(minIdle time.Duration) bool {
+	return r != nil && time.Since(r.at) >= minIdle/4
 }
 
 // readKeys reads ">" without blocking from each group of keys, in one
@@ -32,6 +44,7 @@ type readAhead struct {
 func (c *Consumer) readKeys(keys [][]string) *readAhead {
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
+	start := time.Now()
 	pipe := c.rdb.Pipeline()
 	cmds := make([]*redis.XStreamSliceCmd, len(keys))
 	for i, ks := range keys {
@@ -39,7 +52,7 @@ func (c *Consumer) readKeys(keys [][]string) *readAhead {
 		_ = pipe.Process(ctx, cmds[i])
 	}
 	_, _ = pipe.Exec(ctx)
-	r := &readAhead{res: make([][]redis.XStream, len(keys)), errs: make([]error, len(keys))}
+	r := &readAhead{res: make([][]redis.XStream, len(keys)), errs: make([]error, len(keys)), at: start}
 	for i, cmd := range cmds {
 		res, err := cmd.Result()
 		if err != nil && !isNil(err) {

@@ -53,7 +53,11 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 		c.stats.trimmed.add(path, int64(n))
 		c.log.Info("pending entries were deleted from the stream; acknowledged", "path", path, "count", n)
 	}
-	if path != pathNew && len(live) > 0 {
+	// A read ahead that waited past MinIdle/4 for the batch before it to
+	// commit is checked as a claim is: a live peer may have claimed some
+	// of its entries meanwhile (delivery count 2, and theirs now), which
+	// are then left to it (TestReadAheadPastMinIdle).
+	if (path != pathNew || pre.stale(c.cfg.MinIdle)) && len(live) > 0 {
 		var err error
 		if live, err = c.withAttempts(live); err != nil {
 			return err
@@ -158,11 +162,14 @@ func (c *Consumer) withAttempts(batch []delivery) ([]delivery, error) {
 		byStream[d.stream] = append(byStream[d.stream], i)
 	}
 	counts := make(map[string]int64, len(batch)) // stream+"\x00"+pos → count
+streams:
 	for _, stream := range order {
 		idx := byStream[stream]
 		lo, hi := batch[idx[0]].x.ID, batch[idx[0]].x.ID
+		wanted := make(map[string]bool, len(idx))
 		for _, i := range idx {
 			id := batch[i].x.ID
+			wanted[id] = true
 			if cmpID(id, lo) < 0 {
 				lo = id
 			}
@@ -171,26 +178,43 @@ func (c *Consumer) withAttempts(batch []delivery) ([]delivery, error) {
 			}
 		}
 		// Other own entries may sit inside the range (failed ones whose
-		// idle time has not come): leave room for them.
-		pend, err := c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-			Stream: stream, Group: c.cfg.Group, Start: lo, End: hi,
-			Count: int64(len(idx)) + 1000, Consumer: c.cfg.Consumer,
-		}).Result()
-		if err != nil {
-			c.fail("xpending", err)
-			if serverError(err) {
-				if st := c.streams[stream]; st != nil {
-					c.reopen(st, err)
+		// idle time has not come): leave room for them, and page on
+		// while the page is full and some entries are not found. A
+		// claim's entries can lie far apart (XAUTOCLAIM scans up to ten
+		// times COUNT pending entries), with more than that room of own
+		// ones between them; one page took the entries past it for ones
+		// a peer took (TestClaimedAmongOwnPending).
+		page := int64(len(idx)) + 1000
+		found := map[string]int64{} // counted only once the stream is read whole
+		for start := lo; ; {
+			pend, err := c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+				Stream: stream, Group: c.cfg.Group, Start: start, End: hi,
+				Count: page, Consumer: c.cfg.Consumer,
+			}).Result()
+			if err != nil {
+				c.fail("xpending", err)
+				if serverError(err) {
+					if st := c.streams[stream]; st != nil {
+						c.reopen(st, err)
+					}
+					continue streams
 				}
-				continue
+				if st := c.streams[stream]; st != nil && c.setAside([]*streamState{st}, err) == nil {
+					continue streams // its entries stay pending, for a claim or recovery
+				}
+				return nil, err
 			}
-			if st := c.streams[stream]; st != nil && c.setAside([]*streamState{st}, err) == nil {
-				continue // its entries stay pending, for a claim or recovery
+			for _, p := range pend {
+				found[p.ID] = p.RetryCount
+				delete(wanted, p.ID)
 			}
-			return nil, err
+			if int64(len(pend)) < page || len(wanted) == 0 {
+				break
+			}
+			start = "(" + pend[len(pend)-1].ID
 		}
-		for _, p := range pend {
-			counts[stream+"\x00"+p.ID] = p.RetryCount
+		for id, n := range found {
+			counts[stream+"\x00"+id] = n
 		}
 	}
 	out := batch[:0:0]
