@@ -78,9 +78,19 @@ func watchingFrame(n int) frame {
 // joined gives a new socket its game's count at once (queued ahead of the
 // backfill's end, written after it) and asks the loop to share the change.
 // Peers' sockets hear of it on the loop's next beat: a burst of joins costs
-// one frame per socket per beat, not one per join.
+// one frame per socket per beat, not one per join. When the count told
+// differs from the one last broadcast, that one is forgotten, so the next
+// beat sends its count even if it is back to the last broadcast (another
+// socket left before that beat), or the joiner would keep the count of
+// its join.
 func (s *Server) joined(c *client, game string) {
-	c.offer(watchingFrame(s.watchingOf(game)))
+	n := s.watchingOf(game)
+	c.offer(watchingFrame(n))
+	s.watch.mu.Lock()
+	if s.watch.sent[game] != n {
+		delete(s.watch.sent, game)
+	}
+	s.watch.mu.Unlock()
 	s.changed()
 }
 

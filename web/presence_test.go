@@ -101,3 +101,37 @@ func TestWatchingWithoutRedis(t *testing.T) {
 	srv.Kill(t)
 	a1.waitWatching(1)
 }
+
+// TestWatchingJoinerHearsLeave: a socket is told its game's count as it
+// joins; when another socket leaves before the beat that shares the join
+// (a reloaded tab: the new page's socket opens before the server sees the
+// old one close), that beat's count equals the one last broadcast, yet the
+// joiner was told one more. It must still hear the count: a viewer alone
+// read "2 watching" until the count moved again.
+func TestWatchingJoinerHearsLeave(t *testing.T) {
+	srv := redistest.MustStart(t)
+	rdb := srv.Client(t)
+	e := MustOpenEnv(t, func(c *web.Config) {
+		p, err := presence.New(presence.Config{Client: rdb, Replica: "a", TTL: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Presence = p
+		c.PresenceEvery = 100 * time.Millisecond
+		c.PresenceTTL = 30 * time.Second
+	})
+	e.upsert(e.gen("g1").chats(t, 1)...)
+	old := e.dial("g1", 0)
+	old.waitWatching(1)
+
+	// A paused Redis holds each beat's sync for seconds: the join and the
+	// leave below fall between two beats.
+	srv.Pause(t)
+	t.Cleanup(func() { srv.Resume(t) })
+	tab := e.dial("g1", 0)
+	tab.waitWatching(2)
+	old.c.CloseNow()
+	waitFor(t, 5*time.Second, "the old socket to leave", func() bool { return e.srv.Watching()["g1"] == 1 })
+	srv.Resume(t)
+	tab.waitWatching(1)
+}
