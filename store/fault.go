@@ -86,39 +86,38 @@ var companionSuffixes = [...]string{"-wal", "-shm"}
 // file now (a replica restarted) makes new ones and writes beside it
 // unaware, and whichever checkpoints last overwrites the other's lines.
 func (db *DB) CheckFile() error {
-	id, err := statID(db.path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%w: %s is gone", ErrReplaced, db.path)
-		}
-		return fmt.Errorf("%w: stat %s: %w", ErrUnavailable, db.path, err)
-	}
-	if id != db.file {
-		return fmt.Errorf("%w: %s is another file now (device %d inode %d, opened %d/%d)",
-			ErrReplaced, db.path, id.dev, id.ino, db.file.dev, db.file.ino)
+	if err := checkID(db.path, db.file); err != nil {
+		return err
 	}
 	now := time.Now().UnixNano()
 	if now-db.companionsAt.Load() < int64(companionEvery) {
 		return nil
 	}
 	for i, suffix := range companionSuffixes {
-		opened := db.companions[i]
-		if opened == (fileID{}) {
+		if db.companions[i] == (fileID{}) {
 			continue // absent at Open (a read-only file): nothing to hold to
 		}
-		path := db.path + suffix
-		id, err := statID(path)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("%w: %s is gone", ErrReplaced, path)
-		case err != nil:
-			return fmt.Errorf("%w: stat %s: %w", ErrUnavailable, path, err)
-		case id != opened:
-			return fmt.Errorf("%w: %s is another file now (device %d inode %d, opened %d/%d)",
-				ErrReplaced, path, id.dev, id.ino, opened.dev, opened.ino)
+		if err := checkID(db.path+suffix, db.companions[i]); err != nil {
+			return err
 		}
 	}
 	db.companionsAt.Store(now)
+	return nil
+}
+
+// checkID reports ErrReplaced when path is gone or names a file other than
+// opened, and ErrUnavailable when it cannot be looked at.
+func checkID(path string, opened fileID) error {
+	id, err := statID(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: %s is gone", ErrReplaced, path)
+	case err != nil:
+		return fmt.Errorf("%w: stat %s: %w", ErrUnavailable, path, err)
+	case id != opened:
+		return fmt.Errorf("%w: %s is another file now (device %d inode %d, opened %d/%d)",
+			ErrReplaced, path, id.dev, id.ino, opened.dev, opened.ino)
+	}
 	return nil
 }
 
