@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +34,18 @@ type Consumer struct {
 	hctx     context.Context // handler context, cancelled ShutdownGrace after Close
 	hcancel  context.CancelFunc
 	wg       sync.WaitGroup
+
+	// The lease keeper runs until the loop returns, or until Close gives
+	// up on a loop stuck in a call: it refreshes a free key too, so a
+	// keeper outliving Close took the released name back, and a
+	// replacement under it was refused (TestStuckCloseFreesLease).
+	leaseStop     chan struct{}
+	leaseStopOnce sync.Once
+	keeperDone    chan struct{}
+	// abandoned is set when Close gave up on the loop: the keep-alive of
+	// the entries in hand stops, so peers can claim them
+	// (TestStuckCloseFreesEntries).
+	abandoned atomic.Bool
 
 	mu        sync.Mutex // guards the readiness fields
 	running   bool
@@ -130,15 +143,16 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 	c.running = true
 	c.mu.Unlock()
 	metrics.Add(&c.stats)
-	leaseStop := make(chan struct{})
+	c.leaseStop, c.keeperDone = make(chan struct{}), make(chan struct{})
 	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
-		c.lease.keep(leaseStop)
+		defer close(c.keeperDone)
+		c.lease.keep(c.leaseStop)
 	}()
 	go func() {
 		defer c.wg.Done()
-		defer close(leaseStop)
+		defer c.stopLease()
 		c.run()
 	}()
 	c.log.Info("consumer started", "lease", c.lease.key)
@@ -158,7 +172,9 @@ const closeSlack = 3 * time.Second
 // When Redis does not answer, Close gives up on the calls in flight after
 // ShutdownGrace plus a few seconds: a goroutine still inside one then exits
 // on its own when the call returns, and can only ack work its handler
-// finished. A lease that cannot be released is not an error either: it
+// finished. It no longer keeps the lease nor the entries in hand alive: the
+// name is free for a replacement, and peers claim the entries after
+// MinIdle. A lease that cannot be released is not an error either: it
 // expires within LeaseTTL by itself.
 func (c *Consumer) Close() error {
 	c.stopOnce.Do(func() {
@@ -179,6 +195,14 @@ func (c *Consumer) Close() error {
 		case <-time.After(c.cfg.ShutdownGrace + closeSlack):
 			c.log.Warn("consumer closed with Redis calls still in flight; unfinished work stays pending",
 				"waited", c.cfg.ShutdownGrace+closeSlack)
+			c.abandoned.Store(true)
+			c.stopLease()
+			// A refresh in flight ends within its own timeout (LeaseTTL/3);
+			// the release must come after it, or it could take the key back.
+			select {
+			case <-c.keeperDone:
+			case <-time.After(c.cfg.LeaseTTL/3 + closeSlack):
+			}
 		}
 		grace.Stop()
 		c.hcancel()
@@ -194,6 +218,9 @@ func (c *Consumer) Close() error {
 	})
 	return nil
 }
+
+// stopLease stops the lease keeper; safe to call more than once.
+func (c *Consumer) stopLease() { c.leaseStopOnce.Do(func() { close(c.leaseStop) }) }
 
 // ungaugeAll takes a closed consumer's gauges down with it: its streams'
 // pending and lag labels, its read set's sizes and its pause. A process that goes on after a

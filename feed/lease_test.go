@@ -49,3 +49,91 @@ func TestLeaseLostStopsReading(t *testing.T) {
 		t.Errorf("Ready = %v", err)
 	}
 }
+
+// TestStuckCloseFreesLease: a Close that gives up on a loop stuck in its
+// handler releases the name for good. The lease keeper lived as long as the
+// loop, and its refresh takes a free key, so the stuck process took its
+// released name back within LeaseTTL/3 and kept it: a replacement started
+// under the name was refused (ErrConsumerTaken) until the stuck call
+// returned, which may be never.
+func TestStuckCloseFreesLease(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s := stream("stuck-close")
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.LeaseTTL = 300 * time.Millisecond
+	cfg.ShutdownGrace = 50 * time.Millisecond
+	cfg.Handler = func(context.Context, feed.Message) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release // deaf to its context: a handler stuck in a call
+		return nil
+	}
+	c := mustOpen(t, cfg)
+	add(t, rdb, s)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler never called")
+	}
+	c.Close() // gives up after ShutdownGrace and its slack
+
+	key := event.LeaseKey(group, "r1")
+	// Measured window: five of the old keeper's periods (LeaseTTL/3).
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); {
+		if holder, err := rdb.Get(ctx, key).Result(); err == nil {
+			t.Fatalf("lease %s taken back by %q after Close", key, holder)
+		}
+	}
+	cfg2 := baseConfig(t, rdb, "r1", s)
+	cfg2.LeaseTTL = cfg.LeaseTTL
+	cfg2.Handler = func(context.Context, feed.Message) error { return nil }
+	c2, err := feed.Open(ctx, cfg2)
+	if err != nil {
+		t.Fatalf("replacement under the same name: %v", err)
+	}
+	defer c2.Close()
+	waitFor(t, 5*time.Second, "replacement ready", func() bool { return c2.Ready() == nil })
+}
+
+// TestStuckCloseFreesEntries: the entries in the hands of a handler that
+// Close gave up on are left to peers. The keep-alive of entries in hand
+// went on refreshing their idle time while the handler hung, so a process
+// that serves on after its consumer closed (a store file deleted) kept them
+// from every peer for as long as the handler hung.
+func TestStuckCloseFreesEntries(t *testing.T) {
+	_, rdb := mustStart(t)
+	s := stream("stuck-entries")
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.ShutdownGrace = 50 * time.Millisecond
+	cfg.Handler = func(context.Context, feed.Message) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		return nil
+	}
+	c := mustOpen(t, cfg)
+	id := add(t, rdb, s)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler never called")
+	}
+	c.Close()
+
+	var rec recorder
+	peer := baseConfig(t, rdb, "r2", s)
+	peer.Handler = rec.handler
+	mustOpen(t, peer)
+	waitFor(t, 10*time.Second, "the stuck entry claimed by a peer", func() bool { return rec.count(id) == 1 })
+}

@@ -261,7 +261,7 @@ func (c *Consumer) keepAlive(batch []delivery) (stop func()) {
 	)
 	refresh := func() {
 		mu.Lock()
-		if stopped {
+		if stopped || c.abandoned.Load() {
 			mu.Unlock()
 			return
 		}
