@@ -130,6 +130,20 @@ func (db *DB) MaxSeq(ctx context.Context) (int64, error) {
 	return n, err
 }
 
+// HighSeq returns the highest seq ever given to a line (0 for a new
+// store). Unlike MaxSeq it never goes down: seqs are not reused
+// (AUTOINCREMENT), so a deletion of the newest lines leaves it where it
+// was. A cursor at or below it numbers no line the client lacks.
+func (db *DB) HighSeq(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.read(ctx, "highseq", func() error {
+		return db.r.QueryRowContext(ctx, `SELECT max(
+			coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
+			coalesce((SELECT max(seq) FROM events), 0))`).Scan(&n)
+	})
+	return n, err
+}
+
 // Count returns the number of stored lines.
 func (db *DB) Count(ctx context.Context) (int64, error) {
 	var n int64

@@ -292,3 +292,45 @@ func TestLiveResetCopiedStore(t *testing.T) {
 		t.Fatalf("resumed on a copy of the page's store with lines %v: %s (stored on the page's host after its cursor) is missing, and no reset", got, late.EvtID)
 	}
 }
+
+// TestLiveNoResetAfterNewestDeleted: a page's cursor is the store's max seq
+// when it was served, which may be another game's line. Deleting that game
+// (feedctl, or a prune of the newest lines) lowers max(seq) below the
+// cursor, though no line the page lacks was ever numbered there: seqs are
+// never reused (AUTOINCREMENT). The cursor is checked against the highest
+// seq ever given, so the page resumes instead of being told to reload.
+func TestLiveNoResetAfterNewestDeleted(t *testing.T) {
+	ctx := context.Background()
+	e := MustOpenEnv(t, nil)
+	e.upsert(e.gen("g1").chats(t, 3)...)
+	e.upsert(e.gen("g2").chats(t, 2)...)
+	cursor, err := e.db.MaxSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.DeleteGame(ctx, "g2"); err != nil {
+		t.Fatal(err)
+	}
+	if max, _ := e.db.MaxSeq(ctx); max >= cursor {
+		t.Fatalf("max seq %d after the delete, want below the cursor %d", max, cursor)
+	}
+	w := e.dial("g1", cursor)
+	if f := w.next(); f.T != "state" {
+		t.Fatalf("first frame %+v, want state", f)
+	}
+	e.upsert(e.gen("g1").chats(t, 1)...)
+	if f := w.lines(1)[0]; f.Seq <= cursor {
+		t.Fatalf("line %+v, want the new line after seq %d", f, cursor)
+	}
+	// Ahead of every seq ever given is still a reset.
+	w2 := e.dial("g1", cursor+100)
+	for {
+		f, err := w2.read(2 * time.Second)
+		if err != nil {
+			t.Fatalf("cursor ahead of every seq: %v, want a reset", err)
+		}
+		if f.T == "reset" {
+			break
+		}
+	}
+}

@@ -45,6 +45,9 @@ type Store interface {
 	Since(ctx context.Context, seq int64, limit int) ([]store.Line, error)
 	// MaxSeq returns the highest seq in the store (0 when empty).
 	MaxSeq(ctx context.Context) (int64, error)
+	// HighSeq returns the highest seq ever given to a line, which a
+	// deletion of the newest lines does not lower.
+	HighSeq(ctx context.Context) (int64, error)
 	// LastAt returns the EVT id of game's line with the greatest seq at or
 	// below seq, and false when there is none.
 	LastAt(ctx context.Context, game string, seq int64) (string, bool, error)
