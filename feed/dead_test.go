@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 )
@@ -244,5 +246,45 @@ func TestDeadLetterKeepsOriginalDeadFields(t *testing.T) {
 	}
 	if len(m.Payload) != 4+len(own) {
 		t.Errorf("requeued payload %q, want the entry's 4 fields and its %d own", m.Payload, len(own))
+	}
+}
+
+// TestDeadLetterLeavesPeersEntry: an entry a peer claimed while this
+// consumer's handler had it (here the handler itself moves it to "r2",
+// as a peer's XAUTOCLAIM would) is the peer's to settle: this consumer's
+// poison verdict writes no dead letter and acks nothing. The script once
+// checked only that the entry was pending in the group, with anyone, and
+// dead-lettered and acked an entry a live peer was handling.
+func TestDeadLetterLeavesPeersEntry(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s, dk := stream("peer-owned"), event.DeadKey("peer-owned")
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.MinIdle = time.Minute // r1 does not claim it back from r2
+	poisonID := add(t, rdb, s, "verdict", "poison")
+	add(t, rdb, s) // settled in the same pipeline: its ack says the batch is settled
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.Payload["verdict"] != "poison" {
+			return nil
+		}
+		if err := rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: s, Group: group, Consumer: "r2", Messages: []string{m.Position}}).Err(); err != nil {
+			t.Errorf("xclaim to r2: %v", err)
+		}
+		return feed.Poison(errors.New("bad"))
+	}
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "the batch settled", func() bool { return c.Stats().Acked == 1 })
+	if n, err := rdb.XLen(ctx, dk).Result(); err != nil || n != 0 {
+		t.Errorf("dead stream holds %d letters (%v); want none: the entry is r2's", n, err)
+	}
+	p, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s, Group: group, Start: "-", End: "+", Count: 10}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) != 1 || p[0].Consumer != "r2" {
+		t.Fatalf("pending %+v; want the poison entry (%s) pending with r2", p, poisonID)
+	}
+	if st := c.Stats(); st.Dead != 0 {
+		t.Errorf("%d dead-lettered; want 0", st.Dead)
 	}
 }

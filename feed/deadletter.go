@@ -75,8 +75,9 @@ func DeadPositionsKey(deadKey string) string { return deadPositionsKey(deadKey) 
 // deadScript dead-letters one entry atomically: unless the position is in
 // the dead positions set already, it XADDs the dead letter (MAXLEN ~ cap)
 // and then records the position there; either way it XACKs the original.
-// All three keys share the game's hash slot. An entry no longer pending (a
-// peer settled it meanwhile) is left alone. So there is exactly one dead
+// All three keys share the game's hash slot. An entry no longer pending
+// with this consumer (a peer settled or claimed it meanwhile) is left
+// alone. So there is exactly one dead
 // letter per stream position, whatever the number of groups (each acks its
 // own delivery, only the first writes), replays (XGROUP SETID re-delivers
 // the same positions) or retried settles.
@@ -96,17 +97,25 @@ func DeadPositionsKey(deadKey string) string { return deadPositionsKey(deadKey) 
 // deadPosMax members the oldest go. A replay of a position older than that
 // would write a second dead letter for it.
 //
+// Only an entry still pending with this consumer is dead-lettered (the
+// extended XPENDING, filtered by consumer). One a peer claimed meanwhile
+// (this handler outlived MinIdle while its keep-alive failed) is the
+// peer's: it may be handling it now, and may well succeed where this
+// consumer did not. Pending with anyone, as the script once checked, the
+// entry was dead-lettered and acked under the live peer
+// (TestDeadLetterLeavesPeersEntry).
+//
 // KEYS: stream, dead stream, dead positions. ARGV: group, position, maxlen,
-// the position's ms (the score), the horizon's ms, the set's cap, fields...
-// Returns false (not pending), "" (a dead letter exists already) or the
-// new dead letter's id.
+// the position's ms (the score), the horizon's ms, the set's cap, the
+// consumer, fields... Returns false (not pending with this consumer), ""
+// (a dead letter exists already) or the new dead letter's id.
 var deadScript = redis.NewScript(`
-if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1) == 0 then
+if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1, ARGV[7]) == 0 then
   return false
 end
 local id = ''
 if not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 7))
+  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 8))
   redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
   local n = redis.call('ZCARD', KEYS[3])
@@ -192,7 +201,7 @@ func (c *Consumer) deadArgs(d delivery, at string) (keys []string, args []any) {
 	ms, _ := splitID(d.x.ID)
 	horizon := ms - min(ms, uint64(deadPosHorizon.Milliseconds()))
 	args = []any{c.cfg.Group, d.x.ID, c.cfg.DeadMaxLen, strconv.FormatUint(ms, 10),
-		strconv.FormatUint(horizon, 10), deadPosMax}
+		strconv.FormatUint(horizon, 10), deadPosMax, c.cfg.Consumer}
 	args = append(args, deadFields(d.x.Values)...)
 	args = append(args,
 		DeadReason, prefix(d.reason, deadReasonMax),

@@ -139,7 +139,7 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 	for i, d := range dead {
 		err := cmds[i].Err()
 		if isNil(err) {
-			c.log.Debug("entry to dead-letter was already settled elsewhere", c.entryAttrs(d)...)
+			c.log.Debug("entry to dead-letter was already settled or claimed elsewhere", c.entryAttrs(d)...)
 			continue
 		}
 		if err != nil {
