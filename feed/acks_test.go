@@ -141,3 +141,80 @@ func TestDeadLetterFailuresLogSampled(t *testing.T) {
 		t.Fatalf("%d pending, want %d", p, n)
 	}
 }
+
+// TestAckedCountsHandledOnRetry: a failed XACK that carried, besides a
+// handled entry, the ids of entries deleted while pending (acked so they
+// never come back, never handled) counts only the handled one in Acked
+// once it is retried. The retry once counted every id it sent.
+func TestAckedCountsHandledOnRetry(t *testing.T) {
+	ctx := context.Background()
+	srv, admin := mustStart(t)
+	// As TestFailedAcksRetried: short timeouts, no retries in go-redis.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	s := stream("acks-trimmed")
+	add(t, admin, s)
+	gone := []string{addRaw(t, admin, s, "id", "x"), addRaw(t, admin, s, "id", "y")}
+	if err := admin.XGroupCreateMkStream(ctx, s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// r1 read all three and died; two of them were deleted since.
+	if err := admin.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "r1", Streams: []string{s, ">"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.XDel(ctx, s, gone...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig(t, rdb, "r1", s)
+	logs := captureLogs(t, &cfg)
+	cfg.MinIdle = 5 * time.Second
+	var paused atomic.Bool
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if paused.CompareAndSwap(false, true) {
+			// The batch's acks (handled and deleted) wait past the
+			// client's timeout.
+			if err := admin.Do(ctx, "client", "pause", 2000, "write").Err(); err != nil {
+				t.Errorf("client pause: %v", err)
+			}
+		}
+		return nil
+	}
+	c := mustOpen(t, cfg)
+	waitFor(t, 15*time.Second, "the acks retried", func() bool {
+		return c.Stats().Acked > 0 && pending(t, admin, s) == 0
+	})
+	if got := logs.count("ack failed; will retry"); got == 0 {
+		t.Fatalf("no ack failed while the server held writes: the retry was not exercised")
+	}
+	if st := c.Stats(); st.Acked != 1 || st.Trimmed != 2 {
+		t.Fatalf("Acked %d, Trimmed %d; want 1 handled and 2 deleted", st.Acked, st.Trimmed)
+	}
+}
+
+// TestAckedCountsWhatXackAcked: Acked counts what XACK replied it
+// acknowledged, not the ids sent. An entry someone else acked meanwhile
+// (here the handler acks it itself, as a peer that claimed it and settled
+// it would) is not counted again by this consumer; it once was.
+func TestAckedCountsWhatXackAcked(t *testing.T) {
+	_, rdb := mustStart(t)
+	s := stream("acks-partial")
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.MinIdle = time.Minute
+	add(t, rdb, s, "verdict", "acked-elsewhere")
+	add(t, rdb, s) // the same batch, the same XACK
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.Payload["verdict"] == "acked-elsewhere" {
+			if err := rdb.XAck(ctx, s, group, m.Position).Err(); err != nil {
+				t.Errorf("xack: %v", err)
+			}
+		}
+		return nil
+	}
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "the batch settled", func() bool {
+		return c.Stats().Acked > 0 && pending(t, rdb, s) == 0
+	})
+	if st := c.Stats(); st.Acked != 1 {
+		t.Fatalf("Acked %d; want 1: XACK acknowledged one of the two", st.Acked)
+	}
+}

@@ -90,7 +90,7 @@ type Consumer struct {
 	hotLook     censusRound         // under way, a pipeline a turn
 	workCensus  censusRound         // under way, after hotLook
 	gatherUntil time.Time           // no blocking read before this (Linger)
-	unacked     map[string][]string // acks that failed, retried each turn
+	unacked     map[string]*unacked // acks that failed, retried each turn
 	loopBackoff backoff.Backoff
 	// The streams set aside this turn, their last error, and whether the
 	// slot map was reloaded for it (setAside, endTurn).
@@ -122,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 		work:        newWorkSet(),
 		sweep:       sweepState{pass: 1},
 		perSlot:     isCluster(cfg.Client),
-		unacked:     map[string][]string{},
+		unacked:     map[string]*unacked{},
 		loopBackoff: backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second},
 		sample:      logsample.New(cfg.LogEvery),
 	}

@@ -93,28 +93,48 @@ func (c *Consumer) queueAcks(ctx context.Context, pipe redis.Pipeliner, s *settl
 	return acks
 }
 
+// unacked is a stream's acks that failed: the positions, and how many of
+// them a handler settled (the others were deleted while pending: acked so
+// that they never come back, but not counted in Acked).
+type unacked struct {
+	ids     []string
+	handled int64
+}
+
 // checkAcks counts the acks that went through and keeps the failed ones
 // for retryAcks. A stream whose node did not answer is set aside; it
 // returns the last connection error of a stream it could not set aside.
+//
+// Acked counts what XACK replied it acknowledged, not the ids sent: an id
+// someone else acked meanwhile (a peer that claimed the entry and settled
+// it) is theirs to count (TestAckedCountsWhatXackAcked).
 func (c *Consumer) checkAcks(acks []ackCmd) error {
 	var connErr error
-	nAcked := 0
+	var nAcked int64
 	for _, a := range acks {
 		err := a.cmd.Err()
 		if err == nil {
 			if a.handled {
-				nAcked += len(a.ids)
+				nAcked += min(a.cmd.Val(), int64(len(a.ids)))
 			}
 			continue
 		}
 		c.fail("ack", err)
 		c.log.Warn("ack failed; will retry", "stream", a.stream, "count", len(a.ids), "err", err)
-		c.unacked[a.stream] = append(c.unacked[a.stream], a.ids...)
+		u := c.unacked[a.stream]
+		if u == nil {
+			u = &unacked{}
+			c.unacked[a.stream] = u
+		}
+		u.ids = append(u.ids, a.ids...)
+		if a.handled {
+			u.handled += int64(len(a.ids))
+		}
 		if !serverError(err) && c.setAsideKey(a.stream, err) != nil {
 			connErr = err
 		}
 	}
-	c.stats.acked.Add(int64(nAcked))
+	c.stats.acked.Add(nAcked)
 	return connErr
 }
 
@@ -174,6 +194,13 @@ func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 // retryAcks re-sends acks that failed (Redis was unreachable); until then
 // the entries are pending and would come back by XAUTOCLAIM. The acks of
 // a stream set aside wait for its retry: the others go now.
+//
+// Once a retry answers, Acked counts the handled entries among its ids,
+// not XACK's reply: the failed attempt may have been applied before its
+// reply was lost (a timeout), and the retry then acknowledges nothing,
+// although these entries were handled and are acked. The deleted
+// entries' ids are never counted; the retry once counted every id it
+// sent (TestAckedCountsHandledOnRetry).
 func (c *Consumer) retryAcks() error {
 	if len(c.unacked) == 0 {
 		return nil
@@ -183,9 +210,9 @@ func (c *Consumer) retryAcks() error {
 	pipe := c.rdb.Pipeline()
 	cmds := map[string]*redis.IntCmd{}
 	now := time.Now()
-	for stream, ids := range c.unacked {
+	for stream, u := range c.unacked {
 		if st := c.streams[stream]; st == nil || !st.down(now) {
-			cmds[stream] = pipe.XAck(ctx, stream, c.cfg.Group, ids...)
+			cmds[stream] = pipe.XAck(ctx, stream, c.cfg.Group, u.ids...)
 		}
 	}
 	if len(cmds) == 0 {
@@ -199,7 +226,7 @@ func (c *Consumer) retryAcks() error {
 		if err == nil || serverError(err) {
 			// A reply error (NOGROUP) means there is nothing left to ack.
 			if err == nil {
-				c.stats.acked.Add(int64(len(c.unacked[stream])))
+				c.stats.acked.Add(c.unacked[stream].handled)
 			}
 			delete(c.unacked, stream)
 			answered = true
