@@ -140,12 +140,14 @@ func (c *Consumer) steps() error {
 	} else {
 		// Found by a later pipeline of a round: claimed now, as the
 		// round's first pipeline is by the claim beat it runs before.
+		var readable []*streamState
 		for _, st := range fresh {
 			if st.readable() {
-				if err := c.claim(st); err != nil || c.stopping() {
-					return err
-				}
+				readable = append(readable, st)
 			}
+		}
+		if err := c.claimStreams(readable); err != nil || c.stopping() {
+			return err
 		}
 	}
 	now = time.Now()

@@ -105,3 +105,56 @@ func reclaimFollowsClaimEvery(t *testing.T, others int) {
 		return true
 	})
 }
+
+// TestClaimSendsXautoclaimOnlyWhereIdle: the claim pass over many streams
+// with entries pending, none of them idle past MinIdle but one (a live
+// peer holds the others), sends XAUTOCLAIM to that one only: which
+// streams have an idle entry is asked in one pipeline (XPENDING IDLE),
+// so the pass costs one round trip for them all (per node on a cluster)
+// and one more per stream that has something to claim. It once sent one
+// XAUTOCLAIM per stream, in a row: a round trip each every ClaimEvery.
+func TestClaimSendsXautoclaimOnlyWhereIdle(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	const n = 200
+	var ss []string
+	pipe := rdb.Pipeline()
+	for i := range n {
+		s := stream(fmt.Sprintf("claimable-%03d", i))
+		ss = append(ss, s)
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: s, Values: []any{"id", minter.Next(time.Now()), "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339)}})
+		pipe.XGroupCreate(ctx, s, group, "0")
+		// A live peer holds it: read just now, far from idle.
+		pipe.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "r2", Streams: []string{s, ">"}})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A dead peer's entry on the last stream: idle for ten minutes.
+	last := ss[n-1]
+	p, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: last, Group: group, Start: "-", End: "+", Count: 1}).Result()
+	if err != nil || len(p) != 1 {
+		t.Fatalf("xpending: %v %v", p, err)
+	}
+	if err := rdb.Do(ctx, "xclaim", last, group, "dead", 0, p[0].ID, "idle", 600000, "justid").Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := commandCalls(t, rdb)["xautoclaim"]
+	cfg := baseConfig(t, rdb, "r1", ss...)
+	cfg.MinIdle = time.Minute
+	var rec recorder
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	waitFor(t, 20*time.Second, "the dead peer's entry claimed and handled", func() bool {
+		return c.Stats().Claimed == 1 && pending(t, rdb, last) == 0
+	})
+	calls := commandCalls(t, rdb)
+	got := calls["xautoclaim"] - before
+	t.Logf("XAUTOCLAIM calls: %d, XPENDING calls: %d, for %d streams", got, calls["xpending"], n)
+	if got > 3 {
+		t.Fatalf("%d XAUTOCLAIM calls for one stream with an idle entry among %d: one per stream, in a row", got, n)
+	}
+	if len(rec.all()) != 1 {
+		t.Fatalf("%d entries handled; want the dead peer's only", len(rec.all()))
+	}
+}
