@@ -361,9 +361,12 @@
     }
 
     function onFrame(ev) {
-      // Any frame proves the connection alive.
+      // Any frame proves the connection alive: one that comes while the
+      // page says "offline" (the browser said its network went, yet the
+      // socket still brings frames) makes it "live" again.
       stopProbe();
       if (!got) opened();
+      else if (conn.dataset.state !== 'live' && !reloading) setState('live');
       var f = null;
       try { f = JSON.parse(ev.data); } catch (e) { /* below */ }
       if (!f || typeof f !== 'object') {
@@ -620,7 +623,12 @@
     // A network that comes back may have left the socket dead without a
     // word (a phone that lost its signal): it is checked as on a wake.
     window.addEventListener('online', wake);
-    window.addEventListener('offline', function () { if (!ws) setState('offline'); });
+    // The browser says its network went: the page says so at once, even
+    // if its socket still reads as open (nothing told either end; the
+    // socket would notice only when a write times out, minutes later).
+    // The socket is kept: a frame it still brings says "live" again, and
+    // the 'online' event checks it.
+    window.addEventListener('offline', function () { if (!reloading) setState('offline'); });
 
     setState('connecting');
     connect();

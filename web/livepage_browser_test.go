@@ -156,6 +156,46 @@ func TestBrowserOnlineResumes(t *testing.T) {
 	b.noProblems()
 }
 
+// The browser says its network went away while the socket still reads
+// as open (nothing has told either end): the page says so at once rather
+// than "live" until the socket notices, which may take minutes. When the
+// network is back and the socket survived the blip, its answer to the
+// page's probe makes the page "live" again; when it did not, the page
+// resumes from its cursor, every line once.
+func TestBrowserOfflineShown(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 6)
+	e.upsert(evs[:2]...)
+	px := mustStartProxy(t, e.srv.Addr())
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(px.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1`))
+
+	// A blip: the socket lives through it.
+	b.offline(true)
+	b.until("offline shown", `navigator.onLine === false && document.querySelector('#conn').dataset.state === 'offline'`)
+	b.offline(false)
+	b.until("live again", `navigator.onLine === true && document.querySelector('#conn').dataset.state === 'live'`)
+	e.upsert(evs[2])
+	b.until("a line on the same socket", fmt.Sprintf(`!!document.getElementById(%q)`, evs[2].EvtID))
+	if e.srv.Stats().Clients != 1 {
+		t.Fatalf("%d sockets, want the one that lived through the blip", e.srv.Stats().Clients)
+	}
+
+	// A longer loss: the socket dies without a word meanwhile.
+	b.offline(true)
+	b.until("offline shown again", `navigator.onLine === false && document.querySelector('#conn').dataset.state === 'offline'`)
+	px.cut()
+	waitFor(t, 5*time.Second, "server to drop the socket", func() bool { return e.srv.Stats().Clients == 0 })
+	e.upsert(evs[3:5]...)
+	b.offline(false)
+	e.upsert(evs[5:]...)
+	b.showsOnce(evs)
+	b.noProblems()
+}
+
 // While the reader is scrolled down into older lines, new lines do not
 // move the view: a pill counts them, and clicking it shows them at the top.
 func TestBrowserPillKeepsView(t *testing.T) {
