@@ -67,6 +67,7 @@
     var held = {};
     var heldN = 0;
     var gap = false;
+    var flushes = 0; // pill clicks, so that a page of older lines asked for before one is let go
 
     function headerBottom() {
       var h = document.querySelector('header.top');
@@ -147,6 +148,7 @@
 
     // flush shows the held lines, replacing the DOM's when they do not join.
     function flush() {
+      flushes++;
       var nodes = held;
       var ids = Object.keys(nodes).sort();
       var replaced = gap;
@@ -200,19 +202,35 @@
     }
     if (older) older.addEventListener('click', loadOlder);
 
-    // loadOlder pages in the lines before the oldest shown. When the list
-    // would pass the cap, the newest lines go (held, for the pill) and the
-    // view is held still against their removal.
     function loadOlder(e) {
       e.preventDefault();
+      pageOlder();
+    }
+
+    // pageOlder pages in the lines before the oldest shown. When the list
+    // would pass the cap, the newest lines go (held, for the pill) and the
+    // view is held still against their removal.
+    function pageOlder() {
       var a = older;
-      if (a.dataset.busy) return;
+      if (!a || a.dataset.busy) return;
       a.dataset.busy = '1';
+      var from = a.dataset.before, asked = flushes, again = false;
       fetch(a.getAttribute('href'), { cache: 'no-store' }).then(function (r) {
         if (!r.ok) throw new Error('status ' + r.status);
         var more = r.headers.get('X-More') === 'true';
         return r.text().then(function (html) { return { html: html, more: more }; });
       }).then(function (res) {
+        // Lines left the list while the page came (a live line at the cap
+        // pushed the oldest out, or the pill replaced the list): the link
+        // moved up to the oldest line still shown, and the page, from below
+        // the lines pushed out, no longer joins the list. Put in, it would
+        // leave them out for good, a gap no paging fills. It is dropped and
+        // asked for again from where the link now pages, unless the reader
+        // went to the newest lines meanwhile (the pill).
+        if (older !== a || a.dataset.before !== from) {
+          again = older === a && asked === flushes;
+          return;
+        }
         var t = document.createElement('template');
         t.innerHTML = res.html;
         var lis = Array.prototype.slice.call(t.content.children);
@@ -248,7 +266,10 @@
         setOlder(last);
       }).catch(function () {
         a.textContent = 'older lines (retry)';
-      }).then(function () { delete a.dataset.busy; });
+      }).then(function () {
+        delete a.dataset.busy;
+        if (again) pageOlder();
+      });
     }
 
     // --- filter: everything, no chat, or guesses and wins -------------------------

@@ -368,6 +368,67 @@ func TestBrowserLateLinesAtTheCap(t *testing.T) {
 	b.noProblems()
 }
 
+// A live line that reaches a full list while a page of "older lines" is
+// on its way pushes the oldest line out, and the link moves up to the
+// oldest line still shown: the page, asked for below the line pushed out,
+// no longer joins the list. Put in, it would leave that line out for good
+// (a gap no paging fills); the page is dropped and asked for again from
+// where the link now pages, so the list stays whole, in EVT id order,
+// without a line twice.
+func TestBrowserLiveLineDuringOlder(t *testing.T) {
+	const cap = 6
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3; c.DOMLines = cap })
+	g := e.gen("g1")
+	evs := g.chats(t, 13)
+	e.upsert(evs[:9]...)
+	b := mustOpenBrowser(t)
+	// Tall enough that the reader stays at the newest: live lines go in.
+	b.do(chromedp.EmulateViewport(800, 1400), chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	for _, ev := range evs[9:12] {
+		e.upsert(ev)
+		b.until("live line", fmt.Sprintf(`!!document.getElementById(%q)`, ev.EvtID))
+	}
+	if got, want := b.eval(domIDs), reverse(evtIDs(evs[6:12])); !eq(got, want) {
+		t.Fatalf("timeline %v, want the list full %v", got, want)
+	}
+	// The first page of older lines is held in the browser until the test
+	// lets it go: the answer is the server's, only later.
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+		const real = window.fetch;
+		window.fetch = function (url, opts) {
+			const p = real(url, opts);
+			if (String(url).indexOf('/older') < 0 || window.__release) return p;
+			return p.then(r => new Promise(res => { window.__release = () => res(r); }));
+		};
+		document.querySelector('#older').click();
+	})()`))
+	b.until("the page of older lines on its way", `!!window.__release`)
+	e.upsert(evs[12])
+	b.until("the live line in, the oldest out", fmt.Sprintf(`!!document.getElementById(%q) && !document.getElementById(%q)`, evs[12].EvtID, evs[6].EvtID))
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__release()`))
+	b.until("older lines", fmt.Sprintf(`!!document.getElementById(%q) && !document.querySelector('#older').dataset.busy`, evs[4].EvtID))
+
+	got := b.eval(domIDs)
+	all := reverse(evtIDs(evs))
+	at := -1
+	for i, id := range all {
+		if len(got) > 0 && id == got[0] {
+			at = i
+		}
+	}
+	if at < 0 || len(got) != cap || at+len(got) > len(all) || !eq(got, all[at:at+len(got)]) {
+		t.Fatalf("timeline %v: want %d lines in a row of %v, no gap, none twice", got, cap, all)
+	}
+	if before := b.eval(`[document.querySelector('#older').dataset.before]`)[0]; before != got[len(got)-1] {
+		t.Fatalf("older lines page before %s, want the oldest shown %s", before, got[len(got)-1])
+	}
+	// Everything pushed out comes back: older lines below, the pill above.
+	pageAllOlder(t, b)
+	b.until("pill", `!document.querySelector('#newer').hidden`)
+	b.noProblems()
+}
+
 // The filter hides chat, or all but guesses and wins, for lines that
 // arrive live too, and the browser remembers it.
 func TestBrowserFilterLive(t *testing.T) {
