@@ -1,6 +1,8 @@
 // codemojex feed: replay a stored game at 1×–50× with play/pause and a
 // position slider. The timeline (EVT id order, oldest first) comes from
-// /games/{game}/timeline.json, a page at a time.
+// /games/{game}/timeline.json, a page at a time; what is committed after
+// (late lines with old EVT ids too) comes from ?since=SEQ, every few
+// seconds while the tab is in sight.
 (function () {
   'use strict';
 
@@ -16,6 +18,11 @@
   var shown = 0; // entries[0:shown] are in the list, newest first
   var playing = false;
   var timer = 0;
+  var since = -1; // seq from which ?since= goes on: every line at or below it is in entries
+  var storeID = ''; // the store those seqs belong to
+  var pollTimer = 0;
+  var polling = false; // a ?since= request is on its way
+  var POLL_MS = 5000;
 
   // A gap of writer time longer than this is shortened: a stalled game must
   // not stall the replay.
@@ -92,11 +99,87 @@
       return r.json();
     }).then(function (page) {
       var got = page && Array.isArray(page.entries) ? page.entries : [];
+      // The first page's seq, read before it: a line committed while the
+      // later pages load (a late one may fall below their cursor) has a
+      // higher one, and comes through ?since=.
+      if (since < 0) {
+        since = Number(page && page.seq) || 0;
+        storeID = (page && page.store) || '';
+      }
       entries = entries.concat(got);
       posText.textContent = 'loading… ' + entries.length;
       if (page && page.next && got.length > 0) return load(page.next);
     });
   }
+
+  // merge puts an entry committed since the load at its place by EVT id,
+  // and into the list when that place is among the lines shown: a late line
+  // (a re-claimed older event) appears where it belongs, without a reload.
+  function merge(e) {
+    if (!e || typeof e.id !== 'string') return;
+    var lo = 0, hi = entries.length;
+    while (lo < hi) {
+      var mid = (lo + hi) >> 1;
+      if (entries[mid].id < e.id) lo = mid + 1; else hi = mid;
+    }
+    if (lo < entries.length && entries[lo].id === e.id) return; // loaded already
+    entries.splice(lo, 0, e);
+    if (lo < shown) {
+      // entries[i] shown is the list's child shown-1-i (newest first).
+      var li = parse(e.html) || document.createElement('li');
+      window.feed.times(li);
+      list.insertBefore(li, list.children[shown - lo] || null);
+      shown++;
+    }
+  }
+
+  function counts() {
+    pos.max = String(entries.length);
+    pos.value = String(shown);
+    posText.textContent = shown + ' / ' + entries.length;
+    root.dataset.pos = String(shown);
+    root.dataset.count = String(entries.length);
+    play.disabled = entries.length === 0;
+  }
+
+  // poll asks for what was committed since the last seq seen. Seqs are one
+  // store's: answered from another (a balancer that moved the page to
+  // another host), they mean nothing here, and the view says the timeline
+  // may have changed instead.
+  function poll() {
+    pollTimer = 0;
+    if (document.hidden) return; // visibilitychange polls again
+    polling = true;
+    var url = root.dataset.timeline + '?since=' + since;
+    fetch(url, { cache: 'no-store' }).then(function (r) {
+      if (!r.ok) throw new Error('status ' + r.status);
+      return r.json();
+    }).then(function (page) {
+      polling = false;
+      if (storeID && page && page.store && page.store !== storeID) {
+        root.dataset.state = 'changed';
+        posText.textContent = 'the timeline changed: reload to see it';
+        return;
+      }
+      var got = page && Array.isArray(page.entries) ? page.entries : [];
+      got.forEach(merge);
+      var n = Number(page && page.seq) || 0;
+      if (n > since) since = n;
+      if (got.length > 0) counts();
+      schedule(got.length > 0 ? 0 : POLL_MS); // a full page may have more behind it
+    }).catch(function () {
+      polling = false;
+      schedule(POLL_MS);
+    });
+  }
+
+  function schedule(ms) {
+    if (!pollTimer && !polling && root.dataset.state === 'ready') pollTimer = setTimeout(poll, ms);
+  }
+
+  document.addEventListener('visibilitychange', function () {
+    if (!document.hidden) schedule(0);
+  });
 
   load('').then(function () {
     pos.max = String(entries.length);
@@ -104,6 +187,7 @@
     play.disabled = entries.length === 0;
     root.dataset.state = 'ready';
     show(0);
+    schedule(0); // what was committed while the pages loaded
   }).catch(function (e) {
     root.dataset.state = 'error';
     posText.textContent = 'could not load the timeline (' + e.message + ')';

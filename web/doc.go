@@ -11,7 +11,7 @@
 //	GET /games/{game}/older?before=EVT   the next lines below EVT as <li> items; header X-More: true|false
 //	GET /games/{game}/live?after=SEQ     websocket (below); optional &store=ID, &last=EVT_ID, &board=1
 //	GET /games/{game}/events?after=SEQ   the same frames as a server-sent event stream (events.go), where websockets are blocked
-//	GET /games/{game}/replay             replay page; its data is /games/{game}/timeline.json?after=EVT, a page at a time
+//	GET /games/{game}/replay             replay page; its data is /games/{game}/timeline.json?after=EVT, a page at a time; then ?since=SEQ, what was committed after
 //	GET /status, /api/status, /metrics   operators; behind Config.AdminToken (open without one on loopback only)
 //	GET /healthz, /readyz                process up; Config.Ready passes (its reason for admins only)
 //	GET /static/NAME.HASH.EXT            embedded assets, cached for a year

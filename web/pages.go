@@ -181,10 +181,18 @@ type TimelineEntry struct {
 
 // TimelinePage is one response of /games/{game}/timeline.json?after=EVT_ID:
 // the entries after the cursor in EVT id order, and the cursor of the next
-// page when there may be more. timelineJSON writes it entry by entry.
+// page when there may be more; or of ?since=SEQ: the game's lines with a
+// higher seq, in seq order (what was committed since, late lines with old
+// EVT ids included). Seq is where a later ?since= goes on from: for an
+// after= page the store's highest seq read before the page (every line at
+// or below it is in this page or a later one), for a since= page the last
+// entry's seq. Store names the store the seqs belong to. timelineJSON
+// writes it entry by entry.
 type TimelinePage struct {
 	Entries []TimelineEntry `json:"entries"`
 	Next    string          `json:"next,omitempty"`
+	Seq     int64           `json:"seq"`
+	Store   string          `json:"store,omitempty"`
 }
 
 // timelineJSON serves the replay data a page at a time: at most
@@ -196,14 +204,41 @@ func (s *Server) timelineJSON(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	after := r.URL.Query().Get("after")
+	q := r.URL.Query()
+	after := q.Get("after")
 	if after != "" && !event.ValidID(after) {
 		http.Error(w, "after: want an EVT id", http.StatusBadRequest)
 		return
 	}
+	since, bySeq := int64(0), q.Has("since")
+	if bySeq {
+		var err error
+		if since, err = strconv.ParseInt(q.Get("since"), 10, 64); err != nil || since < 0 || after != "" {
+			http.Error(w, "since: want a seq, without after", http.StatusBadRequest)
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	lines, err := s.cfg.Store.TimelineAfter(ctx, game, after, s.cfg.TimelineLines)
+	var (
+		lines []store.Line
+		seq   int64
+		err   error
+	)
+	if bySeq {
+		// A replay loaded earlier asks what was committed since: a late
+		// line (an older EVT id, committed after the page that would have
+		// held it was read) reaches it only this way.
+		seq = since
+		lines, err = s.cfg.Store.After(ctx, game, since, s.cfg.TimelineLines)
+	} else {
+		// Read before the page: a line committed after this read has a
+		// higher seq, so the replay that goes on from it with since= misses
+		// none, whichever page its EVT id falls in.
+		if seq, err = s.cfg.Store.MaxSeq(ctx); err == nil {
+			lines, err = s.cfg.Store.TimelineAfter(ctx, game, after, s.cfg.TimelineLines)
+		}
+	}
 	if err != nil {
 		s.fail(w, r, "timeline", err)
 		return
@@ -234,11 +269,21 @@ func (s *Server) timelineJSON(w http.ResponseWriter, r *http.Request) {
 		size += b.Len() - at
 		n++
 		next = l.EvtID
+		if bySeq {
+			seq = l.Seq
+		}
 	}
 	b.WriteByte(']')
-	if n < len(lines) || len(lines) == s.cfg.TimelineLines {
+	if !bySeq && (n < len(lines) || len(lines) == s.cfg.TimelineLines) {
 		b.WriteString(`,"next":`)
 		enc.Encode(next) // an EVT id: nothing to escape, no error
+		b.Truncate(b.Len() - 1)
+	}
+	b.WriteString(`,"seq":`)
+	b.WriteString(strconv.FormatInt(seq, 10))
+	if s.cfg.StoreID != "" {
+		b.WriteString(`,"store":`)
+		enc.Encode(s.cfg.StoreID)
 		b.Truncate(b.Len() - 1)
 	}
 	b.WriteString("}\n")

@@ -355,6 +355,54 @@ func TestReplay(t *testing.T) {
 	}
 }
 
+// TestTimelineSince: a replay goes on from the seq its first page gives
+// with ?since=SEQ, which brings what was committed after, late lines with
+// old EVT ids included, in seq order: the only way a replay loaded before
+// them gets them.
+func TestTimelineSince(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.StoreID = "host-a" })
+	evs := e.gen("g1").chats(t, 4)
+	e.upsert(evs[0], evs[2])
+	first := timelinePage(t, e, "/games/g1/timeline.json")
+	max, err := e.db.MaxSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Seq != max || len(first.Entries) != 2 {
+		t.Fatalf("first page: seq %d with %d entries, want the store's %d and 2", first.Seq, len(first.Entries), max)
+	}
+	seqs := e.upsert(evs[1], evs[3]) // evs[1] is late: below every page read
+	p := timelinePage(t, e, fmt.Sprintf("/games/g1/timeline.json?since=%d", first.Seq))
+	var got []string
+	for _, x := range p.Entries {
+		got = append(got, x.ID)
+	}
+	if want := evtIDs(evs[1:2:2]); len(got) != 2 || got[0] != want[0] || got[1] != evs[3].EvtID || p.Seq != seqs[1] || p.Next != "" {
+		t.Fatalf("since %d: %v seq %d next %q, want [%s %s] in seq order, seq %d, no next", first.Seq, got, p.Seq, p.Next, evs[1].EvtID, evs[3].EvtID, seqs[1])
+	}
+	if p.Store != "host-a" || first.Store != "host-a" {
+		t.Fatalf("store %q, first page's %q", p.Store, first.Store)
+	}
+	if p := timelinePage(t, e, fmt.Sprintf("/games/g1/timeline.json?since=%d", seqs[1])); len(p.Entries) != 0 || p.Seq != seqs[1] {
+		t.Fatalf("nothing since: %d entries, seq %d", len(p.Entries), p.Seq)
+	}
+	for _, q := range []string{"since=x", "since=-1", "since=1&after=" + evs[0].EvtID} {
+		if resp, _ := e.get("/games/g1/timeline.json?" + q); resp.StatusCode != 400 {
+			t.Errorf("%s: %d, want 400", q, resp.StatusCode)
+		}
+	}
+}
+
+func timelinePage(tb testing.TB, e *env, path string) web.TimelinePage {
+	tb.Helper()
+	resp, body := e.get(path)
+	var p web.TimelinePage
+	if err := json.Unmarshal([]byte(body), &p); err != nil || resp.StatusCode != 200 {
+		tb.Fatalf("%s: %d %v %s", path, resp.StatusCode, err, body)
+	}
+	return p
+}
+
 func TestMetrics(t *testing.T) {
 	e := MustOpenEnv(t, nil)
 	w := e.dial("g1", 0)

@@ -1,0 +1,61 @@
+package web_test
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/codemojex/feed/web"
+)
+
+// A replay has a line that lands late (a re-claimed older event: an old
+// EVT id, a new seq) without a reload, at its place by EVT id: one
+// committed below the cursor while the replay pages through the timeline,
+// and one committed after it loaded, while its lines are on screen.
+func TestBrowserReplayLateLine(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.TimelineLines = 1 }) // a page per line
+	evs := e.gen("g1").chats(t, 6)
+	e.upsert(evs[0], evs[2], evs[4], evs[5])
+	b := mustOpenBrowser(t)
+	// The page after evs[2] is asked for only when the test lets it: a late
+	// line committed meanwhile sits below the cursor of every page left.
+	holdFetch(t, b, "after="+evs[2].EvtID)
+	b.do(chromedp.Navigate(e.url("/games/g1/replay")))
+	b.until("the page after evs[2] asked for", `!!window.__release`)
+	e.upsert(evs[1])
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__release()`))
+	b.until("loaded with the line committed while paging", `document.querySelector('#replay').dataset.state === 'ready' && document.querySelector('#pos').max === '5'`)
+
+	// Every line on screen, then one more lands late among them.
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => { const p = document.getElementById('pos'); p.value = p.max; p.dispatchEvent(new Event('input')); })()`))
+	b.until("every line shown", `document.querySelectorAll('#timeline > li').length === 5`)
+	e.upsert(evs[3])
+	b.until("the late line", fmt.Sprintf(`!!document.getElementById(%q)`, evs[3].EvtID))
+	if got, want := b.eval(`Array.from(document.querySelectorAll('#timeline > li')).map(l => l.id)`), reverse(evtIDs(evs)); !eq(got, want) {
+		t.Fatalf("replay shows %v, want %v", got, want)
+	}
+	if got := b.eval(`[document.getElementById('postext').textContent, document.getElementById('pos').max]`); got[0] != "6 / 6" || got[1] != "6" {
+		t.Fatalf("position %q, max %q, want 6 / 6", got[0], got[1])
+	}
+	b.noProblems()
+}
+
+// holdFetch makes the next documents' first fetch whose URL contains part
+// wait, before it is sent, until the page calls window.__release(): the
+// request then goes to the server as it would have.
+func holdFetch(tb testing.TB, b *browser, part string) {
+	tb.Helper()
+	js := `(() => {
+		const real = window.fetch, part = ` + strconv.Quote(part) + `;
+		window.fetch = function (url, opts) {
+			if (String(url).indexOf(part) < 0 || window.__release) return real(url, opts);
+			return new Promise(res => { window.__release = res; }).then(() => real(url, opts));
+		};
+	})()`
+	if _, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: js}); err != nil {
+		tb.Fatal(err)
+	}
+}
