@@ -429,6 +429,53 @@ func TestBrowserLiveLineDuringOlder(t *testing.T) {
 	b.noProblems()
 }
 
+// The pill clicked while a page of "older lines" is on its way puts the
+// held newest lines back, pushing the oldest out: the page no longer joins
+// the list and is dropped, and not asked for again, since the reader went
+// to the newest lines; the list stays whole and the link pages from its
+// oldest line.
+func TestBrowserPillDuringOlder(t *testing.T) {
+	const cap = 6
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3; c.DOMLines = cap })
+	g := e.gen("g1")
+	evs := g.chats(t, 12)
+	e.upsert(evs...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.EmulateViewport(800, 1400), chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	// Two pages of older lines: the second pushes the newest three out,
+	// behind the pill.
+	for _, want := range []int{6, 3} {
+		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#older').click()`))
+		b.until("older lines", fmt.Sprintf(`!!document.getElementById(%q) && !document.querySelector('#older').dataset.busy`, evs[want].EvtID))
+	}
+	b.until("pill", `!document.querySelector('#newer').hidden`)
+	if got, want := b.eval(domIDs), reverse(evtIDs(evs[3:9])); !eq(got, want) {
+		t.Fatalf("timeline %v, want %v", got, want)
+	}
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+		const real = window.fetch;
+		window.fetch = function (url, opts) {
+			const p = real(url, opts);
+			if (String(url).indexOf('/older') < 0 || window.__release) return p;
+			return p.then(r => new Promise(res => { window.__release = () => res(r); }));
+		};
+		document.querySelector('#older').click();
+	})()`))
+	b.until("the page of older lines on its way", `!!window.__release`)
+	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#newer').click()`))
+	b.until("the newest lines back", fmt.Sprintf(`!!document.getElementById(%q)`, evs[11].EvtID))
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__release()`))
+	b.until("the page handled", `!document.querySelector('#older').dataset.busy`)
+	if got, want := b.eval(domIDs), reverse(evtIDs(evs[6:])); !eq(got, want) {
+		t.Fatalf("timeline %v, want the newest %d in a row %v", got, cap, want)
+	}
+	if before := b.eval(`[document.querySelector('#older').dataset.before]`)[0]; before != evs[6].EvtID {
+		t.Fatalf("older lines page before %s, want the oldest shown %s", before, evs[6].EvtID)
+	}
+	b.noProblems()
+}
+
 // The filter hides chat, or all but guesses and wins, for lines that
 // arrive live too, and the browser remembers it.
 func TestBrowserFilterLive(t *testing.T) {
