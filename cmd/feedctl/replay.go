@@ -37,8 +37,14 @@ func (g *global) replay(ctx context.Context, args []string, t terminal, stdout i
 	if err := c.confirm(t, what); err != nil {
 		return err
 	}
-	// ENTRIESREAD 0 keeps the group's lag exact after the rewind.
-	if err := g.rdb.Do(ctx, "XGROUP", "SETID", key, g.group, "0", "ENTRIESREAD", "0").Err(); err != nil {
+	// No ENTRIESREAD: the server then counts the group's reads from the
+	// stream's first retained entry, so its lag is the retained length and
+	// comes back to 0 once they are read. ENTRIESREAD 0 counted the entries
+	// a writer had trimmed (MAXLEN) as unread for good: the lag stayed at
+	// that number after the re-delivery, in status and in the renderers'
+	// census, which then marked the game due at every beat
+	// (TestReplayTrimmedLagSettles).
+	if err := g.rdb.Do(ctx, "XGROUP", "SETID", key, g.group, "0").Err(); err != nil {
 		return fmt.Errorf("replay %s: %w", game, err)
 	}
 	// Renderers read a quiet game when its registry score moves, and a

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
@@ -95,4 +97,86 @@ func TestReplayWakesRenderers(t *testing.T) {
 		t.Fatalf("replay: %v\n%s%s", err, out, errOut)
 	}
 	wait.For(t, 5*time.Second, "the pruned game's replay handled", count(ids, 3))
+}
+
+// TestReplayTrimmedLagSettles: a replay of a stream the writer trimmed
+// (MAXLEN) must leave the group's lag at 0 once every retained entry is
+// handled again. The rewind said ENTRIESREAD 0, which counts the trimmed
+// entries as still to be read: after the re-delivery the group's lag
+// stayed at the number trimmed for good, so feedctl status and the lag
+// gauge reported a backlog that did not exist, and the renderers' census
+// marked the game due for a read at every beat.
+func TestReplayTrimmedLagSettles(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "trimmed-1"
+	key := event.StreamKey(game)
+	var (
+		mu      sync.Mutex
+		handled = map[string]int{}
+	)
+	ids, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, gamesim.Play(game, 1, 10)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := feed.Open(ctx, feed.Config{
+		Client: rdb, Group: "feed", Consumer: "r1", Registry: event.RegistryKey,
+		WakeEvery: 50 * time.Millisecond, CensusEvery: 100 * time.Millisecond,
+		Handler: func(_ context.Context, m feed.Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			handled[m.ID]++
+			return nil
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	count := func(ids []string, n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				if handled[id] != n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	wait.For(t, 10*time.Second, "every entry handled once", count(ids, 1))
+	const keep = 4
+	if err := rdb.XTrimMaxLen(ctx, key, keep).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, err := runCtl(t, s.Addr, "replay", "-game", game, "-yes"); err != nil {
+		t.Fatalf("replay: %v\n%s%s", err, out, errOut)
+	}
+	wait.For(t, 10*time.Second, "the retained entries handled again", count(ids[len(ids)-keep:], 2))
+	var g redis.XInfoGroup
+	wait.For(t, 10*time.Second, "the group past the stream's last entry, nothing pending", func() bool {
+		gs, err := rdb.XInfoGroups(ctx, key).Result()
+		if err != nil || len(gs) != 1 {
+			return false
+		}
+		g = gs[0]
+		return g.Pending == 0 && g.LastDeliveredID == lastPos(t, rdb, key)
+	})
+	if g.Lag != 0 {
+		t.Fatalf("after the replay was handled, group lag %d (entries-read %d), want 0: the %d trimmed entries counted as unread",
+			g.Lag, g.EntriesRead, len(ids)-keep)
+	}
+}
+
+// lastPos is the stream's last entry's position.
+func lastPos(t *testing.T, rdb redis.UniversalClient, key string) string {
+	t.Helper()
+	xs, err := rdb.XRevRangeN(context.Background(), key, "+", "-", 1).Result()
+	if err != nil || len(xs) != 1 {
+		t.Fatalf("last entry of %s: %v %v", key, xs, err)
+	}
+	return xs[0].ID
 }
