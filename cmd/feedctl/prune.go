@@ -15,6 +15,7 @@ import (
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/untrusted"
 	"github.com/codemojex/feed/store"
 )
 
@@ -216,7 +217,12 @@ func (g *global) endedOnStream(ctx context.Context, game string) (bool, error) {
 }
 
 // unhandled says why the group has not finished a game's stream ("" when
-// it has, or when the stream or the group is gone). It compares the
+// it has, or when the stream is gone, or has no group at all: nothing
+// consumes it). A stream read by other groups but not by this one is kept:
+// the renderers run one of those (a -group left out or mistyped), whose
+// pending and unread entries this check cannot see; taking that for done
+// deleted such streams under -streams (TestPruneKeepsGameWithoutTheGroup).
+// It compares the
 // group's last-delivered id with the stream's last id rather than trusting
 // XINFO's lag, which a failover or a slot migration can leave wrong.
 func (g *global) unhandled(ctx context.Context, game string) (string, error) {
@@ -228,10 +234,12 @@ func (g *global) unhandled(ctx context.Context, game string) (string, error) {
 		}
 		return "", fmt.Errorf("prune: %s: %w", game, err)
 	}
+	found := false
 	for _, gr := range groups {
 		if gr.Name != g.group {
 			continue
 		}
+		found = true
 		if gr.Pending > 0 {
 			return fmt.Sprintf("group %s has %d pending entries", g.group, gr.Pending), nil
 		}
@@ -242,6 +250,14 @@ func (g *global) unhandled(ctx context.Context, game string) (string, error) {
 		if event.ComparePos(gr.LastDeliveredID, info.LastGeneratedID) < 0 {
 			return fmt.Sprintf("group %s has not read up to %s", g.group, info.LastGeneratedID), nil
 		}
+	}
+	if !found && len(groups) > 0 {
+		names := make([]string, len(groups))
+		for i, gr := range groups {
+			names[i] = gr.Name
+		}
+		return fmt.Sprintf("no group %s on its stream (groups: %s); the renderers' -group?",
+			untrusted.Escape(g.group), untrusted.Escape(strings.Join(names, ", "))), nil
 	}
 	return "", nil
 }

@@ -144,3 +144,58 @@ func TestPrunePlanShowsStoreLines(t *testing.T) {
 		t.Fatalf("after prune, the store holds %d lines of %s", n, game)
 	}
 }
+
+// TestPruneKeepsGameWithoutTheGroup: prune keeps a game while the group it
+// is given has not handled the game's stream; a stream on which that group
+// does not exist has not been handled by it either. Here the renderers run
+// as group host-a and hold an entry of an ended game pending, and the
+// operator runs prune without -group (so "feed"): the check found no group
+// "feed", took the game for handled, and -streams deleted its stream with
+// the pending entry.
+func TestPruneKeepsGameWithoutTheGroup(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "old-1"
+	key := event.StreamKey(game)
+	evs := gamesim.Play(game, 1, 400)
+	end := -1
+	for i, e := range evs {
+		if e.Kind == event.KindGameOver {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		t.Fatal("no game_over")
+	}
+	if _, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, evs[:end+1]...); err != nil {
+		t.Fatal(err)
+	}
+	// Group host-a read the stream and handled none of it yet.
+	if err := rdb.XGroupCreate(ctx, key, "host-a", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "host-a", Consumer: "r1", Streams: []string{key, ">"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old := float64(time.Now().Add(-48 * time.Hour).UnixMilli())
+	if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: old, Member: game}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-streams", "-yes")
+	if err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	if n, err := rdb.Exists(ctx, key).Result(); err != nil || n != 1 {
+		t.Fatalf("prune without group host-a's name deleted %s, whose entries host-a holds pending (exists %d, %v):\n%s", key, n, err, out)
+	}
+	if !strings.Contains(out, "keep   "+game) {
+		t.Fatalf("prune does not say it keeps %s:\n%s", game, out)
+	}
+	// With the group's name it is kept for what that group still holds.
+	out, errOut, err = runCtl(t, s.Addr, "-group", "host-a", "prune", "-older-than", "24h", "-streams", "-yes")
+	if err != nil || !strings.Contains(out, "pending entries") {
+		t.Fatalf("prune -group host-a: %v\n%s%s", err, out, errOut)
+	}
+}
