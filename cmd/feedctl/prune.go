@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -168,6 +169,28 @@ func (g *global) prunePlan(ctx context.Context, db *store.DB, cut time.Time) ([]
 	for name, gm := range stored {
 		add(name).lines = gm.Events
 	}
+	// The store's own candidates are for games another host's prune took
+	// out of the registry. One the registry scores after the cut got an
+	// event since (one the store did not take: dead-lettered, say) and is
+	// live: it stays, here and in its streams (TestPruneKeepsStoreGameBackInRegistry).
+	var unregistered []string
+	for _, game := range order {
+		if !byGame[game].registered {
+			unregistered = append(unregistered, game)
+		}
+	}
+	for names := range slices.Chunk(unregistered, 1000) {
+		scores, err := g.rdb.ZMScore(ctx, event.RegistryKey, names...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("prune: games registry: %w", err)
+		}
+		for i, game := range names {
+			if ms := scores[i]; ms > float64(cut.UnixMilli()) { // 0: not registered
+				byGame[game].skip = fmt.Sprintf("ended in the store, but its last event in the registry is at %s, after the cut",
+					time.UnixMilli(int64(ms)).UTC().Format(time.RFC3339))
+			}
+		}
+	}
 	// A registered candidate is removed from the store too, whatever the
 	// store says of it (a new match begun after the game_over, a game_over
 	// the store never took): the plan must show its lines, or -dry-run and
@@ -191,6 +214,10 @@ func (g *global) prunePlan(ctx context.Context, db *store.DB, cut time.Time) ([]
 	out := make([]pruneCandidate, 0, len(order))
 	for _, game := range order {
 		c := byGame[game]
+		if c.skip != "" {
+			out = append(out, *c)
+			continue
+		}
 		if why, err := g.unhandled(ctx, game); err != nil {
 			return nil, err
 		} else if why != "" {
@@ -265,6 +292,18 @@ func (g *global) unhandled(ctx context.Context, game string) (string, error) {
 // pruneGame removes one game; false when the registry says it came back to
 // life since the plan.
 func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, cut time.Time, streams bool) (bool, error) {
+	if !c.registered {
+		// A store candidate: the registry did not hold it past the cut at
+		// the plan; one that got an event since is live again.
+		s, err := g.rdb.ZScore(ctx, event.RegistryKey, c.game).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			return false, fmt.Errorf("registry: %w", err)
+		case s > float64(cut.UnixMilli()):
+			return false, nil
+		}
+	}
 	if c.registered {
 		n, err := zremIfOld.Run(ctx, g.rdb, []string{event.RegistryKey}, c.game, cut.UnixMilli()).Int()
 		if err != nil {

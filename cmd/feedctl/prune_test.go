@@ -199,3 +199,85 @@ func TestPruneKeepsGameWithoutTheGroup(t *testing.T) {
 		t.Fatalf("prune -group host-a: %v\n%s%s", err, out, errOut)
 	}
 }
+
+// TestPruneKeepsStoreGameBackInRegistry: a game the store has ended before
+// the cut, but which the registry scores after it (an event came since; here
+// a malformed one the renderer dead-lettered, so the store did not move), is
+// live by the registry's word and is kept. The store's candidates were
+// meant for games another host's prune already took out of the registry,
+// but the plan never looked at the registry for them: the run deleted the
+// game's lines and, with -streams, its stream and the new dead letter, and
+// left the game registered with no stream.
+func TestPruneKeepsStoreGameBackInRegistry(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "old-1"
+	key := event.StreamKey(game)
+	evs := gamesim.Play(game, 1, 400)
+	end := -1
+	for i, e := range evs {
+		if e.Kind == event.KindGameOver {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		t.Fatal("no game_over")
+	}
+	then := time.Now().Add(-48 * time.Hour)
+	m := event.NewMinter(1)
+	items := make([]gamesim.Item, end+1)
+	for i, e := range evs[:end+1] {
+		items[i] = gamesim.Item{Game: game, ID: m.Next(then), Event: e}
+	}
+	if err := gamesim.AppendItems(ctx, rdb, then, items...); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "feed.db")
+	if out, errOut, err := runCtl(t, s.Addr, "rebuild", "-db", path); err != nil {
+		t.Fatalf("rebuild: %v\n%s%s", err, out, errOut)
+	}
+	// Today, a malformed entry (no id), scored as a writer does.
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"kind", "chat", "player", "ada", "text", "gg"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAddGT(ctx, event.RegistryKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: game}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The group handles the stream: every entry acked, the new one dead-lettered.
+	c, err := feed.Open(ctx, feed.Config{
+		Client: rdb, Group: "feed", Consumer: "r1",
+		Streams: func(context.Context) ([]string, error) { return []string{key}, nil },
+		Handler: func(context.Context, feed.Message) error { return nil },
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 10*time.Second, "the stream handled, the new entry dead-lettered", func() bool {
+		st := c.Stats()
+		return st.Acked == int64(end+1) && st.Dead == 1
+	})
+	c.Close()
+	out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-streams", "-yes")
+	if err != nil {
+		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+	}
+	for _, k := range []string{key, event.DeadKey(game)} {
+		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 1 {
+			t.Errorf("prune deleted %s of a game the registry scores today (exists %d, %v)", k, n, err)
+		}
+	}
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if g, err := db.Game(ctx, game); err != nil || g.Events != int64(end+1) {
+		t.Errorf("store after prune: %+v, %v; want its %d lines", g, err, end+1)
+	}
+	if !strings.Contains(out, "keep   "+game) {
+		t.Errorf("prune does not say it keeps %s:\n%s", game, out)
+	}
+}
