@@ -108,6 +108,10 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 	var removed int
 	for _, c := range todo {
 		ok, err := g.pruneGame(ctx, db, c, cut, streams)
+		if errors.Is(err, errLateEvent) {
+			fmt.Fprintf(stdout, "late   %s: %v\n", c.game, err)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("prune %s: %w", c.game, err)
 		}
@@ -290,38 +294,27 @@ func (g *global) unhandled(ctx context.Context, game string) (string, error) {
 }
 
 // pruneGame removes one game; false when the registry says it came back to
-// life since the plan.
+// life since the plan. The registry goes last: it is what the plan reads, so
+// a run that fails or is stopped before the end (Redis refusing or lost, a
+// Ctrl-C) leaves the game registered, and the next run finds it and
+// finishes. Taking it out first left the streams of a run that failed at
+// their DEL for good: no later plan saw the game (TestPruneStreamsRerunAfterFailure).
 func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, cut time.Time, streams bool) (bool, error) {
-	if !c.registered {
-		// A store candidate: the registry did not hold it past the cut at
-		// the plan; one that got an event since is live again.
+	// A game scored after the cut got an event since the plan (or, for a
+	// store candidate, since it ended in the store) and is live again.
+	// Absent is fine: a store candidate, or another prune took it out.
+	live := func() (bool, error) {
 		s, err := g.rdb.ZScore(ctx, event.RegistryKey, c.game).Result()
 		switch {
 		case errors.Is(err, redis.Nil):
+			return false, nil
 		case err != nil:
 			return false, fmt.Errorf("registry: %w", err)
-		case s > float64(cut.UnixMilli()):
-			return false, nil
 		}
+		return s > float64(cut.UnixMilli()), nil
 	}
-	if c.registered {
-		n, err := zremIfOld.Run(ctx, g.rdb, []string{event.RegistryKey}, c.game, cut.UnixMilli()).Int()
-		if err != nil {
-			return false, fmt.Errorf("registry: %w", err)
-		}
-		if n == 0 {
-			// Not removed: the game came back to life, or it was already
-			// gone from the registry (another prune). Only the second may
-			// go on to delete; a failed look must not pass for it.
-			s, err := g.rdb.ZScore(ctx, event.RegistryKey, c.game).Result()
-			switch {
-			case errors.Is(err, redis.Nil):
-			case err != nil:
-				return false, fmt.Errorf("registry: %w", err)
-			case s > float64(cut.UnixMilli()):
-				return false, nil
-			}
-		}
+	if l, err := live(); err != nil || l {
+		return false, err
 	}
 	if db != nil {
 		if _, err := db.DeleteGame(ctx, c.game); err != nil {
@@ -337,5 +330,26 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 			return false, fmt.Errorf("delete streams: %w", err)
 		}
 	}
+	if c.registered {
+		// Only while its score is still old: a writer that appended since
+		// the look above keeps it registered (its entry is in the stream
+		// unless it landed before the DEL: the window the registry and the
+		// stream, in two slots, cannot close).
+		n, err := zremIfOld.Run(ctx, g.rdb, []string{event.RegistryKey}, c.game, cut.UnixMilli()).Int()
+		if err != nil {
+			return false, fmt.Errorf("registry: %w", err)
+		}
+		if n == 0 {
+			if l, err := live(); err != nil {
+				return false, err
+			} else if l {
+				return true, errLateEvent
+			}
+		}
+	}
 	return true, nil
 }
+
+// errLateEvent: a game got an event while it was being pruned, after its
+// lines (and streams) were deleted; it stays registered.
+var errLateEvent = errors.New("an event arrived while it was being removed: it stays in the registry, its deleted lines and streams do not come back")

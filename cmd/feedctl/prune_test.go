@@ -281,3 +281,44 @@ func TestPruneKeepsStoreGameBackInRegistry(t *testing.T) {
 		t.Errorf("prune does not say it keeps %s:\n%s", game, out)
 	}
 }
+
+// TestPruneStreamsRerunAfterFailure: a prune -streams that fails half-way
+// (here Redis refuses its DEL: an ACL, standing for a connection lost or a
+// Ctrl-C at that moment) must leave the game where a second run finds it.
+// It took the game out of the registry first, and the registry is what the
+// plan reads: the run after found nothing to remove, said so, and the
+// game's streams stayed in Redis for good.
+func TestPruneStreamsRerunAfterFailure(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "old-1"
+	key := event.StreamKey(game)
+	at := time.Now().UTC().Format(time.RFC3339)
+	vals := []any{"id", event.NewMinter(1).Next(time.Now()), "kind", event.KindGameOver, "at", at, "winner", "ada"}
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: vals}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old := float64(time.Now().Add(-48 * time.Hour).UnixMilli())
+	if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: old, Member: game}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(ctx, "ACL", "SETUSER", "nodel", "on", ">pw", "~*", "&*", "+@all", "-del").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	err := Run(ctx, []string{"-redis", "redis://nodel:pw@" + s.Addr, "prune", "-older-than", "24h", "-streams", "-yes"},
+		strings.NewReader(""), &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "delete streams") {
+		t.Fatalf("prune without DEL: err %v, want the DEL refused\n%s%s", err, out.String(), errb.String())
+	}
+	o, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-streams", "-yes")
+	if err != nil {
+		t.Fatalf("prune again: %v\n%s%s", err, o, errOut)
+	}
+	for _, k := range []string{event.RegistryKey, key} {
+		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
+			t.Errorf("after a failed prune -streams and a second one, %s: exists %d, %v\n%s", k, n, err, o)
+		}
+	}
+}
