@@ -63,10 +63,24 @@ func (g *global) games(ctx context.Context) ([]string, error) {
 	return registry.Games(ctx, g.rdb)
 }
 
+// parseFlags parses a command's flags with fs. The commands take no other
+// argument, and the flag package stops at the first one that is not a
+// flag: what followed it, a -dry-run say, was dropped unread, and "prune
+// -older-than D -yes X -dry-run" pruned for real (TestStrayArgumentRefused).
+func parseFlags(fs *flagenv.Set, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q (and what follows it): flags only", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
 // gameArg parses a command's flags with fs and checks that the -game flag
 // (required), stored in *p, names a valid game.
 func gameArg(fs *flagenv.Set, args []string, p *string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if !event.ValidGame(*p) {

@@ -57,7 +57,7 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 	fs.StringVar(&dbPath, "db", "", "this host's store to prune too (optional)")
 	fs.BoolVar(&streams, "streams", false, "delete the games' event and dead-letter streams too (no replay or rebuild of them afterwards)")
 	ask.flags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if olderThan <= 0 {

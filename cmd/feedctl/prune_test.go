@@ -322,3 +322,48 @@ func TestPruneStreamsRerunAfterFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestStrayArgumentRefused: a command's flags end at its first argument
+// that is not a flag, and feedctl's commands take no such argument, so
+// everything after one was dropped unread: "prune -older-than 24h -yes
+// old-1 -dry-run" pruned for real, its -dry-run never seen, and "dead drop
+// -id A B" dropped A alone without a word about B. A stray argument is
+// refused before anything is done.
+func TestStrayArgumentRefused(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "old-1"
+	key := event.StreamKey(game)
+	at := time.Now().UTC().Format(time.RFC3339)
+	vals := []any{"id", event.NewMinter(1).Next(time.Now()), "kind", event.KindGameOver, "at", at, "winner", "ada"}
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: vals}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old := float64(time.Now().Add(-48 * time.Hour).UnixMilli())
+	if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: old, Member: game}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"prune", "-older-than", "24h", "-streams", "-yes", game, "-dry-run"},
+		{"replay", "-game", game, "-yes", "now", "-dry-run"},
+		{"rebuild", "-db", filepath.Join(t.TempDir(), "x.db"), "stray"},
+		{"status", "stray"},
+		{"dead", "list", "-game", game, "stray"},
+		{"dead", "drop", "-game", game, "-id", "1-0", "2-0"},
+	} {
+		out, errOut, err := runCtl(t, s.Addr, args...)
+		if err == nil || !strings.Contains(err.Error(), "unexpected argument") {
+			t.Errorf("%q: err %v, want a stray argument refused\n%s%s", args, err, out, errOut)
+		}
+	}
+	for _, k := range []string{event.RegistryKey, key} {
+		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 1 {
+			t.Errorf("%s: exists %d, %v: a command with a stray argument acted", k, n, err)
+		}
+	}
+	gs, err := rdb.XInfoGroups(ctx, key).Result()
+	if err != nil || len(gs) != 0 {
+		t.Errorf("groups on %s: %+v, %v: replay with a stray argument acted", key, gs, err)
+	}
+}

@@ -32,7 +32,7 @@ func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout,
 	fs.SetOutput(stderr)
 	fs.StringVar(&path, "db", "", "SQLite file to build (created when missing)")
 	c.flags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if path == "" {

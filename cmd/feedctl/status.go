@@ -27,7 +27,7 @@ func (g *global) status(ctx context.Context, args []string, stdout, stderr io.Wr
 	var all bool
 	fs.Int64Var(&recent, "recent", 200, "show the games with the most recent events, this many")
 	fs.BoolVar(&all, "all", false, "inspect every registered game (costly on a large registry)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if recent < 1 {
