@@ -51,7 +51,7 @@ func (s *Server) clientIP(r *http.Request) netip.Addr {
 	for i := len(hops) - 1; i >= 0; i-- {
 		parts := strings.Split(hops[i], ",")
 		for j := len(parts) - 1; j >= 0; j-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(parts[j]))
+			a, err := hopAddr(parts[j])
 			if err != nil {
 				// A garbled hop: what lies left of it cannot be trusted
 				// either, so the last proxy stands for the client.
@@ -65,6 +65,29 @@ func (s *Server) clientIP(r *http.Request) netip.Addr {
 		}
 	}
 	return peer
+}
+
+// hopAddr parses one X-Forwarded-For entry: an address, or an address with
+// its port ("203.0.113.5:51234", "[2001:db8::1]:443") or an IPv6 address in
+// brackets, as some proxies (Azure's, IIS's ARR) write them. Read as plain
+// addresses only, such hops were garbled, and every client behind those
+// proxies shared the proxy's limits.
+func hopAddr(hop string) (netip.Addr, error) {
+	hop = strings.TrimSpace(hop)
+	if a, err := netip.ParseAddr(hop); err == nil {
+		return a, nil
+	}
+	if ap, err := netip.ParseAddrPort(hop); err == nil {
+		return ap.Addr(), nil
+	}
+	if v6, ok := strings.CutPrefix(hop, "["); ok {
+		if v6, ok = strings.CutSuffix(v6, "]"); ok {
+			if a, err := netip.ParseAddr(v6); err == nil && a.Is6() {
+				return a, nil
+			}
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("web: forwarded hop %q is no address", hop)
 }
 
 func (s *Server) trusted(a netip.Addr) bool {

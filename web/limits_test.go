@@ -121,7 +121,8 @@ func TestGlobalCapExact(t *testing.T) {
 }
 
 // TestClientKey: X-Forwarded-For is believed only from trusted proxies,
-// read from the right; IPv6 clients are counted per /64.
+// read from the right, its hops with or without a port; IPv6 clients are
+// counted per /64.
 func TestClientKey(t *testing.T) {
 	proxies, err := web.ParsePrefixes("10.0.0.0/8, 192.0.2.7")
 	if err != nil {
@@ -144,6 +145,15 @@ func TestClientKey(t *testing.T) {
 		{"chain of trusted proxies", trusting, "10.1.2.3:5000", []string{"203.0.113.5, 10.9.9.9", "10.8.8.8"}, "203.0.113.5"},
 		{"garbage hop: the proxy stands for the client", trusting, "10.1.2.3:5000", []string{"203.0.113.5, nonsense"}, "10.1.2.3"},
 		{"trusted proxy without header", trusting, "10.1.2.3:5000", nil, "10.1.2.3"},
+		// Some proxies (Azure's, IIS's ARR) write each hop with its port.
+		{"hop with a port", trusting, "10.1.2.3:5000", []string{"203.0.113.5:51234"}, "203.0.113.5"},
+		{"trusted hop with a port", trusting, "10.1.2.3:5000", []string{"203.0.113.5:51234, 10.9.9.9:443"}, "203.0.113.5"},
+		{"IPv6 hop with a port", trusting, "10.1.2.3:5000", []string{"[2001:db8:1:2::9]:80"}, "2001:db8:1:2::/64"},
+		{"IPv6 hop in brackets", trusting, "10.1.2.3:5000", []string{"[2001:db8:1:2::9]"}, "2001:db8:1:2::/64"},
+		{"loopback IPv6 hop with a port", trusting, "10.1.2.3:5000", []string{"[::1]:80"}, "::/64"},
+		{"bare IPv6 hop", trusting, "10.1.2.3:5000", []string{"2001:db8:1:2::9"}, "2001:db8:1:2::/64"},
+		{"garbled hop with a port: the proxy stands for the client", trusting, "10.1.2.3:5000", []string{"203.0.113.5, nonsense:80"}, "10.1.2.3"},
+		{"port alone: the proxy stands for the client", trusting, "10.1.2.3:5000", []string{":80"}, "10.1.2.3"},
 		{"IPv6 per /64", plain, "[2001:db8:1:2:aaaa::1]:5000", nil, "2001:db8:1:2::/64"},
 		{"IPv4-mapped IPv6", plain, "[::ffff:198.51.100.1]:5000", nil, "198.51.100.1"},
 	}
