@@ -33,9 +33,12 @@ type Config struct {
 	// (1 MiB). The std engine blocks in its writes instead.
 	SendBuffer int
 
-	// AllowedOrigins widens the websocket Origin check beyond the request's
-	// own host (coder/websocket OriginPatterns, e.g. "example.com",
-	// "https://*.example.com").
+	// AllowedOrigins widens the Origin check of websockets and event
+	// streams beyond the request's own host: path.Match patterns of
+	// host:port, or of scheme://host:port, as coder/websocket's
+	// OriginPatterns (e.g. "example.com", "https://*.example.com"). A
+	// scheme's default port (80, 443) in the pattern or the Origin counts
+	// as none.
 	AllowedOrigins []string
 	// AdminToken guards /status, /fragments/status, /api/status, /metrics,
 	// /debug/pprof/ and the details of /readyz (Authorization: Bearer
@@ -46,7 +49,8 @@ type Config struct {
 	// PublicHosts are the names (host or host:port, "*.example.com" for
 	// subdomains) this server answers to on websockets, event streams and
 	// admin endpoints; any other Host header is refused there (DNS
-	// rebinding). Nil: DefaultPublicHosts(Addr).
+	// rebinding). A default port (host:80, host:443) also admits the Host
+	// without a port, as browsers send it. Nil: DefaultPublicHosts(Addr).
 	PublicHosts []string
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// telling clients apart for the per-client limits. Nil: none, every

@@ -193,6 +193,66 @@ func TestForeignHostRefused(t *testing.T) {
 	}
 }
 
+// TestDefaultPortsAsNoPort: behind a TLS proxy, a public host or an allowed
+// origin given with its scheme's default port (feed.example.com:443) means
+// the same as without it, and so does a Host or an Origin that names it:
+// browsers leave the default port out of both, and some proxies write it
+// into the Host. Other ports still have to match.
+func TestDefaultPortsAsNoPort(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) {
+		c.PublicHosts = []string{"feed.example.com:443", "plain.example.com:80", "any.example.com"}
+		c.AllowedOrigins = []string{"app.example.com:443", "https://scheme.example.com:443"}
+	})
+	dial := func(host, origin string) int {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, resp, err := websocket.Dial(ctx, e.wsURL("g1", 0), &websocket.DialOptions{
+			Host: host, HTTPHeader: http.Header{"Origin": {origin}},
+		})
+		if err == nil {
+			c.CloseNow()
+			return http.StatusSwitchingProtocols
+		}
+		if resp == nil {
+			t.Fatalf("dial with Host %s, Origin %s: %v", host, origin, err)
+		}
+		return resp.StatusCode
+	}
+	tests := []struct {
+		host, origin string
+		want         int
+	}{
+		// The Host as browsers send it, to a public host listed with :443.
+		{"feed.example.com", "https://feed.example.com", http.StatusSwitchingProtocols},
+		{"plain.example.com", "http://plain.example.com", http.StatusSwitchingProtocols},
+		// A proxy that writes the port into the Host: the Origin is the
+		// same origin.
+		{"feed.example.com:443", "https://feed.example.com", http.StatusSwitchingProtocols},
+		{"any.example.com:443", "https://any.example.com", http.StatusSwitchingProtocols},
+		{"any.example.com:80", "http://any.example.com", http.StatusSwitchingProtocols},
+		{"any.example.com", "https://any.example.com:443", http.StatusSwitchingProtocols},
+		// Allowed origins listed with the default port.
+		{"feed.example.com", "https://app.example.com", http.StatusSwitchingProtocols},
+		{"feed.example.com", "https://scheme.example.com", http.StatusSwitchingProtocols},
+		// Other ports and schemes are still told apart.
+		{"feed.example.com:8443", "https://feed.example.com:8443", http.StatusMisdirectedRequest},
+		{"plain.example.com:443", "https://plain.example.com", http.StatusMisdirectedRequest},
+		{"any.example.com", "https://any.example.com:8443", http.StatusForbidden},
+		{"any.example.com:8443", "https://any.example.com", http.StatusForbidden},
+		{"feed.example.com", "http://app.example.com", http.StatusForbidden},
+		{"feed.example.com", "https://app.example.com:8443", http.StatusForbidden},
+		{"feed.example.com", "http://scheme.example.com", http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		if got := dial(tt.host, tt.origin); got != tt.want {
+			t.Errorf("websocket with Host %s, Origin %s: HTTP %d, want %d", tt.host, tt.origin, got, tt.want)
+		}
+	}
+	if resp, _ := e.get("/api/status", "Host", "feed.example.com"); resp.StatusCode == http.StatusMisdirectedRequest {
+		t.Errorf("/api/status with Host feed.example.com (public host feed.example.com:443): 421")
+	}
+}
+
 // TestAdminAccess: open admin only on loopback, the Bearer scheme required
 // and case-insensitive, /readyz's details for admins only (issue 12,
 // item 4).

@@ -30,7 +30,9 @@ func DefaultPublicHosts(addr string) []string {
 // for its subdomains, with an optional ":port".
 type hostPattern struct {
 	host string // lower case, no trailing dot; "*.x" matches subdomains of x
-	port string // "" matches any port
+	// port "" matches any port; a default port (80, 443) also matches a
+	// Host without one, which is how browsers send it behind a TLS proxy.
+	port string
 }
 
 func parseHostPatterns(list []string) []hostPattern {
@@ -40,10 +42,7 @@ func parseHostPatterns(list []string) []hostPattern {
 		if h == "" {
 			continue
 		}
-		host, port, err := net.SplitHostPort(h)
-		if err != nil {
-			host, port = strings.Trim(h, "[]"), ""
-		}
+		host, port := splitHostPort(h)
 		out = append(out, hostPattern{host: canonHost(host), port: port})
 	}
 	return out
@@ -56,16 +55,13 @@ func canonHost(h string) string { return strings.TrimSuffix(strings.ToLower(h), 
 // points at this server's address still sends Host: evil.example; only
 // names the operator listed (PublicHosts) are believed.
 func (s *Server) publicHost(r *http.Request) bool {
-	host, port, err := net.SplitHostPort(r.Host)
-	if err != nil {
-		host, port = strings.Trim(r.Host, "[]"), ""
-	}
+	host, port := splitHostPort(r.Host)
 	host = canonHost(host)
 	if host == "" {
 		return false
 	}
 	for _, p := range s.hosts {
-		if p.port != "" && p.port != port {
+		if p.port != "" && p.port != port && !(port == "" && isDefaultPort(p.port)) {
 			continue
 		}
 		if p.host == host {

@@ -1,20 +1,24 @@
 package web
 
 import (
+	"net"
 	"net/http"
 	"net/url"
 	"path"
 	"strings"
 )
 
-// originAllowed is the Origin check of websockets and event streams, with
-// the rules the std engine gets from coder/websocket's OriginPatterns, so
-// that AllowedOrigins means the same on both engines: a request without
-// Origin passes (not a browser, or a same-origin GET) unless the browser
-// says it comes from another site; an Origin whose host:port is the
-// request's Host (any case) passes; else the Origin must match one of
-// patterns, path.Match-style and case-insensitive, against its host:port,
-// or against scheme://host:port when the pattern names a scheme.
+// originAllowed is the Origin check of websockets and event streams, on
+// both engines (the std engine's handshake skips coder/websocket's own
+// check, whose rules differ on default ports): a request without Origin
+// passes (not a browser, or a same-origin GET) unless the browser says it
+// comes from another site; an Origin whose host:port is the request's Host
+// (any case) passes; else the Origin must match one of patterns,
+// path.Match-style and case-insensitive, against its host:port, or against
+// scheme://host:port when the pattern names a scheme. A port that is its
+// scheme's default (80 for http, 443 for https) counts as no port on either
+// side: browsers leave it out of the Origin and the Host, while an operator
+// may write it in a pattern and a proxy into the Host it passes on.
 func originAllowed(r *http.Request, patterns []string) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -30,14 +34,70 @@ func originAllowed(r *http.Request, patterns []string) bool {
 	if strings.EqualFold(u.Host, r.Host) {
 		return true
 	}
-	for _, p := range patterns {
-		target := u.Host
-		if strings.Contains(p, "://") {
-			target = u.Scheme + "://" + u.Host
-		}
-		if ok, err := path.Match(strings.ToLower(p), strings.ToLower(target)); err == nil && ok {
+	host, port := splitHostPort(u.Host)
+	def := defaultPort(u.Scheme)
+	if def != "" && (port == "" || port == def) {
+		// The request's Host does not say its scheme (TLS ends at the
+		// proxy), so either default port in it, or none, is the Origin's.
+		rhost, rport := splitHostPort(r.Host)
+		if strings.EqualFold(host, rhost) && (rport == "" || rport == def) {
 			return true
 		}
 	}
+	targets := []string{u.Host}
+	switch {
+	case def == "":
+	case port == "":
+		targets = append(targets, net.JoinHostPort(host, def))
+	case port == def:
+		targets = append(targets, hostOnly(host))
+	}
+	for _, p := range patterns {
+		p = strings.ToLower(p)
+		for _, target := range targets {
+			if strings.Contains(p, "://") {
+				target = u.Scheme + "://" + target
+			}
+			if ok, err := path.Match(p, strings.ToLower(target)); err == nil && ok {
+				return true
+			}
+		}
+	}
 	return false
+}
+
+// defaultPort is the port a URL of scheme means when it names none ("" for
+// a scheme without one).
+func defaultPort(scheme string) string {
+	switch strings.ToLower(scheme) {
+	case "http", "ws":
+		return "80"
+	case "https", "wss":
+		return "443"
+	}
+	return ""
+}
+
+// isDefaultPort reports whether port is a default port of a scheme a page
+// is served by: where the scheme is not known, as in a Host header, no port
+// and this one name the same place.
+func isDefaultPort(port string) bool { return port == "80" || port == "443" }
+
+// splitHostPort splits "host", "host:port", "[v6]" or "[v6]:port" into the
+// host (without brackets) and the port ("" when there is none).
+func splitHostPort(hostport string) (host, port string) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return strings.Trim(hostport, "[]"), ""
+	}
+	return host, port
+}
+
+// hostOnly is host as it stands in a host:port without the port: an IPv6
+// address in brackets.
+func hostOnly(host string) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]"
+	}
+	return host
 }
