@@ -81,7 +81,9 @@ func (c *cluster) start(name string, extra ...string) *renderer {
 		"-log-level", "debug",
 	}
 	args = append(args, extra...)
-	p := proctest.Start(c.tb, name, "renderer", args)
+	// No load balancer probes them: a SIGTERMed renderer need not wait for
+	// one to drain (the environment, so a test's -shutdown-delay wins).
+	p := proctest.Start(c.tb, name, "renderer", args, "FEED_SHUTDOWN_DELAY=0")
 	r := &renderer{Proc: p, name: name, addr: addr}
 	proctest.WaitHTTP(c.tb, r.url("/healthz"), 200, 20*time.Second)
 	c.mu.Lock()

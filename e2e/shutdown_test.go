@@ -1,11 +1,16 @@
 package e2e_test
 
 import (
+	"context"
+	"fmt"
+	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 // TestGracefulStopDuringOutage: a renderer SIGTERMed while Redis does not
@@ -49,4 +54,83 @@ func TestTermWhileStarting(t *testing.T) {
 	if err := p.Term(10 * time.Second); err != nil {
 		t.Fatalf("SIGTERM while starting: %v, want exit status 0\n%s", err, p.Output())
 	}
+}
+
+// TestTermDrains: on SIGTERM a renderer with the default -shutdown-delay
+// answers /readyz 503 at once and goes on serving, pages, websockets and
+// new lines, for a few seconds before its listener closes, so a load
+// balancer sees it fail and sends no new clients to a closed port; then it
+// exits 0. It used to close its listener milliseconds after /readyz failed.
+func TestTermDrains(t *testing.T) {
+	c := newCluster(t)
+	w := c.writer("drain")
+	w.chat("ada", "before the stop")
+	addr := proctest.FreeAddr(t)
+	// The harness's renderers stop without a delay (FEED_SHUTDOWN_DELAY);
+	// this one has the default.
+	p := proctest.Start(t, "r1", "renderer", []string{
+		"-redis", c.redisURL(), "-db", c.dbPath, "-http", addr,
+		"-group", c.group, "-consumer", "r1", "-log-level", "debug",
+	})
+	r := &renderer{Proc: p, name: "r1", addr: addr}
+	proctest.WaitHTTP(t, r.url("/readyz"), http.StatusOK, 20*time.Second)
+	c.waitStored("drain", w.ids, 10*time.Second)
+	ws := mustDial(t, r, "drain", 0)
+	if err := ws.readUntil(w.ids, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	status := func(path string) (int, error) {
+		resp, err := http.Get(r.url(path))
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	termed := time.Now()
+	var last string
+	var gone error
+	wait.Until(t, 10*time.Second, func() bool {
+		code, err := status("/readyz")
+		if err != nil {
+			gone = err
+			return true
+		}
+		last = fmt.Sprint(code)
+		return code == http.StatusServiceUnavailable
+	}, func() string { return "/readyz to answer 503 after SIGTERM (last: " + last + ")" })
+	if gone != nil {
+		t.Fatalf("the renderer stopped serving %v after SIGTERM, before /readyz answered 503: %v", time.Since(termed), gone)
+	}
+	t.Logf("/readyz answered 503 %v after SIGTERM", time.Since(termed).Round(time.Millisecond))
+
+	// Draining: everything but /readyz is served as before.
+	for _, path := range []string{"/healthz", "/games/drain"} {
+		if code, err := status(path); code != http.StatusOK {
+			t.Errorf("%s while draining: %d (%v), want 200", path, code, err)
+		}
+	}
+	w.chat("ada", "while draining")
+	if err := ws.readUntil(w.ids, 10*time.Second); err != nil {
+		t.Errorf("a line written while draining: %v", err)
+	}
+	late := mustDial(t, r, "drain", 0)
+	if err := late.readUntil(w.ids, 10*time.Second); err != nil {
+		t.Errorf("a websocket opened while draining: %v", err)
+	}
+	drained := time.Since(termed)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Wait(ctx); err != nil {
+		t.Fatalf("exit after SIGTERM: %v, want status 0", err)
+	}
+	if took := time.Since(termed); took < 5*time.Second {
+		t.Errorf("exited %v after SIGTERM, before the default -shutdown-delay (5s) ran out", took)
+	}
+	t.Logf("served while draining for at least %v; exited %v after SIGTERM", drained.Round(time.Millisecond), time.Since(termed).Round(time.Millisecond))
 }

@@ -332,8 +332,9 @@ for i in 1 2 3; do
 	port=$((HTTP_PORT + i - 1))
 	port_free "$port" || die "port $port is taken: stop what listens there or set RUN_HTTP_PORT"
 	PORTS+=("$port")
+	# No load balancer probes these: Ctrl-C need not wait for one to drain.
 	start "renderer r$i" "$LOG/r$i.log" "$BIN/renderer" -redis "$REDIS_URL" -db "$DB_PATH" \
-		-http "127.0.0.1:$port" -group feed -consumer "r$i"
+		-http "127.0.0.1:$port" -group feed -consumer "r$i" -shutdown-delay 0
 done
 
 healthy() { # healthy PORT: GET /healthz answers 200

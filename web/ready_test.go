@@ -131,3 +131,33 @@ func TestReadyzRechecks(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainFailsReadyOnly: after Drain, /readyz answers 503 at once, even
+// with a passing check's result still fresh, while pages, open websockets
+// and new ones are served as before: a load balancer takes the replica out
+// before Close (Main.Shutdown's drain, -shutdown-delay).
+func TestDrainFailsReadyOnly(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.Ready = func(context.Context) error { return nil } })
+	g := e.gen("g1")
+	e.upsert(g.chats(t, 1)...)
+	ws := e.dial("g1", 0)
+	ws.lines(1)
+	if resp, body := e.get("/readyz"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz before Drain: %d %q", resp.StatusCode, body)
+	}
+
+	e.srv.Drain()
+	// Within readyMaxAge of the passing check: its result must not answer.
+	if resp, body := e.get("/readyz"); resp.StatusCode != http.StatusServiceUnavailable || body != "not ready: web: shutting down\n" {
+		t.Fatalf("/readyz after Drain: %d %q, want 503 %q", resp.StatusCode, body, "not ready: web: shutting down\n")
+	}
+	for _, path := range []string{"/healthz", "/games/g1", "/"} {
+		if resp, body := e.get(path); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s while draining: %d %q, want 200", path, resp.StatusCode, body)
+		}
+	}
+	e.upsert(g.chats(t, 1)...)
+	ws.lines(1)
+	late := e.dial("g1", 0)
+	late.lines(2)
+}

@@ -66,23 +66,30 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // readyz answers 200 when cfg.Ready passes (Redis and SQLite reachable, the
-// consumer loop running), else 503 "not ready". The reason names internal
-// addresses and errors, so only an admin request (see isAdmin) gets it.
-// Probes share checks (see readiness): a result may be up to readyMaxAge
-// old.
+// consumer loop running) and the server is not draining (see Drain), else
+// 503 "not ready". The reason names internal addresses and errors, so only
+// an admin request (see isAdmin) gets it. Probes share checks (see
+// readiness): a result may be up to readyMaxAge old.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if s.ready != nil {
-		if err := s.ready.get(r.Context()); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			if s.isAdmin(r) {
-				w.Write([]byte("not ready: " + err.Error() + "\n"))
-				return
-			}
-			w.Write([]byte("not ready\n"))
+	var err error
+	switch {
+	case s.draining.Load():
+		// Ahead of the shared check, whose result may be readyMaxAge
+		// old: a balancer's first probe after Drain must see it.
+		err = errDraining
+	case s.ready != nil:
+		err = s.ready.get(r.Context())
+	}
+	if err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		if s.isAdmin(r) {
+			w.Write([]byte("not ready: " + err.Error() + "\n"))
 			return
 		}
+		w.Write([]byte("not ready\n"))
+		return
 	}
 	w.Write([]byte("ready\n"))
 }

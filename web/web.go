@@ -95,6 +95,8 @@ type Server struct {
 	stats    counters
 	sampled  *logsample.Sampler // refusals a client can repeat at will
 
+	draining atomic.Bool // Drain was called: /readyz answers 503
+
 	mu      sync.Mutex
 	closing bool // no new websocket handlers once set (guards wg.Add)
 
@@ -267,6 +269,16 @@ func (s *Server) Stats() Stats {
 		DeflatedBytes:     s.stats.deflated.packed.Load(),
 	}
 }
+
+// errDraining is /readyz's reason once Drain was called.
+var errDraining = errors.New("web: shutting down")
+
+// Drain makes /readyz answer 503 from now on, while everything else is
+// served as before: a load balancer that polls /readyz takes the replica
+// out of rotation before Close closes the listener, instead of sending new
+// clients to a closed port and losing the requests in flight on its
+// connections. Close follows; Drain does not end by itself.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // Close stops the tailer, closes every websocket with StatusGoingAway (so
 // browsers reconnect, to another replica if need be), drains HTTP requests

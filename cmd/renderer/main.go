@@ -44,9 +44,9 @@ func main() {
 		os.Exit(1)
 	}
 	<-ctx.Done()
-	stop() // a second Ctrl-C kills at once
+	stop() // a second Ctrl-C kills at once, also while draining
 	slog.Info("shutting down")
-	if err := m.Close(); err != nil {
+	if err := m.Shutdown(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "renderer: close:", err)
 		os.Exit(1)
 	}

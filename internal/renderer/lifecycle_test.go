@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -92,4 +93,66 @@ func TestRunOnlyOnce(t *testing.T) {
 		}
 		proctest.WaitFor(t, 5*time.Second, leaseFree("b"), "the consumer name's lease released by Close")
 	})
+}
+
+// TestShutdownDrains: Shutdown answers /readyz 503 at once and serves on
+// for -shutdown-delay, a delay its context cuts short; then it closes. A
+// negative delay is refused, and FEED_SHUTDOWN_DELAY is its fallback.
+func TestShutdownDrains(t *testing.T) {
+	rs := redistest.MustStart(t)
+	t.Setenv("FEED_SHUTDOWN_DELAY", "10m") // longer than the test: only the cancel ends it
+	m := renderer.NewMain()
+	if err := m.ParseFlags([]string{"-redis", rs.URL(), "-db", filepath.Join(t.TempDir(), "feed.db"), "-http", "127.0.0.1:0", "-consumer", "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.ShutdownDelay != 10*time.Minute {
+		t.Fatalf("FEED_SHUTDOWN_DELAY=10m: delay %v", m.Config.ShutdownDelay)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	base := "http://" + m.Addr()
+	status := func(path string) int {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	proctest.WaitFor(t, 10*time.Second, func() bool { return status("/readyz") == http.StatusOK }, "/readyz 200")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- m.Shutdown(ctx) }()
+	proctest.WaitFor(t, 10*time.Second, func() bool { return status("/readyz") == http.StatusServiceUnavailable }, "/readyz 503 once Shutdown began")
+	for _, path := range []string{"/healthz", "/"} {
+		if got := status(path); got != http.StatusOK {
+			t.Errorf("%s while draining: %d, want 200", path, got)
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned %v within its delay", err)
+	default:
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown still draining 30 s after its context ended")
+	}
+	if got := status("/healthz"); got != 0 {
+		t.Errorf("/healthz after Shutdown: %d, want the port closed", got)
+	}
+
+	if err := renderer.NewMain().ParseFlags([]string{"-db", "x.db", "-shutdown-delay", "-1s"}); err == nil {
+		t.Error("-shutdown-delay -1s accepted")
+	}
 }

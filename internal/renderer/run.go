@@ -210,6 +210,27 @@ func (m *Main) tryOpenConsumer(ctx context.Context) error {
 	return err
 }
 
+// Shutdown stops the replica the way SIGTERM does: /readyz answers 503 at
+// once, while the replica goes on serving and consuming for
+// Config.ShutdownDelay (or until ctx ends), so that load balancers take it
+// out of rotation before its listener closes; then Close. Without it the
+// listener closed milliseconds after the first failed probe could be seen,
+// and a balancer kept sending clients to a closed port until its next
+// probes.
+func (m *Main) Shutdown(ctx context.Context) error {
+	if srv := m.live.Load(); srv != nil && m.Config.ShutdownDelay > 0 {
+		srv.Drain()
+		m.Logger.Info("draining: /readyz answers 503; serving until the delay ends", "consumer", m.Config.Consumer, "delay", m.Config.ShutdownDelay)
+		t := time.NewTimer(m.Config.ShutdownDelay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	return m.Close()
+}
+
 // Close stops the consumer first (it settles what is in hand), then the web
 // server and the rest. It is safe after a failed Run, and more than once
 // (a test closes a replica, then its cleanup does).
