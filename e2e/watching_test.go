@@ -97,3 +97,48 @@ func TestBrowserWatchingAcrossReplicas(t *testing.T) {
 		t.Fatalf("index shows %q watching after the kill, want 1", got)
 	}
 }
+
+// TestRestartReplacesWatching: a renderer SIGKILLed and started again
+// under its name counts its viewers once: the new process's first beat
+// removes the count its predecessor left, where the two were added up
+// until the old one expired (-presence-ttl, a minute here).
+func TestRestartReplacesWatching(t *testing.T) {
+	c := newCluster(t)
+	slow := []string{"-presence-every", "200ms", "-presence-ttl", "60s"}
+	r1 := c.start("r1", slow...)
+	r2 := c.start("r2", slow...)
+	w := c.writer("watch")
+	w.chat("ada", "hello")
+	c.waitStored("watch", w.ids, 10*time.Second)
+
+	drain := func(cl *wsClient) {
+		go func() {
+			for {
+				if _, _, err := cl.conn.Read(context.Background()); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 2; i++ {
+		drain(mustDial(t, r1, "watch", 0))
+	}
+	shows := func(want string) func() bool {
+		return func() bool { return indexWatching(t, r2, "watch") == want }
+	}
+	describe := func(want string) func() string {
+		return func() string {
+			return fmt.Sprintf("r2's index to show %s watching (shows %q)", want, indexWatching(t, r2, "watch"))
+		}
+	}
+	wait.Until(t, 10*time.Second, shows("2"), describe("2"))
+
+	// The crash drops r1's two sockets; one viewer comes back to the
+	// restarted r1.
+	r1.Kill()
+	c.restart(r1)
+	restarted := time.Now()
+	drain(mustDial(t, r1, "watch", 0))
+	wait.Until(t, 20*time.Second, shows("1"), describe("1 (the predecessor's 2 replaced, well before their 60 s TTL)"))
+	t.Logf("the restarted r1's count replaced its predecessor's %v after its start", time.Since(restarted).Round(10*time.Millisecond))
+}

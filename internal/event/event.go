@@ -30,6 +30,13 @@ const (
 // refreshes it, so a crashed replica's viewers vanish on their own.
 func PresenceKey(replica string) string { return "codemojex:presence:replica:" + replica }
 
+// PresenceNameKey returns the string naming the replica that last counted
+// viewers under name, a name one live process holds at a time (a consumer
+// name, under its lease): a process that starts under the name removes the
+// count of the one before (a crashed one's, still counted until it
+// expired). It expires with that count.
+func PresenceNameKey(name string) string { return "codemojex:presence:name:" + name }
+
 // DoorbellChannel returns the sharded pub/sub channel (SPUBLISH) on which
 // the renderers of group ring after each committed batch: a hint that the
 // host's store moved, never the truth. One channel per group, because a

@@ -8,8 +8,11 @@
 // sorted set, PresenceReplicasKey, member REPLICA, score = the unix ms at
 // which that replica's hash expires (Redis's clock, so hosts' clocks do not
 // matter). Each beat drops expired members and refreshes the set's own
-// expiry, so neither key outlives the replicas. Every command touches one
-// key: the keys may live in different slots of a Redis Cluster.
+// expiry, so neither key outlives the replicas. A replica that holds a name
+// alone (Config.Name) also keeps PresenceNameKey(NAME) = REPLICA, with the
+// same TTL, so that the next process of that name replaces its count. Every
+// command touches one key: the keys may live in different slots of a Redis
+// Cluster.
 package presence
 
 import (
@@ -43,16 +46,25 @@ type Config struct {
 	// TTL is how long this replica's count lives without a refresh
 	// (DefaultTTL). Sync must run more often than that.
 	TTL time.Duration
+	// Name, when set, is a name this process holds alone among the live
+	// replicas (a consumer's group and name, under its lease). The first
+	// Sync removes the count of the process that held it before: one that
+	// crashed left its count behind, and its viewers, come back to this
+	// process, were counted twice until it expired. Empty: none (web-only
+	// replicas share their host's name).
+	Name string
 }
 
 // Redis is one replica's view of the shared presence. It implements
 // web.Presence. Safe for use by one goroutine at a time (the web server's
 // presence loop).
 type Redis struct {
-	rdb     redis.UniversalClient
-	replica string
-	key     string
-	ttl     time.Duration
+	rdb      redis.UniversalClient
+	replica  string
+	key      string
+	ttl      time.Duration
+	nameKey  string // PresenceNameKey(Config.Name); "" without a name
+	replaced bool   // the name's previous replica is gone from the counts
 }
 
 // New returns the presence of cfg.Replica.
@@ -66,7 +78,11 @@ func New(cfg Config) (*Redis, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = DefaultTTL
 	}
-	return &Redis{rdb: cfg.Client, replica: cfg.Replica, key: event.PresenceKey(cfg.Replica), ttl: cfg.TTL}, nil
+	p := &Redis{rdb: cfg.Client, replica: cfg.Replica, key: event.PresenceKey(cfg.Replica), ttl: cfg.TTL}
+	if cfg.Name != "" {
+		p.nameKey = event.PresenceNameKey(cfg.Name)
+	}
+	return p, nil
 }
 
 // ReplicaID returns name plus a random suffix: a restarted process is a new
@@ -88,6 +104,12 @@ func (p *Redis) Sync(ctx context.Context, local map[string]int) (map[string]int,
 	}
 	nowMs := now.UnixMilli()
 	ttlMs := p.ttl.Milliseconds()
+	if p.nameKey != "" && !p.replaced {
+		if err := p.replace(ctx); err != nil {
+			return nil, err
+		}
+		p.replaced = true
+	}
 
 	// This replica's hash, rewritten whole so games it no longer has
 	// sockets on disappear; one key, so MULTI is cluster-safe.
@@ -114,6 +136,11 @@ func (p *Redis) Sync(ctx context.Context, local map[string]int) (map[string]int,
 	var members *redis.StringSliceCmd
 	if _, err := p.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		pl.ZAdd(ctx, event.PresenceReplicasKey, redis.Z{Score: float64(nowMs + ttlMs), Member: p.replica})
+		if p.nameKey != "" {
+			// As long as this replica's count lives, so that a successor
+			// that starts before it expires finds it.
+			pl.Set(ctx, p.nameKey, p.replica, p.ttl)
+		}
 		pl.ZRemRangeByScore(ctx, event.PresenceReplicasKey, "-inf", strconv.FormatInt(nowMs, 10))
 		pl.PExpire(ctx, event.PresenceReplicasKey, p.ttl)
 		members = pl.ZRangeByScore(ctx, event.PresenceReplicasKey, &redis.ZRangeBy{Min: "(" + strconv.FormatInt(nowMs, 10), Max: "+inf"})
@@ -150,6 +177,25 @@ func (p *Redis) Sync(ctx context.Context, local map[string]int) (map[string]int,
 		}
 	}
 	return out, nil
+}
+
+// replace takes the name for this replica and removes the count of the
+// replica that held it before, if it is still there.
+func (p *Redis) replace(ctx context.Context) error {
+	prev, err := p.rdb.SetArgs(ctx, p.nameKey, p.replica, redis.SetArgs{Get: true, TTL: p.ttl}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("presence: name %s: %w", p.nameKey, err)
+	}
+	if prev == "" || prev == p.replica {
+		return nil
+	}
+	if err := p.rdb.Del(ctx, event.PresenceKey(prev)).Err(); err != nil {
+		return fmt.Errorf("presence: replace %s: %w", prev, err)
+	}
+	if err := p.rdb.ZRem(ctx, event.PresenceReplicasKey, prev).Err(); err != nil {
+		return fmt.Errorf("presence: replace %s: %w", prev, err)
+	}
+	return nil
 }
 
 // Leave removes this replica's count at once (a clean shutdown; a crash

@@ -97,3 +97,44 @@ func TestNewConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestNameReplacesPredecessor: a replica that holds a name (a consumer's,
+// under its lease) removes, at its first Sync, the count the name's
+// previous process left (a crash: no Leave), instead of both being counted
+// until that one expires. A web-only replica of the same host name and
+// other names' replicas keep theirs; nothing named outlives its TTL.
+func TestNameReplacesPredecessor(t *testing.T) {
+	srv := redistest.MustStart(t)
+	rdb := srv.Client(t)
+	const ttl = time.Minute // nothing expires during the test
+	crashed := mustNew(t, presence.Config{Client: rdb, Replica: presence.ReplicaID("r1"), TTL: ttl, Name: "feed/r1"})
+	webOnly := mustNew(t, presence.Config{Client: rdb, Replica: presence.ReplicaID("r1"), TTL: ttl})
+	peer := mustNew(t, presence.Config{Client: rdb, Replica: presence.ReplicaID("r2"), TTL: ttl, Name: "feed/r2"})
+	other := mustNew(t, presence.Config{Client: rdb, Replica: presence.ReplicaID("r1"), TTL: ttl, Name: "other/r1"})
+	watcher := mustNew(t, presence.Config{Client: rdb, Replica: presence.ReplicaID("w"), TTL: ttl})
+	mustSync(t, crashed, map[string]int{"g1": 2})
+	mustSync(t, webOnly, map[string]int{"g1": 5})
+	mustSync(t, peer, map[string]int{"g1": 1})
+	mustSync(t, other, map[string]int{"g1": 7})
+	if got, want := mustSync(t, watcher, nil), map[string]int{"g1": 15}; !maps.Equal(got, want) {
+		t.Fatalf("before the restart: %v, want %v", got, want)
+	}
+
+	// r1 restarts: its two viewers, one of whom came back.
+	restarted := mustNew(t, presence.Config{Client: rdb, Replica: presence.ReplicaID("r1"), TTL: ttl, Name: "feed/r1"})
+	if got, want := mustSync(t, restarted, map[string]int{"g1": 1}), map[string]int{"g1": 13}; !maps.Equal(got, want) {
+		t.Fatalf("the restarted replica sees %v, want %v (without its predecessor's 2)", got, want)
+	}
+	if got, want := mustSync(t, watcher, nil), map[string]int{"g1": 14}; !maps.Equal(got, want) {
+		t.Fatalf("after the restart: %v, want %v (the predecessor's 2 replaced by 1)", got, want)
+	}
+	// Its later beats leave the others alone.
+	mustSync(t, restarted, map[string]int{"g1": 1})
+	mustSync(t, peer, map[string]int{"g1": 1})
+	if got, want := mustSync(t, watcher, nil), map[string]int{"g1": 14}; !maps.Equal(got, want) {
+		t.Fatalf("a beat later: %v, want %v", got, want)
+	}
+	if d, err := rdb.PTTL(context.Background(), event.PresenceNameKey("feed/r1")).Result(); err != nil || d <= 0 || d > ttl {
+		t.Fatalf("the name's key has TTL %v (%v), want at most %v", d, err, ttl)
+	}
+}

@@ -122,7 +122,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pres, err := presence.New(presence.Config{Client: m.rdb, Replica: presence.ReplicaID(m.Config.Consumer), TTL: m.Config.PresenceTTL})
+	pc := presence.Config{Client: m.rdb, Replica: presence.ReplicaID(m.Config.Consumer), TTL: m.Config.PresenceTTL}
+	if m.Config.Consume {
+		// The lease makes this process the name's only live holder: its
+		// count replaces the one a crashed predecessor left.
+		pc.Name = m.Config.Group + "/" + m.Config.Consumer
+	}
+	pres, err := presence.New(pc)
 	if err != nil {
 		return err
 	}
