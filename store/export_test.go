@@ -21,3 +21,6 @@ func BusyRetries(op string) float64 {
 
 // Conflicts is codemojex_store_conflicts_total, in this process.
 func Conflicts() float64 { return testutil.ToFloat64(upsertConflicts) }
+
+// ReadOnlyMinSchema is the oldest schema OpenReadOnly accepts.
+const ReadOnlyMinSchema = readOnlyMinSchema

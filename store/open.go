@@ -85,6 +85,10 @@ type DB struct {
 
 	boards *boardCache // scoreboards kept in memory (see ScoreboardAt)
 
+	// readOnly: opened with OpenReadOnly, w is nil (no writer, no
+	// checkpointer) and the writing methods fail with ErrReadOnly.
+	readOnly bool
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -154,6 +158,76 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// readOnlyMinSchema is the oldest schema version OpenReadOnly accepts: the
+// first that has every table the read methods query (0003 made positions;
+// 0004 only dropped an index). A migration that adds a table or column a
+// read needs must raise it.
+const readOnlyMinSchema = 3
+
+// OpenReadOnly opens the existing store at path for reading only: a look
+// that leaves the file as it found it, even under renderers of another
+// version that share it (feedctl prune -dry-run). Unlike Open it applies
+// no migration, records no file identity (a copy's positions stay where
+// they are, its store id too), never switches the journal mode and runs no
+// checkpointer; its connections are SQLite read-only (mode=ro, query_only).
+// It fails when path does not exist (it is never created), with
+// ErrSchemaNewer when the file records a migration this binary does not
+// know, and with ErrSchemaOlder when the file predates the tables the reads
+// query. The read methods work as on a DB from Open; Upsert, UpsertBatch
+// and DeleteGame fail with ErrReadOnly.
+//
+// SQLite may still create the -wal and -shm beside a WAL-mode file that
+// has none (a reader needs the shared-memory index): empty companions that
+// change no line, and that the next process to open the file takes over.
+func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
+	opts := Options{}.withDefaults()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
+	}
+	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), boards: newBoardCache(), readOnly: true}
+	db.r, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, roleReadOnly))
+	if err != nil {
+		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
+	}
+	db.r.SetMaxOpenConns(opts.ReadConns)
+	db.r.SetMaxIdleConns(opts.ReadConns)
+	if err := db.checkSchema(ctx); err != nil {
+		db.r.Close()
+		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
+	}
+	if db.file, err = statID(abs); err != nil {
+		db.r.Close()
+		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
+	}
+	for i, suffix := range companionSuffixes {
+		db.companions[i], _ = statID(abs + suffix)
+	}
+	return db, nil
+}
+
+// checkSchema reads the file's schema version (the highest recorded in
+// schema_migrations, 0 for a file without it) for OpenReadOnly, and
+// refuses one it cannot read.
+func (db *DB) checkSchema(ctx context.Context) error {
+	known := latestSchema()
+	var have int
+	err := db.retryBusy(ctx, "schema", func() error {
+		return db.r.QueryRowContext(ctx, `SELECT CASE
+			WHEN EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')
+			THEN (SELECT coalesce(max(version), 0) FROM schema_migrations) ELSE 0 END`).Scan(&have)
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("schema: %w", err)
+	case have > known:
+		return fmt.Errorf("%w: file has version %d, this binary knows up to %d", ErrSchemaNewer, have, known)
+	case have < readOnlyMinSchema:
+		return fmt.Errorf("%w: file has version %d, reads need %d (Open migrates it)", ErrSchemaOlder, have, readOnlyMinSchema)
+	}
+	return nil
+}
+
 // setup switches the file to WAL, migrates and prepares the write
 // statements, retrying busy errors: three processes creating one file at
 // once contend for the journal-mode switch and the first migration.
@@ -192,6 +266,7 @@ const (
 	roleWriter = iota
 	roleReader
 	roleCheckpointer
+	roleReadOnly // OpenReadOnly's pool: SQLite read-only, writes nothing
 )
 
 // dsn builds the modernc DSN. Connection pragmas go in the DSN so every
@@ -220,6 +295,13 @@ func dsn(abs string, busy time.Duration, role int) string {
 		q.Add("_pragma", "cache_size(-4096)")
 	case roleCheckpointer:
 		q.Add("_pragma", "wal_autocheckpoint(0)")
+	case roleReadOnly:
+		// mode=ro is SQLite's own URI parameter: the file is opened
+		// read-only, so no statement (a migration, a checkpoint) can
+		// write it, and a missing file is an error rather than created.
+		q.Set("mode", "ro")
+		q.Add("_pragma", "query_only(1)")
+		q.Add("_pragma", "cache_size(-4096)")
 	}
 	u := url.URL{Path: abs}
 	return "file:" + u.EscapedPath() + "?" + q.Encode()
@@ -250,6 +332,9 @@ func (db *DB) Close() error {
 			if e := db.r.Close(); e != nil {
 				err = fmt.Errorf("store: close readers: %w", e)
 			}
+		}
+		if db.w == nil {
+			return // read-only: no writer to close
 		}
 		if errors.Is(db.CheckFile(), ErrReplaced) {
 			db.keepWAL()

@@ -47,6 +47,9 @@ func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
 	if db.isClosed() {
 		return 0, ErrClosed
 	}
+	if db.readOnly {
+		return 0, fmt.Errorf("store: delete game %s: %w", game, ErrReadOnly)
+	}
 	var n, deletes int64
 	err := db.retryBusy(ctx, "delete game", func() error {
 		tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)

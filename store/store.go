@@ -14,9 +14,17 @@ import (
 var (
 	// ErrNotFound is returned for a game the store has no line of.
 	ErrNotFound = errors.New("store: not found")
-	// ErrSchemaNewer is returned by Open for a file migrated by a newer
-	// binary: an older one must not write to it.
+	// ErrSchemaNewer is returned by Open and OpenReadOnly for a file
+	// migrated by a newer binary: an older one must not write to it, nor
+	// trust its reads of it.
 	ErrSchemaNewer = errors.New("store: database schema is newer than this binary knows")
+	// ErrSchemaOlder is returned by OpenReadOnly for a file whose schema
+	// lacks tables its reads query: it would have to be migrated, which a
+	// read-only open never does (Open does).
+	ErrSchemaOlder = errors.New("store: database schema is older than a read-only open needs")
+	// ErrReadOnly is returned by the writing methods (Upsert, UpsertBatch,
+	// DeleteGame) of a DB opened with OpenReadOnly.
+	ErrReadOnly = errors.New("store: opened read-only")
 	// ErrClosed is returned by every method after Close.
 	ErrClosed = errors.New("store: closed")
 	// ErrInvalidEvent marks an Upsert entry that cannot be stored as given

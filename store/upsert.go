@@ -80,6 +80,9 @@ func (db *DB) UpsertBatch(ctx context.Context, b *Batch) ([]Result, error) {
 	if db.isClosed() {
 		return fail(res, ErrClosed)
 	}
+	if db.readOnly {
+		return fail(res, ErrReadOnly)
+	}
 	// Lines written into a deleted or replaced file would be acked and
 	// lost: refuse, so the consumer pauses and /readyz says why.
 	if err := db.CheckFile(); err != nil {

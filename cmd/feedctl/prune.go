@@ -69,8 +69,16 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 		if _, err := os.Stat(dbPath); err != nil {
 			return fmt.Errorf("prune: -db: %w", err)
 		}
+		// A dry run reads the store and writes nothing: store.Open would
+		// apply pending migrations (under older renderers sharing the
+		// file) and, on a copied file, record its identity and move its
+		// positions back (TestPruneDryRunWritesNothing).
+		open := store.Open
+		if ask.dryRun {
+			open = store.OpenReadOnly
+		}
 		var err error
-		if db, err = store.Open(ctx, dbPath); err != nil {
+		if db, err = open(ctx, dbPath); err != nil {
 			return err
 		}
 		defer db.Close()

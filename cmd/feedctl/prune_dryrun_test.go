@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/migrations"
+	"github.com/codemojex/feed/store"
+)
+
+// TestPruneDryRunWritesNothing: prune -db F -dry-run shows the plan and
+// leaves F byte for byte as it was. It opened F with store.Open, which
+// wrote it: on a file at an older schema it applied the pending
+// migrations (under the older renderers that share the file), and on a
+// file copied from another store it recorded the new identity and moved
+// the positions back. Without -dry-run prune still opens F for writing,
+// migrating it, and removes the game's lines.
+func TestPruneDryRunWritesNothing(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "old-1"
+	old := time.Now().Add(-48 * time.Hour)
+
+	t.Run("older schema", func(t *testing.T) {
+		if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: float64(old.UnixMilli()), Member: game}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "feed.db")
+		schema3Store(t, path, game, old)
+		before := mustRead(t, path)
+		out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-dry-run")
+		if err != nil {
+			t.Fatalf("prune -dry-run: %v\n%s%s", err, out, errOut)
+		}
+		if want := "remove " + game + ": registry, store (2 lines)"; !strings.Contains(out, want) {
+			t.Fatalf("prune -dry-run does not say %q:\n%s", want, out)
+		}
+		if !bytes.Equal(mustRead(t, path), before) {
+			t.Fatalf("prune -dry-run wrote the store file (version %d before): %s", 3, storeFacts(t, path))
+		}
+
+		if out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-yes"); err != nil {
+			t.Fatalf("prune: %v\n%s%s", err, out, errOut)
+		}
+		db, err := store.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Game(ctx, game); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("after prune -yes, Game(%s) = %v, want ErrNotFound", game, err)
+		}
+	})
+
+	t.Run("copied file", func(t *testing.T) {
+		const game = "old-2" // not registered
+		dir := t.TempDir()
+		orig, cp := filepath.Join(dir, "feed.db"), filepath.Join(dir, "copy.db")
+		db, err := store.Open(ctx, orig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := store.Event{EvtID: event.NewMinter(1).Next(old), Game: game, Kind: event.KindGameOver,
+			Payload: map[string]string{"kind": event.KindGameOver, "winner": "ada"},
+			HTML:    "x", StreamID: strconv.FormatInt(old.UnixMilli(), 10) + "-0", At: old}
+		if _, err := db.Upsert(ctx, []store.Event{e}); err != nil {
+			t.Fatal(err)
+		}
+		want, err := db.Position(ctx, game)
+		if err != nil || want == "" {
+			t.Fatalf("position %q, %v", want, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		copyStore(t, orig, cp)
+		before := mustRead(t, cp)
+		out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", cp, "-dry-run")
+		if err != nil {
+			t.Fatalf("prune -dry-run: %v\n%s%s", err, out, errOut)
+		}
+		if want := "remove " + game + ": store (1 lines)"; !strings.Contains(out, want) {
+			t.Fatalf("prune -dry-run does not say %q:\n%s", want, out)
+		}
+		if !bytes.Equal(mustRead(t, cp), before) {
+			t.Fatalf("prune -dry-run wrote the copied store file (position was %s): %s", want, storeFacts(t, cp))
+		}
+	})
+}
+
+// schema3Store writes a store file at path as a binary whose newest
+// migration was 0003 left it (WAL mode, as the renderers keep it), holding
+// game, ended at at with two lines and a position, and the identity of
+// another file (the store it was copied from).
+func schema3Store(tb testing.TB, path, game string, at time.Time) {
+	tb.Helper()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(1)
+	exec := func(q string, args ...any) {
+		tb.Helper()
+		if _, err := raw.Exec(q, args...); err != nil {
+			tb.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	exec(`PRAGMA journal_mode=WAL`)
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, name := range names {
+		v, err := strconv.Atoi(name[:4])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if v > 3 {
+			break
+		}
+		b, err := migrations.FS.ReadFile(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		exec(string(b))
+		exec(`INSERT INTO schema_migrations VALUES (?, ?, 0)`, v, name)
+	}
+	ns := at.UnixNano()
+	exec(`INSERT INTO games (name, status, events, last_at, last_evt_id) VALUES (?, 'over', 2, ?, 'evt_b')`, game, ns)
+	for _, id := range []string{"evt_a", "evt_b"} {
+		exec(`INSERT INTO events (evt_id, game, kind, payload, html, stream_id, at, stored_at)
+			VALUES (?, ?, 'chat', '{}', 'x', ?, ?, ?)`, id, game, strconv.FormatInt(at.UnixMilli(), 10)+"-0", ns, ns)
+	}
+	exec(`INSERT INTO positions (game, ms, seq) VALUES (?, ?, 0)`, game, at.UnixMilli())
+	exec(`INSERT INTO meta (key, value) VALUES ('file', '1:2:3')`)
+}
+
+func mustRead(tb testing.TB, path string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// copyStore copies the store file from to to (a new file: another inode),
+// as a host started from a peer's file.
+func copyStore(tb testing.TB, from, to string) {
+	tb.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		tb.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// storeFacts says what a write to the store file changed: its newest
+// migration, its recorded identity and its positions.
+func storeFacts(tb testing.TB, path string) string {
+	tb.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer raw.Close()
+	var version int
+	var file, pos string
+	raw.QueryRow(`SELECT max(version) FROM schema_migrations`).Scan(&version)
+	raw.QueryRow(`SELECT value FROM meta WHERE key = 'file'`).Scan(&file)
+	raw.QueryRow(`SELECT group_concat(game || '@' || ms || '-' || seq) FROM positions`).Scan(&pos)
+	return "schema version " + strconv.Itoa(version) + ", file " + file + ", positions " + pos
+}
