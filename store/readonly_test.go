@@ -3,71 +3,36 @@ package store_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/codemojex/feed/migrations"
+	"github.com/codemojex/feed/internal/testkit/storefile"
 	"github.com/codemojex/feed/store"
 )
 
 // oldStore writes a store file at path as a binary whose newest migration
-// was version left it (the embedded migrations up to it, each recorded),
-// in WAL mode as the renderers keep it, holding one ended game "g" of two
-// lines with a position, and an identity recorded for another file (so
-// that Open takes it for a copy).
+// was version left it (storefile.AtSchema), holding, from version 3, one
+// ended game "g" of two lines with a position, and an identity recorded
+// for another file (so that Open takes it for a copy).
 func oldStore(tb testing.TB, path string, version int) {
 	tb.Helper()
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer raw.Close()
-	raw.SetMaxOpenConns(1)
-	exec := func(q string, args ...any) {
-		tb.Helper()
-		if _, err := raw.Exec(q, args...); err != nil {
-			tb.Fatalf("%.60s: %v", q, err)
+	storefile.AtSchema(tb, path, version, func(exec storefile.Exec) {
+		if version < 3 {
+			return // no positions, no identity: enough to be refused
 		}
-	}
-	exec(`PRAGMA journal_mode=WAL`)
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
-	names, err := fs.Glob(migrations.FS, "*.sql")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, name := range names {
-		v, err := strconv.Atoi(name[:4])
-		if err != nil {
-			tb.Fatal(err)
+		old := time.Now().Add(-48 * time.Hour).UnixNano()
+		exec(`INSERT INTO games (name, status, events, last_at, last_evt_id) VALUES ('g', 'over', 2, ?, 'evt_b')`, old)
+		for _, id := range []string{"evt_a", "evt_b"} {
+			exec(`INSERT INTO events (evt_id, game, kind, payload, html, stream_id, at, stored_at)
+				VALUES (?, 'g', 'chat', '{}', 'x', '1700000000000-0', ?, ?)`, id, old, old)
 		}
-		if v > version {
-			break
-		}
-		b, err := migrations.FS.ReadFile(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		exec(string(b))
-		exec(`INSERT INTO schema_migrations VALUES (?, ?, 0)`, v, name)
-	}
-	if version < 3 {
-		return // no positions, no identity: enough to be refused
-	}
-	old := time.Now().Add(-48 * time.Hour).UnixNano()
-	exec(`INSERT INTO games (name, status, events, last_at, last_evt_id) VALUES ('g', 'over', 2, ?, 'evt_b')`, old)
-	for _, id := range []string{"evt_a", "evt_b"} {
-		exec(`INSERT INTO events (evt_id, game, kind, payload, html, stream_id, at, stored_at)
-			VALUES (?, 'g', 'chat', '{}', 'x', '1700000000000-0', ?, ?)`, id, old, old)
-	}
-	exec(`INSERT INTO positions (game, ms, seq) VALUES ('g', 1700000000000, 1)`)
-	exec(`INSERT INTO meta (key, value) VALUES ('file', '1:2:3')`)
+		exec(`INSERT INTO positions (game, ms, seq) VALUES ('g', 1700000000000, 1)`)
+		exec(`INSERT INTO meta (key, value) VALUES ('file', '1:2:3')`)
+	})
 }
 
 func readFile(tb testing.TB, path string) []byte {

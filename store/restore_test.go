@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/storefile"
 	"github.com/codemojex/feed/internal/testkit/tmpfs"
 	"github.com/codemojex/feed/store"
 )
@@ -52,7 +52,7 @@ func TestRestoredCopyOnReusedInode(t *testing.T) {
 	reused := false
 	for i := range 64 {
 		cp := filepath.Join(dir, fmt.Sprintf("copy%d.db", i))
-		copyFile(t, backup, cp)
+		storefile.Copy(t, backup, cp)
 		if inode(t, cp) == orig {
 			if err := os.Rename(cp, path); err != nil { // keeps the inode
 				t.Fatal(err)
@@ -82,25 +82,6 @@ func inode(tb testing.TB, path string) uint64 {
 		tb.Fatal(err)
 	}
 	return fi.Sys().(*syscall.Stat_t).Ino
-}
-
-func copyFile(tb testing.TB, from, to string) {
-	tb.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		tb.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		tb.Fatal(err)
-	}
 }
 
 // TestLegacyFileRecordKeepsPositions: a file whose identity was recorded

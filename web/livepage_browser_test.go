@@ -80,6 +80,23 @@ func (b *browser) num(js string) float64 {
 	return v
 }
 
+// openMarked opens url, waits for the page to be live and marks it
+// (window.__mark), so that showsOnce can tell it was never reloaded.
+func (b *browser) openMarked(url string) {
+	b.tb.Helper()
+	b.do(chromedp.Navigate(url))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1`))
+}
+
+// cutSocket kills the page's connection through px without a word to the
+// browser and waits for the server to drop its socket.
+func cutSocket(tb testing.TB, e *env, px *proxy) {
+	tb.Helper()
+	px.cut()
+	waitFor(tb, 5*time.Second, "server to drop the socket", func() bool { return e.srv.Stats().Clients == 0 })
+}
+
 // A tab goes to the background, its connection dies without a word (the
 // server's side is gone, the browser's still looks open), lines are
 // written, and the tab comes back: the page notices at once, resumes from
@@ -91,16 +108,13 @@ func TestBrowserWakeResumes(t *testing.T) {
 	e.upsert(evs[:3]...)
 	px := mustStartProxy(t, e.srv.Addr())
 	b := mustOpenBrowser(t)
-	b.do(chromedp.Navigate(px.url("/games/g1")))
-	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
-	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1`))
+	b.openMarked(px.url("/games/g1"))
 
 	closeTab := b.hide()
 	if v := b.eval(`[document.visibilityState]`); v[0] != "hidden" {
 		t.Fatalf("tab is %s, want hidden", v[0])
 	}
-	px.cut()
-	waitFor(t, 5*time.Second, "server to drop the socket", func() bool { return e.srv.Stats().Clients == 0 })
+	cutSocket(t, e, px)
 	e.upsert(evs[3:]...)
 	// The page cannot know: its socket still reads as open.
 	if v := b.eval(`[document.querySelector('#conn').dataset.state, String(document.querySelectorAll('#timeline > li').length)]`); v[0] != "live" || v[1] != "3" {
@@ -141,14 +155,11 @@ func TestBrowserOnlineResumes(t *testing.T) {
 	e.upsert(evs[:2]...)
 	px := mustStartProxy(t, e.srv.Addr())
 	b := mustOpenBrowser(t)
-	b.do(chromedp.Navigate(px.url("/games/g1")))
-	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
-	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1`))
+	b.openMarked(px.url("/games/g1"))
 
 	b.offline(true)
 	b.until("offline", `navigator.onLine === false`)
-	px.cut()
-	waitFor(t, 5*time.Second, "server to drop the socket", func() bool { return e.srv.Stats().Clients == 0 })
+	cutSocket(t, e, px)
 	e.upsert(evs[2:4]...)
 	b.offline(false)
 	e.upsert(evs[4:]...)
@@ -169,9 +180,7 @@ func TestBrowserOfflineShown(t *testing.T) {
 	e.upsert(evs[:2]...)
 	px := mustStartProxy(t, e.srv.Addr())
 	b := mustOpenBrowser(t)
-	b.do(chromedp.Navigate(px.url("/games/g1")))
-	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
-	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1`))
+	b.openMarked(px.url("/games/g1"))
 
 	// A blip: the socket lives through it.
 	b.offline(true)
@@ -187,8 +196,7 @@ func TestBrowserOfflineShown(t *testing.T) {
 	// A longer loss: the socket dies without a word meanwhile.
 	b.offline(true)
 	b.until("offline shown again", `navigator.onLine === false && document.querySelector('#conn').dataset.state === 'offline'`)
-	px.cut()
-	waitFor(t, 5*time.Second, "server to drop the socket", func() bool { return e.srv.Stats().Clients == 0 })
+	cutSocket(t, e, px)
 	e.upsert(evs[3:5]...)
 	b.offline(false)
 	e.upsert(evs[5:]...)
@@ -368,6 +376,44 @@ func TestBrowserLateLinesAtTheCap(t *testing.T) {
 	b.noProblems()
 }
 
+// openTall opens url in a window tall enough that the reader stays at the
+// newest lines, and waits for the page to be live.
+func (b *browser) openTall(url string) {
+	b.tb.Helper()
+	b.do(chromedp.EmulateViewport(800, 1400), chromedp.Navigate(url))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+}
+
+// holdOlderPage clicks "older lines" and holds the page it asks for in
+// the browser until releaseOlderPage: the answer is the server's, only
+// later. Later pages go through at once.
+func (b *browser) holdOlderPage() {
+	b.tb.Helper()
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+		const real = window.fetch;
+		window.fetch = function (url, opts) {
+			const p = real(url, opts);
+			if (String(url).indexOf('/older') < 0 || window.__release) return p;
+			return p.then(r => new Promise(res => { window.__release = () => res(r); }));
+		};
+		document.querySelector('#older').click();
+	})()`))
+	b.until("the page of older lines on its way", `!!window.__release`)
+}
+
+// releaseOlderPage lets the page held by holdOlderPage reach the page.
+func (b *browser) releaseOlderPage() {
+	b.tb.Helper()
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__release()`))
+}
+
+// untilOlderLines waits for a page of older lines to be in, line evtID
+// among them.
+func (b *browser) untilOlderLines(evtID string) {
+	b.tb.Helper()
+	b.until("older lines", fmt.Sprintf(`!!document.getElementById(%q) && !document.querySelector('#older').dataset.busy`, evtID))
+}
+
 // A live line that reaches a full list while a page of "older lines" is
 // on its way pushes the oldest line out, and the link moves up to the
 // oldest line still shown: the page, asked for below the line pushed out,
@@ -383,8 +429,7 @@ func TestBrowserLiveLineDuringOlder(t *testing.T) {
 	e.upsert(evs[:9]...)
 	b := mustOpenBrowser(t)
 	// Tall enough that the reader stays at the newest: live lines go in.
-	b.do(chromedp.EmulateViewport(800, 1400), chromedp.Navigate(e.url("/games/g1")))
-	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.openTall(e.url("/games/g1"))
 	for _, ev := range evs[9:12] {
 		e.upsert(ev)
 		b.until("live line", fmt.Sprintf(`!!document.getElementById(%q)`, ev.EvtID))
@@ -392,22 +437,12 @@ func TestBrowserLiveLineDuringOlder(t *testing.T) {
 	if got, want := b.eval(domIDs), reverse(evtIDs(evs[6:12])); !eq(got, want) {
 		t.Fatalf("timeline %v, want the list full %v", got, want)
 	}
-	// The first page of older lines is held in the browser until the test
-	// lets it go: the answer is the server's, only later.
-	b.do(chromedp.Evaluate[chromedp.Void](`(() => {
-		const real = window.fetch;
-		window.fetch = function (url, opts) {
-			const p = real(url, opts);
-			if (String(url).indexOf('/older') < 0 || window.__release) return p;
-			return p.then(r => new Promise(res => { window.__release = () => res(r); }));
-		};
-		document.querySelector('#older').click();
-	})()`))
-	b.until("the page of older lines on its way", `!!window.__release`)
+	// The first page of older lines is held until the test lets it go.
+	b.holdOlderPage()
 	e.upsert(evs[12])
 	b.until("the live line in, the oldest out", fmt.Sprintf(`!!document.getElementById(%q) && !document.getElementById(%q)`, evs[12].EvtID, evs[6].EvtID))
-	b.do(chromedp.Evaluate[chromedp.Void](`window.__release()`))
-	b.until("older lines", fmt.Sprintf(`!!document.getElementById(%q) && !document.querySelector('#older').dataset.busy`, evs[4].EvtID))
+	b.releaseOlderPage()
+	b.untilOlderLines(evs[4].EvtID)
 
 	got := b.eval(domIDs)
 	all := reverse(evtIDs(evs))
@@ -441,31 +476,21 @@ func TestBrowserPillDuringOlder(t *testing.T) {
 	evs := g.chats(t, 12)
 	e.upsert(evs...)
 	b := mustOpenBrowser(t)
-	b.do(chromedp.EmulateViewport(800, 1400), chromedp.Navigate(e.url("/games/g1")))
-	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.openTall(e.url("/games/g1"))
 	// Two pages of older lines: the second pushes the newest three out,
 	// behind the pill.
 	for _, want := range []int{6, 3} {
 		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#older').click()`))
-		b.until("older lines", fmt.Sprintf(`!!document.getElementById(%q) && !document.querySelector('#older').dataset.busy`, evs[want].EvtID))
+		b.untilOlderLines(evs[want].EvtID)
 	}
 	b.until("pill", `!document.querySelector('#newer').hidden`)
 	if got, want := b.eval(domIDs), reverse(evtIDs(evs[3:9])); !eq(got, want) {
 		t.Fatalf("timeline %v, want %v", got, want)
 	}
-	b.do(chromedp.Evaluate[chromedp.Void](`(() => {
-		const real = window.fetch;
-		window.fetch = function (url, opts) {
-			const p = real(url, opts);
-			if (String(url).indexOf('/older') < 0 || window.__release) return p;
-			return p.then(r => new Promise(res => { window.__release = () => res(r); }));
-		};
-		document.querySelector('#older').click();
-	})()`))
-	b.until("the page of older lines on its way", `!!window.__release`)
+	b.holdOlderPage()
 	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#newer').click()`))
 	b.until("the newest lines back", fmt.Sprintf(`!!document.getElementById(%q)`, evs[11].EvtID))
-	b.do(chromedp.Evaluate[chromedp.Void](`window.__release()`))
+	b.releaseOlderPage()
 	b.until("the page handled", `!document.querySelector('#older').dataset.busy`)
 	if got, want := b.eval(domIDs), reverse(evtIDs(evs[6:])); !eq(got, want) {
 		t.Fatalf("timeline %v, want the newest %d in a row %v", got, cap, want)

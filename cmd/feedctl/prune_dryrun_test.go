@@ -5,8 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/testkit/redistest"
-	"github.com/codemojex/feed/migrations"
+	"github.com/codemojex/feed/internal/testkit/storefile"
 	"github.com/codemojex/feed/store"
 )
 
@@ -37,26 +33,14 @@ func TestPruneDryRunWritesNothing(t *testing.T) {
 	old := time.Now().Add(-48 * time.Hour)
 
 	t.Run("older schema", func(t *testing.T) {
-		if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: float64(old.UnixMilli()), Member: game}).Err(); err != nil {
-			t.Fatal(err)
-		}
+		register(t, rdb, game, old)
 		path := filepath.Join(t.TempDir(), "feed.db")
 		schema3Store(t, path, game, old)
-		before := mustRead(t, path)
-		out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-dry-run")
-		if err != nil {
-			t.Fatalf("prune -dry-run: %v\n%s%s", err, out, errOut)
-		}
-		if want := "remove " + game + ": registry, store (2 lines)"; !strings.Contains(out, want) {
-			t.Fatalf("prune -dry-run does not say %q:\n%s", want, out)
-		}
-		if !bytes.Equal(mustRead(t, path), before) {
+		if pruneDryRunWrote(t, s.Addr, path, "remove "+game+": registry, store (2 lines)") {
 			t.Fatalf("prune -dry-run wrote the store file (version %d before): %s", 3, storeFacts(t, path))
 		}
 
-		if out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-yes"); err != nil {
-			t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-		}
+		mustRunCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-yes")
 		db, err := store.Open(ctx, path)
 		if err != nil {
 			t.Fatal(err)
@@ -88,68 +72,42 @@ func TestPruneDryRunWritesNothing(t *testing.T) {
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		copyStore(t, orig, cp)
-		before := mustRead(t, cp)
-		out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", cp, "-dry-run")
-		if err != nil {
-			t.Fatalf("prune -dry-run: %v\n%s%s", err, out, errOut)
-		}
-		if want := "remove " + game + ": store (1 lines)"; !strings.Contains(out, want) {
-			t.Fatalf("prune -dry-run does not say %q:\n%s", want, out)
-		}
-		if !bytes.Equal(mustRead(t, cp), before) {
+		storefile.Copy(t, orig, cp)
+		if pruneDryRunWrote(t, s.Addr, cp, "remove "+game+": store (1 lines)") {
 			t.Fatalf("prune -dry-run wrote the copied store file (position was %s): %s", want, storeFacts(t, cp))
 		}
 	})
 }
 
+// pruneDryRunWrote runs prune -older-than 24h -db path -dry-run, fails
+// the test unless it succeeds and its plan says plan, and reports whether
+// it changed the file at path.
+func pruneDryRunWrote(t *testing.T, addr, path, plan string) bool {
+	t.Helper()
+	before := mustRead(t, path)
+	out := mustRunCtl(t, addr, "prune", "-older-than", "24h", "-db", path, "-dry-run")
+	if !strings.Contains(out, plan) {
+		t.Fatalf("prune -dry-run does not say %q:\n%s", plan, out)
+	}
+	return !bytes.Equal(mustRead(t, path), before)
+}
+
 // schema3Store writes a store file at path as a binary whose newest
-// migration was 0003 left it (WAL mode, as the renderers keep it), holding
-// game, ended at at with two lines and a position, and the identity of
-// another file (the store it was copied from).
+// migration was 0003 left it (storefile.AtSchema), holding game, ended at
+// at with two lines and a position, and the identity of another file (the
+// store it was copied from).
 func schema3Store(tb testing.TB, path, game string, at time.Time) {
 	tb.Helper()
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer raw.Close()
-	raw.SetMaxOpenConns(1)
-	exec := func(q string, args ...any) {
-		tb.Helper()
-		if _, err := raw.Exec(q, args...); err != nil {
-			tb.Fatalf("%.60s: %v", q, err)
+	storefile.AtSchema(tb, path, 3, func(exec storefile.Exec) {
+		ns := at.UnixNano()
+		exec(`INSERT INTO games (name, status, events, last_at, last_evt_id) VALUES (?, 'over', 2, ?, 'evt_b')`, game, ns)
+		for _, id := range []string{"evt_a", "evt_b"} {
+			exec(`INSERT INTO events (evt_id, game, kind, payload, html, stream_id, at, stored_at)
+				VALUES (?, ?, 'chat', '{}', 'x', ?, ?, ?)`, id, game, strconv.FormatInt(at.UnixMilli(), 10)+"-0", ns, ns)
 		}
-	}
-	exec(`PRAGMA journal_mode=WAL`)
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
-	names, err := fs.Glob(migrations.FS, "*.sql")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, name := range names {
-		v, err := strconv.Atoi(name[:4])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if v > 3 {
-			break
-		}
-		b, err := migrations.FS.ReadFile(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		exec(string(b))
-		exec(`INSERT INTO schema_migrations VALUES (?, ?, 0)`, v, name)
-	}
-	ns := at.UnixNano()
-	exec(`INSERT INTO games (name, status, events, last_at, last_evt_id) VALUES (?, 'over', 2, ?, 'evt_b')`, game, ns)
-	for _, id := range []string{"evt_a", "evt_b"} {
-		exec(`INSERT INTO events (evt_id, game, kind, payload, html, stream_id, at, stored_at)
-			VALUES (?, ?, 'chat', '{}', 'x', ?, ?, ?)`, id, game, strconv.FormatInt(at.UnixMilli(), 10)+"-0", ns, ns)
-	}
-	exec(`INSERT INTO positions (game, ms, seq) VALUES (?, ?, 0)`, game, at.UnixMilli())
-	exec(`INSERT INTO meta (key, value) VALUES ('file', '1:2:3')`)
+		exec(`INSERT INTO positions (game, ms, seq) VALUES (?, ?, 0)`, game, at.UnixMilli())
+		exec(`INSERT INTO meta (key, value) VALUES ('file', '1:2:3')`)
+	})
 }
 
 func mustRead(tb testing.TB, path string) []byte {
@@ -159,27 +117,6 @@ func mustRead(tb testing.TB, path string) []byte {
 		tb.Fatal(err)
 	}
 	return b
-}
-
-// copyStore copies the store file from to to (a new file: another inode),
-// as a host started from a peer's file.
-func copyStore(tb testing.TB, from, to string) {
-	tb.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		tb.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		tb.Fatal(err)
-	}
 }
 
 // storeFacts says what a write to the store file changed: its newest

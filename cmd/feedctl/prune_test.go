@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,26 +30,12 @@ func TestPruneStreamsLeavesNoKeys(t *testing.T) {
 	ctx := context.Background()
 	const game = "old-1"
 	key := event.StreamKey(game)
-	m := event.NewMinter(1)
-	at := time.Now().UTC().Format(time.RFC3339)
 	// One malformed entry (no id: dead-lettered), then the game's end.
-	for _, vals := range [][]any{
-		{"kind", "chat", "player", "ada", "text", "hi"},
-		{"id", m.Next(time.Now()), "kind", event.KindGameOver, "at", at, "winner", "ada"},
-	} {
-		if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: vals}).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := feed.Open(ctx, feed.Config{
-		Client: rdb, Group: "feed", Consumer: "r1",
-		Streams: func(context.Context) ([]string, error) { return []string{key}, nil },
-		Handler: func(context.Context, feed.Message) error { return nil },
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"kind", "chat", "player", "ada", "text", "hi"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
+	addGameOver(t, rdb, game)
+	c := openStreamConsumer(t, rdb, key)
 	wait.For(t, 10*time.Second, "the entry dead-lettered, the other acked", func() bool {
 		st := c.Stats()
 		return st.Acked == 1 && st.Dead == 1
@@ -61,13 +45,8 @@ func TestPruneStreamsLeavesNoKeys(t *testing.T) {
 	if n, err := rdb.Exists(ctx, posKey).Result(); err != nil || n != 1 {
 		t.Fatalf("dead positions set %s: exists %d, %v", posKey, n, err)
 	}
-	old := float64(time.Now().Add(-48 * time.Hour).UnixMilli())
-	if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: old, Member: game}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-streams", "-yes"); err != nil {
-		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-	}
+	register(t, rdb, game, twoDaysAgo())
+	mustRunCtl(t, s.Addr, "prune", "-older-than", "24h", "-streams", "-yes")
 	for _, k := range []string{event.RegistryKey, key, event.DeadKey(game), posKey} {
 		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
 			t.Errorf("after prune -streams, %s: exists %d, %v", k, n, err)
@@ -86,15 +65,8 @@ func TestPrunePlanShowsStoreLines(t *testing.T) {
 	rdb := s.Client(t)
 	ctx := context.Background()
 	const game = "old-1"
-	evs := gamesim.Play(game, 1, 400)
-	end := -1
-	for i, e := range evs {
-		if e.Kind == event.KindGameOver {
-			end = i
-			break
-		}
-	}
-	if end < 0 || end+3 > len(evs) {
+	evs, end := playToGameOver(t, game)
+	if end+3 > len(evs) {
 		t.Fatalf("no game_over followed by a new match in %d events", len(evs))
 	}
 	evs = evs[:end+3] // the game_over, then the next match's first entries
@@ -102,9 +74,7 @@ func TestPrunePlanShowsStoreLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "feed.db")
-	if out, errOut, err := runCtl(t, s.Addr, "rebuild", "-db", path); err != nil {
-		t.Fatalf("rebuild: %v\n%s%s", err, out, errOut)
-	}
+	mustRunCtl(t, s.Addr, "rebuild", "-db", path)
 	lines := func() int64 {
 		db, err := store.Open(ctx, path)
 		if err != nil {
@@ -125,21 +95,13 @@ func TestPrunePlanShowsStoreLines(t *testing.T) {
 		t.Fatalf("store holds %d lines of %s, want %d", n, game, len(evs))
 	}
 	// The rebuild made the group; the game's last event is two days old.
-	old := float64(time.Now().Add(-48 * time.Hour).UnixMilli())
-	if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: old, Member: game}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-dry-run")
-	if err != nil {
-		t.Fatalf("prune -dry-run: %v\n%s%s", err, out, errOut)
-	}
+	register(t, rdb, game, twoDaysAgo())
+	out := mustRunCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-dry-run")
 	want := fmt.Sprintf("remove %s: registry, store (%d lines)", game, n)
 	if !strings.Contains(out, want) {
 		t.Fatalf("prune -dry-run does not say %q:\n%s", want, out)
 	}
-	if out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-yes"); err != nil {
-		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-	}
+	mustRunCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-yes")
 	if n := lines(); n != 0 {
 		t.Fatalf("after prune, the store holds %d lines of %s", n, game)
 	}
@@ -158,17 +120,7 @@ func TestPruneKeepsGameWithoutTheGroup(t *testing.T) {
 	ctx := context.Background()
 	const game = "old-1"
 	key := event.StreamKey(game)
-	evs := gamesim.Play(game, 1, 400)
-	end := -1
-	for i, e := range evs {
-		if e.Kind == event.KindGameOver {
-			end = i
-			break
-		}
-	}
-	if end < 0 {
-		t.Fatal("no game_over")
-	}
+	evs, end := playToGameOver(t, game)
 	if _, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, evs[:end+1]...); err != nil {
 		t.Fatal(err)
 	}
@@ -179,14 +131,8 @@ func TestPruneKeepsGameWithoutTheGroup(t *testing.T) {
 	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "host-a", Consumer: "r1", Streams: []string{key, ">"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	old := float64(time.Now().Add(-48 * time.Hour).UnixMilli())
-	if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: old, Member: game}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-streams", "-yes")
-	if err != nil {
-		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-	}
+	register(t, rdb, game, twoDaysAgo())
+	out := mustRunCtl(t, s.Addr, "prune", "-older-than", "24h", "-streams", "-yes")
 	if n, err := rdb.Exists(ctx, key).Result(); err != nil || n != 1 {
 		t.Fatalf("prune without group host-a's name deleted %s, whose entries host-a holds pending (exists %d, %v):\n%s", key, n, err, out)
 	}
@@ -194,7 +140,7 @@ func TestPruneKeepsGameWithoutTheGroup(t *testing.T) {
 		t.Fatalf("prune does not say it keeps %s:\n%s", game, out)
 	}
 	// With the group's name it is kept for what that group still holds.
-	out, errOut, err = runCtl(t, s.Addr, "-group", "host-a", "prune", "-older-than", "24h", "-streams", "-yes")
+	out, errOut, err := runCtl(t, s.Addr, "-group", "host-a", "prune", "-older-than", "24h", "-streams", "-yes")
 	if err != nil || !strings.Contains(out, "pending entries") {
 		t.Fatalf("prune -group host-a: %v\n%s%s", err, out, errOut)
 	}
@@ -214,18 +160,8 @@ func TestPruneKeepsStoreGameBackInRegistry(t *testing.T) {
 	ctx := context.Background()
 	const game = "old-1"
 	key := event.StreamKey(game)
-	evs := gamesim.Play(game, 1, 400)
-	end := -1
-	for i, e := range evs {
-		if e.Kind == event.KindGameOver {
-			end = i
-			break
-		}
-	}
-	if end < 0 {
-		t.Fatal("no game_over")
-	}
-	then := time.Now().Add(-48 * time.Hour)
+	evs, end := playToGameOver(t, game)
+	then := twoDaysAgo()
 	m := event.NewMinter(1)
 	items := make([]gamesim.Item, end+1)
 	for i, e := range evs[:end+1] {
@@ -235,9 +171,7 @@ func TestPruneKeepsStoreGameBackInRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "feed.db")
-	if out, errOut, err := runCtl(t, s.Addr, "rebuild", "-db", path); err != nil {
-		t.Fatalf("rebuild: %v\n%s%s", err, out, errOut)
-	}
+	mustRunCtl(t, s.Addr, "rebuild", "-db", path)
 	// Today, a malformed entry (no id), scored as a writer does.
 	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"kind", "chat", "player", "ada", "text", "gg"}}).Err(); err != nil {
 		t.Fatal(err)
@@ -246,24 +180,13 @@ func TestPruneKeepsStoreGameBackInRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The group handles the stream: every entry acked, the new one dead-lettered.
-	c, err := feed.Open(ctx, feed.Config{
-		Client: rdb, Group: "feed", Consumer: "r1",
-		Streams: func(context.Context) ([]string, error) { return []string{key}, nil },
-		Handler: func(context.Context, feed.Message) error { return nil },
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := openStreamConsumer(t, rdb, key)
 	wait.For(t, 10*time.Second, "the stream handled, the new entry dead-lettered", func() bool {
 		st := c.Stats()
 		return st.Acked == int64(end+1) && st.Dead == 1
 	})
 	c.Close()
-	out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-streams", "-yes")
-	if err != nil {
-		t.Fatalf("prune: %v\n%s%s", err, out, errOut)
-	}
+	out := mustRunCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-streams", "-yes")
 	for _, k := range []string{key, event.DeadKey(game)} {
 		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 1 {
 			t.Errorf("prune deleted %s of a game the registry scores today (exists %d, %v)", k, n, err)
@@ -294,15 +217,8 @@ func TestPruneStreamsRerunAfterFailure(t *testing.T) {
 	ctx := context.Background()
 	const game = "old-1"
 	key := event.StreamKey(game)
-	at := time.Now().UTC().Format(time.RFC3339)
-	vals := []any{"id", event.NewMinter(1).Next(time.Now()), "kind", event.KindGameOver, "at", at, "winner", "ada"}
-	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: vals}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	old := float64(time.Now().Add(-48 * time.Hour).UnixMilli())
-	if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: old, Member: game}).Err(); err != nil {
-		t.Fatal(err)
-	}
+	addGameOver(t, rdb, game)
+	register(t, rdb, game, twoDaysAgo())
 	if err := rdb.Do(ctx, "ACL", "SETUSER", "nodel", "on", ">pw", "~*", "&*", "+@all", "-del").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -312,10 +228,7 @@ func TestPruneStreamsRerunAfterFailure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "delete streams") {
 		t.Fatalf("prune without DEL: err %v, want the DEL refused\n%s%s", err, out.String(), errb.String())
 	}
-	o, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-streams", "-yes")
-	if err != nil {
-		t.Fatalf("prune again: %v\n%s%s", err, o, errOut)
-	}
+	o := mustRunCtl(t, s.Addr, "prune", "-older-than", "24h", "-streams", "-yes")
 	for _, k := range []string{event.RegistryKey, key} {
 		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
 			t.Errorf("after a failed prune -streams and a second one, %s: exists %d, %v\n%s", k, n, err, o)
@@ -335,15 +248,8 @@ func TestStrayArgumentRefused(t *testing.T) {
 	ctx := context.Background()
 	const game = "old-1"
 	key := event.StreamKey(game)
-	at := time.Now().UTC().Format(time.RFC3339)
-	vals := []any{"id", event.NewMinter(1).Next(time.Now()), "kind", event.KindGameOver, "at", at, "winner", "ada"}
-	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: vals}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	old := float64(time.Now().Add(-48 * time.Hour).UnixMilli())
-	if err := rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: old, Member: game}).Err(); err != nil {
-		t.Fatal(err)
-	}
+	addGameOver(t, rdb, game)
+	register(t, rdb, game, twoDaysAgo())
 	for _, args := range [][]string{
 		{"prune", "-older-than", "24h", "-streams", "-yes", game, "-dry-run"},
 		{"replay", "-game", game, "-yes", "now", "-dry-run"},

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,54 +27,19 @@ func TestReplayWakesRenderers(t *testing.T) {
 	rdb := s.Client(t)
 	ctx := context.Background()
 	const game = "quiet-1"
-	var (
-		mu      sync.Mutex
-		handled = map[string]int{}
-	)
-	open := func(name string) *feed.Consumer {
-		c, err := feed.Open(ctx, feed.Config{
-			Client: rdb, Group: "feed", Consumer: name, Registry: event.RegistryKey,
-			WakeEvery: 50 * time.Millisecond, ActiveWindow: 300 * time.Millisecond,
-			PollEvery: time.Hour, SweepEvery: time.Hour,
-			Handler: func(_ context.Context, m feed.Message) error {
-				mu.Lock()
-				defer mu.Unlock()
-				handled[m.ID]++
-				return nil
-			},
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	count := func(ids []string, n int) func() bool {
-		return func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, id := range ids {
-				if handled[id] != n {
-					return false
-				}
-			}
-			return true
-		}
-	}
+	var handled handledCount
 	ids, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, gamesim.Play(game, 1, 3)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := open("r1")
+	c := openQuietConsumer(t, rdb, "r1", handled.handle)
 	wait.For(t, 10*time.Second, "every entry handled once, the game quiet", func() bool {
 		st := c.Stats()
-		return count(ids, 1)() && st.Known == 1 && st.Hot == 0 && st.Working == 0
+		return handled.each(ids, 1)() && st.Known == 1 && st.Hot == 0 && st.Working == 0
 	})
 	// A quiet game.
-	if out, errOut, err := runCtl(t, s.Addr, "replay", "-game", game, "-yes"); err != nil {
-		t.Fatalf("replay: %v\n%s%s", err, out, errOut)
-	}
-	wait.For(t, 5*time.Second, "the quiet game's replay handled", count(ids, 2))
+	mustRunCtl(t, s.Addr, "replay", "-game", game, "-yes")
+	wait.For(t, 5*time.Second, "the quiet game's replay handled", handled.each(ids, 2))
 	wait.For(t, 5*time.Second, "the game quiet again", func() bool {
 		st := c.Stats()
 		return st.Hot == 0 && st.Working == 0
@@ -87,16 +49,13 @@ func TestReplayWakesRenderers(t *testing.T) {
 	if err := rdb.ZRem(ctx, event.RegistryKey, game).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c = open("r2")
-	defer c.Close()
+	c = openQuietConsumer(t, rdb, "r2", handled.handle)
 	wait.For(t, 10*time.Second, "the new consumer running, knowing no game", func() bool {
 		st := c.Stats()
 		return st.Known == 0 && c.Ready() == nil
 	})
-	if out, errOut, err := runCtl(t, s.Addr, "replay", "-game", game, "-yes"); err != nil {
-		t.Fatalf("replay: %v\n%s%s", err, out, errOut)
-	}
-	wait.For(t, 5*time.Second, "the pruned game's replay handled", count(ids, 3))
+	mustRunCtl(t, s.Addr, "replay", "-game", game, "-yes")
+	wait.For(t, 5*time.Second, "the pruned game's replay handled", handled.each(ids, 3))
 }
 
 // TestReplayTrimmedLagSettles: a replay of a stream the writer trimmed
@@ -112,10 +71,7 @@ func TestReplayTrimmedLagSettles(t *testing.T) {
 	ctx := context.Background()
 	const game = "trimmed-1"
 	key := event.StreamKey(game)
-	var (
-		mu      sync.Mutex
-		handled = map[string]int{}
-	)
+	var handled handledCount
 	ids, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, gamesim.Play(game, 1, 10)...)
 	if err != nil {
 		t.Fatal(err)
@@ -123,39 +79,20 @@ func TestReplayTrimmedLagSettles(t *testing.T) {
 	c, err := feed.Open(ctx, feed.Config{
 		Client: rdb, Group: "feed", Consumer: "r1", Registry: event.RegistryKey,
 		WakeEvery: 50 * time.Millisecond, CensusEvery: 100 * time.Millisecond,
-		Handler: func(_ context.Context, m feed.Message) error {
-			mu.Lock()
-			defer mu.Unlock()
-			handled[m.ID]++
-			return nil
-		},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Handler: handled.handle,
+		Logger:  discardLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	count := func(ids []string, n int) func() bool {
-		return func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, id := range ids {
-				if handled[id] != n {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	wait.For(t, 10*time.Second, "every entry handled once", count(ids, 1))
+	wait.For(t, 10*time.Second, "every entry handled once", handled.each(ids, 1))
 	const keep = 4
 	if err := rdb.XTrimMaxLen(ctx, key, keep).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, err := runCtl(t, s.Addr, "replay", "-game", game, "-yes"); err != nil {
-		t.Fatalf("replay: %v\n%s%s", err, out, errOut)
-	}
-	wait.For(t, 10*time.Second, "the retained entries handled again", count(ids[len(ids)-keep:], 2))
+	mustRunCtl(t, s.Addr, "replay", "-game", game, "-yes")
+	wait.For(t, 10*time.Second, "the retained entries handled again", handled.each(ids[len(ids)-keep:], 2))
 	var g redis.XInfoGroup
 	wait.For(t, 10*time.Second, "the group past the stream's last entry, nothing pending", func() bool {
 		gs, err := rdb.XInfoGroups(ctx, key).Result()

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -35,25 +33,15 @@ func TestRequeueWakesRenderers(t *testing.T) {
 		fixed   bool
 		handled = map[string]int{}
 	)
-	c, err := feed.Open(ctx, feed.Config{
-		Client: rdb, Group: "feed", Consumer: "r1", Registry: event.RegistryKey,
-		WakeEvery: 50 * time.Millisecond, ActiveWindow: 300 * time.Millisecond,
-		PollEvery: time.Hour, SweepEvery: time.Hour,
-		Handler: func(_ context.Context, m feed.Message) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if !fixed && m.Kind == evs[1].Kind {
-				return feed.Poison(errors.New("renderer bug"))
-			}
-			handled[m.ID]++
-			return nil
-		},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	c := openQuietConsumer(t, rdb, "r1", func(_ context.Context, m feed.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !fixed && m.Kind == evs[1].Kind {
+			return feed.Poison(errors.New("renderer bug"))
+		}
+		handled[m.ID]++
+		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ids, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, evs...)
 	if err != nil {
 		t.Fatal(err)
@@ -65,13 +53,7 @@ func TestRequeueWakesRenderers(t *testing.T) {
 	mu.Lock()
 	fixed = true
 	mu.Unlock()
-	dead, err := feed.ListDead(ctx, rdb, event.DeadKey(game), 0)
-	if err != nil || len(dead) != 1 {
-		t.Fatalf("ListDead = %v, %v", dead, err)
-	}
-	if out, errOut, err := runCtl(t, s.Addr, "dead", "requeue", "-game", game, "-id", dead[0].DeadID); err != nil {
-		t.Fatalf("requeue: %v\n%s%s", err, out, errOut)
-	}
+	mustRunCtl(t, s.Addr, "dead", "requeue", "-game", game, "-id", oneDead(t, rdb, game).DeadID)
 	wait.For(t, 5*time.Second, "the requeued entry handled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -94,25 +76,15 @@ func TestRequeueOriginalDeadFields(t *testing.T) {
 		mu      sync.Mutex
 		handled []feed.Message
 	)
-	c, err := feed.Open(ctx, feed.Config{
-		Client: rdb, Group: "feed", Consumer: "r1", Registry: event.RegistryKey,
-		WakeEvery: 50 * time.Millisecond, ActiveWindow: 300 * time.Millisecond,
-		PollEvery: time.Hour, SweepEvery: time.Hour,
-		Handler: func(_ context.Context, m feed.Message) error {
-			if err := event.Validate(m.Kind, m.Payload); err != nil {
-				return feed.Poison(err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			handled = append(handled, m)
-			return nil
-		},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	c := openQuietConsumer(t, rdb, "r1", func(_ context.Context, m feed.Message) error {
+		if err := event.Validate(m.Kind, m.Payload); err != nil {
+			return feed.Poison(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		handled = append(handled, m)
+		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	own := []gamesim.Field{{Name: "dead_truncated", Value: "text 9000 bytes sha256 00\n"}, {Name: "dead_reason", Value: "forged"}}
 	ids, err := gamesim.Append(ctx, rdb, event.NewMinter(1), game, gamesim.Event{Kind: event.KindChat,
 		Fields: append([]gamesim.Field{{Name: "player", Value: " "}, {Name: "text", Value: "hi"}}, own...)})
@@ -124,13 +96,7 @@ func TestRequeueOriginalDeadFields(t *testing.T) {
 	if err != nil || strings.Contains(out, "truncated") || strings.Contains(out, "forged") || !strings.Contains(out, `poison: invalid entry: chat: field "player": empty`) {
 		t.Errorf("dead list (%v) shows:\n%s%s\nwant the renderer's reason, not truncated", err, out, errOut)
 	}
-	dead, err := feed.ListDead(ctx, rdb, event.DeadKey(game), 0)
-	if err != nil || len(dead) != 1 {
-		t.Fatalf("ListDead = %v, %v", dead, err)
-	}
-	if out, errOut, err := runCtl(t, s.Addr, "dead", "requeue", "-game", game, "-id", dead[0].DeadID, "-set", "player=ada"); err != nil {
-		t.Fatalf("requeue: %v\n%s%s", err, out, errOut)
-	}
+	mustRunCtl(t, s.Addr, "dead", "requeue", "-game", game, "-id", oneDead(t, rdb, game).DeadID, "-set", "player=ada")
 	wait.For(t, 5*time.Second, "the requeued entry handled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
