@@ -65,23 +65,28 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 	}
 	cut := time.Now().Add(-olderThan)
 	var db *store.DB
+	planOnly := false // db is open read-only, for the plan
 	if dbPath != "" {
 		if _, err := os.Stat(dbPath); err != nil {
 			return fmt.Errorf("prune: -db: %w", err)
 		}
-		// A dry run reads the store and writes nothing: store.Open would
+		// The plan reads the store and writes nothing: store.Open would
 		// apply pending migrations (under older renderers sharing the
 		// file) and, on a copied file, record its identity and move its
-		// positions back (TestPruneDryRunWritesNothing).
-		open := store.Open
-		if ask.dryRun {
-			open = store.OpenReadOnly
-		}
+		// positions back, for a dry run (TestPruneDryRunWritesNothing) or
+		// a run then refused or declined (TestPruneDeclinedWritesNothing).
+		// The file is opened for writing once the removal is confirmed;
+		// only one too old to be read unmigrated is opened so at once.
 		var err error
-		if db, err = open(ctx, dbPath); err != nil {
+		db, err = store.OpenReadOnly(ctx, dbPath)
+		planOnly = err == nil
+		if errors.Is(err, store.ErrSchemaOlder) && !ask.dryRun {
+			db, err = store.Open(ctx, dbPath)
+		}
+		if err != nil {
 			return err
 		}
-		defer db.Close()
+		defer func() { db.Close() }()
 	}
 	plan, err := g.prunePlan(ctx, db, cut)
 	if err != nil {
@@ -112,6 +117,14 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 	}
 	if err := ask.confirm(t, fmt.Sprintf("prune: remove %d games", len(todo))); err != nil {
 		return fmt.Errorf("%w; nothing removed", err)
+	}
+	if planOnly {
+		if err := db.Close(); err != nil {
+			return err
+		}
+		if db, err = store.Open(ctx, dbPath); err != nil {
+			return err
+		}
 	}
 	var removed int
 	for _, c := range todo {

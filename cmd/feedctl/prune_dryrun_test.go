@@ -135,3 +135,25 @@ func storeFacts(tb testing.TB, path string) string {
 	raw.QueryRow(`SELECT group_concat(game || '@' || ms || '-' || seq) FROM positions`).Scan(&pos)
 	return "schema version " + strconv.Itoa(version) + ", file " + file + ", positions " + pos
 }
+
+// TestPruneDeclinedWritesNothing: prune -db F without -yes, and no terminal
+// to answer its question, refuses, and leaves F as it was. It opened F for
+// writing before it showed the plan and asked, so a refused (or declined)
+// run had already migrated F under the renderers sharing it.
+func TestPruneDeclinedWritesNothing(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	const game = "old-1"
+	old := time.Now().Add(-48 * time.Hour)
+	register(t, rdb, game, old)
+	path := filepath.Join(t.TempDir(), "feed.db")
+	schema3Store(t, path, game, old)
+	before := mustRead(t, path)
+	out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path)
+	if err == nil || !strings.Contains(out, "remove "+game) {
+		t.Fatalf("prune without -yes or a terminal: %v, want a refusal after the plan\n%s%s", err, out, errOut)
+	}
+	if !bytes.Equal(mustRead(t, path), before) {
+		t.Fatalf("a refused prune wrote the store file: %s", storeFacts(t, path))
+	}
+}
