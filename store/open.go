@@ -85,10 +85,6 @@ type DB struct {
 
 	boards *boardCache // scoreboards kept in memory (see ScoreboardAt)
 
-	// readOnly: opened with OpenReadOnly, w is nil (no writer, no
-	// checkpointer) and the writing methods fail with ErrReadOnly.
-	readOnly bool
-
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -127,12 +123,9 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 
-	if db.file, err = statID(abs); err != nil {
+	if err := db.statFiles(); err != nil {
 		db.w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	for i, suffix := range companionSuffixes {
-		db.companions[i], _ = statID(abs + suffix)
 	}
 	if err := db.noteFile(ctx); err != nil && !readOnly(err) {
 		// A read-only file (a backup looked at) takes no lines either.
@@ -185,7 +178,7 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
 	}
-	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), boards: newBoardCache(), readOnly: true}
+	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), boards: newBoardCache()}
 	db.r, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, roleReadOnly))
 	if err != nil {
 		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
@@ -196,14 +189,29 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 		db.r.Close()
 		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
 	}
-	if db.file, err = statID(abs); err != nil {
+	if err := db.statFiles(); err != nil {
 		db.r.Close()
 		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
 	}
-	for i, suffix := range companionSuffixes {
-		db.companions[i], _ = statID(abs + suffix)
-	}
 	return db, nil
+}
+
+// readOnlyOpen reports whether db came from OpenReadOnly: it has no
+// writer connection (nor checkpointer), and the writing methods fail with
+// ErrReadOnly.
+func (db *DB) readOnlyOpen() bool { return db.w == nil }
+
+// statFiles notes the identity of the file as opened, and of its -wal and
+// -shm (those may be absent), for CheckFile to compare against.
+func (db *DB) statFiles() error {
+	var err error
+	if db.file, err = statID(db.path); err != nil {
+		return err
+	}
+	for i, suffix := range companionSuffixes {
+		db.companions[i], _ = statID(db.path + suffix)
+	}
+	return nil
 }
 
 // checkSchema reads the file's schema version (the highest recorded in
@@ -333,8 +341,8 @@ func (db *DB) Close() error {
 				err = fmt.Errorf("store: close readers: %w", e)
 			}
 		}
-		if db.w == nil {
-			return // read-only: no writer to close
+		if db.readOnlyOpen() {
+			return // no writer to close
 		}
 		if errors.Is(db.CheckFile(), ErrReplaced) {
 			db.keepWAL()

@@ -47,7 +47,7 @@ func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
 	if db.isClosed() {
 		return 0, ErrClosed
 	}
-	if db.readOnly {
+	if db.readOnlyOpen() {
 		return 0, fmt.Errorf("store: delete game %s: %w", game, ErrReadOnly)
 	}
 	var n, deletes int64

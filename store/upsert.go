@@ -80,7 +80,7 @@ func (db *DB) UpsertBatch(ctx context.Context, b *Batch) ([]Result, error) {
 	if db.isClosed() {
 		return fail(res, ErrClosed)
 	}
-	if db.readOnly {
+	if db.readOnlyOpen() {
 		return fail(res, ErrReadOnly)
 	}
 	// Lines written into a deleted or replaced file would be acked and

@@ -73,21 +73,12 @@ func (s *Server) clientIP(r *http.Request) netip.Addr {
 // addresses only, such hops were garbled, and every client behind those
 // proxies shared the proxy's limits.
 func hopAddr(hop string) (netip.Addr, error) {
-	hop = strings.TrimSpace(hop)
-	if a, err := netip.ParseAddr(hop); err == nil {
-		return a, nil
+	host, _ := splitHostPort(strings.TrimSpace(hop))
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("web: forwarded hop %q is no address", hop)
 	}
-	if ap, err := netip.ParseAddrPort(hop); err == nil {
-		return ap.Addr(), nil
-	}
-	if v6, ok := strings.CutPrefix(hop, "["); ok {
-		if v6, ok = strings.CutSuffix(v6, "]"); ok {
-			if a, err := netip.ParseAddr(v6); err == nil && a.Is6() {
-				return a, nil
-			}
-		}
-	}
-	return netip.Addr{}, fmt.Errorf("web: forwarded hop %q is no address", hop)
+	return a, nil
 }
 
 func (s *Server) trusted(a netip.Addr) bool {
