@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +150,70 @@ func sameDefault(doc, bin string) bool {
 		return err == nil && a == b
 	}
 	return bin == "" && (doc == "0" || doc == "false")
+}
+
+// TestOperationsLimitsTable holds the defaults in docs/operations.md's
+// table of limits ("Running it in public") to the renderer's -h: a row
+// whose first cell names flags gives their defaults, in order, in its
+// second ("1000, 1 MiB"; "30 s").
+func TestOperationsLimitsTable(t *testing.T) {
+	bin := proctest.Binaries(t)
+	ops, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := binaryFlags(t, filepath.Join(bin, "renderer"))
+	row := regexp.MustCompile("^\\| ((?:`-[a-z0-9-]+`(?:, )?)+)(?: \\([^|]*\\))? \\| ([^|]+) \\|")
+	flagName := regexp.MustCompile("`-([a-z0-9-]+)`")
+	rows := 0
+	for _, line := range strings.Split(string(ops), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		names := flagName.FindAllStringSubmatch(m[1], -1)
+		defs := strings.Split(m[2], ",")
+		if len(names) != len(defs) {
+			t.Errorf("docs/operations.md: %d flags and %d defaults in %q", len(names), len(defs), line)
+			continue
+		}
+		rows++
+		for i, n := range names {
+			g, ok := got[n[1]]
+			if !ok {
+				t.Errorf("docs/operations.md's limits table lists -%s; renderer -h does not", n[1])
+				continue
+			}
+			d := docDefault(strings.TrimSpace(defs[i]))
+			if !sameDefault(d, g.def) {
+				t.Errorf("-%s: docs/operations.md says default %q, renderer -h says %q", n[1], d, g.def)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Fatal("docs/operations.md has no table of limits with flags")
+	}
+}
+
+// docDefault turns a default as the docs write it for people ("30 s",
+// "1 MiB") into flag's form ("30s", "1048576").
+func docDefault(s string) string {
+	num, unit, _ := strings.Cut(s, " ")
+	switch unit {
+	case "KiB", "MiB":
+		n, err := strconv.Atoi(num)
+		if err != nil {
+			return s
+		}
+		if unit == "KiB" {
+			return strconv.Itoa(n << 10)
+		}
+		return strconv.Itoa(n << 20)
+	case "ms", "s", "min", "h":
+		if unit == "min" {
+			unit = "m"
+		}
+		return num + unit
+	}
+	return s
 }
