@@ -12,7 +12,8 @@
 //	GET /games/{game}/live?after=SEQ     websocket (below); optional &store=ID, &last=EVT_ID, &board=1
 //	GET /games/{game}/events?after=SEQ   the same frames as a server-sent event stream (events.go), where websockets are blocked
 //	GET /games/{game}/replay             replay page; its data is /games/{game}/timeline.json?after=EVT, a page at a time; then ?since=SEQ, what was committed after
-//	GET /status, /api/status, /metrics   operators; behind Config.AdminToken (open without one on loopback only)
+//	GET /status, /fragments/status, /api/status, /metrics, /debug/pprof/
+//	                                     operators; behind Config.AdminToken (open without one on loopback only)
 //	GET /healthz, /readyz                process up; Config.Ready passes (its reason for admins only)
 //	GET /static/NAME.HASH.EXT            embedded assets, cached for a year
 //
@@ -33,7 +34,9 @@
 //
 // Frames are JSON text: {"t":"line","seq":N,"id":"evt_…","html":"<li …>…</li>"},
 // {"t":"state","html":"<aside id=\"scoreboard\" …>"},
-// {"t":"board","html":"<aside id=\"scoreboard\" …>"} and {"t":"reset"}. On
+// {"t":"board","html":"<aside id=\"scoreboard\" …>"}, {"t":"watching","n":N},
+// {"t":"probe"} (the answer to a page's probe, the one message a page may
+// send) and {"t":"reset"} (docs/contracts.md). On
 // connect the server subscribes the socket to its game's hub first, then
 // sends a state frame and every line with seq > after (in seq order, from the
 // store), then live lines and scoreboard panels (coalesced: at most one per
