@@ -30,7 +30,7 @@ var (
 	})
 	mHostsRejected = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "codemojex_web_foreign_hosts_rejected_total",
-		Help: "Websocket and admin requests refused for a Host header not in PublicHosts.",
+		Help: "Websocket, event-stream and admin requests refused for a Host header not in PublicHosts.",
 	})
 )
 

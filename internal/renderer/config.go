@@ -163,7 +163,7 @@ func (m *Main) ParseFlags(args []string) error {
 	case c.MaxClients < 1 || c.MaxSocketsPerClient < 1 || c.MaxRequestsPerClient < 1 || c.TimelineLines < 1 || c.TimelineBytes < 1:
 		return fmt.Errorf("-max-clients, -max-sockets-per-client, -max-requests-per-client, -timeline-lines and -timeline-bytes must be at least 1")
 	case c.AdminToken == "" && !loopbackAddr(c.HTTP):
-		return fmt.Errorf("-http %s listens beyond loopback: set -admin-token (or $FEED_ADMIN_TOKEN) to guard /status, /api/status, /metrics and /debug/pprof/, or listen on 127.0.0.1", c.HTTP)
+		return fmt.Errorf("-http %s listens beyond loopback: set -admin-token (or $FEED_ADMIN_TOKEN) to guard /status, /fragments/status, /api/status, /metrics and /debug/pprof/, or listen on 127.0.0.1", c.HTTP)
 	}
 	var err error
 	if c.proxies, err = web.ParsePrefixes(c.TrustedProxies); err != nil {
