@@ -183,16 +183,24 @@ func sum(k, v string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// prefix returns s cut to at most n bytes, on a rune boundary.
+// prefix returns s cut to at most n bytes, on a rune boundary: the
+// longest such prefix. It once cut while the last four bytes were not
+// valid UTF-8 on their own, which they never are when they begin inside a
+// three-byte character, so a value of ★ or CJK text kept one character
+// (TestDeadLetterKeepsLongestPrefix).
 func prefix(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s[len(s)-min(len(s), utf8.UTFMax):]) {
-		s = s[:len(s)-1]
+	// Back off past the continuation bytes of the character cut, at most
+	// UTFMax-1 of them: bytes that are not valid UTF-8 anyway are cut
+	// where n says.
+	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i]
+		}
 	}
-	return s
+	return s[:n]
 }
 
 // deadArgs is the deadScript call for d.
