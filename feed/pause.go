@@ -40,6 +40,14 @@ func (c *Consumer) hold(held []delivery, settle bool) error {
 		if !settle {
 			s = settlement{}
 		}
+		if len(s.failed) > 0 {
+			// A real failure on the retry in hand: the delivery the pause
+			// took back counts again. Left forgiven, an entry whose every
+			// delivery was refused as Unavailable before it failed came
+			// back with the same count each time and never reached
+			// PoisonAfter (TestFailureAfterPauseCounts).
+			c.recount(s.failed, 0)
+		}
 		if err := c.settle(&s); err != nil {
 			// Redis failed too: the held entries stay pending and come
 			// back by the reader law; the loop backs off.
@@ -80,17 +88,23 @@ return n
 // lasts, it never adds up to PoisonAfter. Best effort: on a Redis error
 // the counts stay as they are. Close does not cut it short: a Close right
 // after the verdict is exactly the restart this is for.
-func (c *Consumer) forgive(held []delivery) {
+func (c *Consumer) forgive(held []delivery) { c.recount(held, 1) }
+
+// recount sets the delivery count of each entry of ds that is still this
+// consumer's to its attempts less back: forgive takes its delivery back
+// (back 1), and a failure after a pause gives it back (back 0). Best
+// effort, as forgive is.
+func (c *Consumer) recount(ds []delivery, back int64) {
 	type key struct {
 		stream string
 		count  int64
 	}
 	groups := map[key][]any{}
-	for _, d := range held {
+	for _, d := range ds {
 		if d.attempts < 1 {
 			continue
 		}
-		k := key{d.stream, d.attempts - 1}
+		k := key{d.stream, d.attempts - back}
 		groups[k] = append(groups[k], d.x.ID)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 5*time.Second)

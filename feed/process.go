@@ -133,6 +133,7 @@ func (c *Consumer) judge(todo []delivery, verdicts []error, s *settlement) (held
 			}
 			c.stats.failed.Add(1)
 			c.markPending(d.stream)
+			s.failed = append(s.failed, d)
 			if ok, skipped := c.sample.Allow("failed"); ok {
 				c.log.Warn("handler failed; entry left pending", c.entryAttrs(d, untrusted.Err(err),
 					"retry_after", c.cfg.MinIdle, "similar_unlogged", skipped)...)

@@ -32,6 +32,9 @@ type settlement struct {
 	// unhandled are entries the handler never got (errNotHandled): their
 	// delivery is taken back (forgive).
 	unhandled []delivery
+	// failed are entries left pending by a failure that counts toward
+	// poison (judge's default verdict).
+	failed []delivery
 }
 
 func (s *settlement) ack(stream, pos string, trimmed bool) {
