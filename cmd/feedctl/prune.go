@@ -75,12 +75,19 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 		// file) and, on a copied file, record its identity and move its
 		// positions back, for a dry run (TestPruneDryRunWritesNothing) or
 		// a run then refused or declined (TestPruneDeclinedWritesNothing).
-		// The file is opened for writing once the removal is confirmed;
-		// only one too old to be read unmigrated is opened so at once.
+		// The file is opened for writing once the removal is confirmed.
+		// One too old to be read unmigrated must be migrated for the
+		// plan: that is asked first, so a run refused or answered no
+		// leaves it as it was too (TestPruneOlderSchemaAsksFirst).
 		var err error
 		db, err = store.OpenReadOnly(ctx, dbPath)
 		planOnly = err == nil
 		if errors.Is(err, store.ErrSchemaOlder) && !ask.dryRun {
+			what := fmt.Sprintf("prune: %s; migrate it to this release's schema (as its renderers would) to read the plan",
+				untrusted.Escape(err.Error()))
+			if cerr := ask.confirm(t, what); cerr != nil {
+				return fmt.Errorf("%w; nothing written", cerr)
+			}
 			db, err = store.Open(ctx, dbPath)
 		}
 		if err != nil {

@@ -157,3 +157,48 @@ func TestPruneDeclinedWritesNothing(t *testing.T) {
 		t.Fatalf("a refused prune wrote the store file: %s", storeFacts(t, path))
 	}
 }
+
+// TestPruneOlderSchemaAsksFirst: prune -db F on a store older than the
+// read-only open reads (schema 2, before 0003) must migrate F to read its
+// plan, and asks before it does: without -yes and no terminal to answer,
+// it refuses and leaves F as it was. It opened F for writing at once, so a
+// refused run had already migrated F under the older renderers sharing it.
+// With -yes it migrates F and prunes as before.
+func TestPruneOlderSchemaAsksFirst(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const game = "old-1"
+	old := time.Now().Add(-48 * time.Hour)
+	register(t, rdb, game, old)
+	path := filepath.Join(t.TempDir(), "feed.db")
+	storefile.AtSchema(t, path, 2, func(exec storefile.Exec) {
+		ns := old.UnixNano()
+		exec(`INSERT INTO games (name, status, events, last_at, last_evt_id) VALUES (?, 'over', 2, ?, 'evt_b')`, game, ns)
+		for _, id := range []string{"evt_a", "evt_b"} {
+			exec(`INSERT INTO events (evt_id, game, kind, payload, html, stream_id, at, stored_at)
+				VALUES (?, ?, 'chat', '{}', 'x', ?, ?, ?)`, id, game, strconv.FormatInt(old.UnixMilli(), 10)+"-0", ns, ns)
+		}
+	})
+	before := mustRead(t, path)
+	out, errOut, err := runCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path)
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("prune of a schema-2 store without -yes or a terminal: %v, want a refusal\n%s%s", err, out, errOut)
+	}
+	if !bytes.Equal(mustRead(t, path), before) {
+		t.Fatalf("a refused prune wrote the schema-2 store file: %s", storeFacts(t, path))
+	}
+
+	out = mustRunCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-yes")
+	if !strings.Contains(out, "remove "+game+": registry, store (2 lines)") || !strings.Contains(out, "pruned 1 games") {
+		t.Fatalf("prune -yes of a schema-2 store:\n%s", out)
+	}
+	db, err := store.OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatalf("after prune -yes: %v (not migrated?)", err)
+	}
+	defer db.Close()
+	if _, err := db.Game(ctx, game); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after prune -yes, Game(%s) = %v, want ErrNotFound", game, err)
+	}
+}
