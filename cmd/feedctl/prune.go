@@ -129,9 +129,14 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 		if err := db.Close(); err != nil {
 			return err
 		}
-		if db, err = store.Open(ctx, dbPath); err != nil {
-			return err
+		// db stays the closed read-only DB until this open succeeds: the
+		// deferred Close must not be handed the nil of a failed open
+		// (TestPruneWriteOpenFailureIsAnError).
+		w, err := store.Open(ctx, dbPath)
+		if err != nil {
+			return fmt.Errorf("prune: open the store for writing: %w; nothing removed", err)
 		}
+		db = w
 	}
 	var removed int
 	for _, c := range todo {
