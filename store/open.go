@@ -347,11 +347,52 @@ func (db *DB) Close() error {
 		if errors.Is(db.CheckFile(), ErrReplaced) {
 			db.keepWAL()
 		}
+		moved := errors.Is(checkID(db.path, db.file), ErrReplaced)
 		if e := db.w.Close(); e != nil && err == nil {
 			err = fmt.Errorf("store: close writer: %w", e)
 		}
+		if moved && db.ownCompanions() {
+			db.removeCompanions()
+		}
 	})
 	return err
+}
+
+// ownCompanions reports whether the -wal and -shm at the path are both
+// still the ones this process opened (it looks now, not at most every
+// companionEvery as CheckFile does).
+func (db *DB) ownCompanions() bool {
+	for i, suffix := range companionSuffixes {
+		id, err := statID(db.path + suffix)
+		if err != nil || id != db.companions[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// removeCompanions removes the -wal and -shm at the path, still this
+// process's own, once the file they belong to was deleted or replaced
+// there and its last connection here is closed. SQLite leaves them then
+// (it neither checkpoints nor deletes a WAL on close when its database
+// file has moved), and the next process to open the path would take them
+// for the new file's: a backup moved into place under a running renderer
+// (mv backup feed.db), which it stopped for, would be opened by its
+// restart with the old file's WAL frames applied to it, a malformed or
+// mixed file (TestBackupMovedInUnderRunningStore). What they hold is the
+// old file's; the file now at the path is caught up from the streams.
+// A process of the old file that is still open goes on with them
+// unlinked, and refuses to write (CheckFile).
+func (db *DB) removeCompanions() {
+	for i, suffix := range companionSuffixes {
+		p := db.path + suffix
+		if id, err := statID(p); err != nil || id != db.companions[i] {
+			continue // gone, or another process's since
+		}
+		if err := os.Remove(p); err != nil {
+			db.log.Warn("store file replaced: cannot remove its old companion", "path", p, "err", err)
+		}
+	}
 }
 
 // keepWAL stops the writer connection, the last of this process to
