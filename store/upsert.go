@@ -23,7 +23,8 @@ import (
 //
 // SQLITE_BUSY is retried with backoff until ctx ends; the returned error is
 // non-nil only when the whole batch failed (ctx, Close, I/O), and then every
-// Result carries it too. ctx is seen before the batch's transaction begins,
+// Result carries it too, bar those of entries already judged on their own
+// (ErrInvalidEvent, or an ErrConflict a rolled-back attempt found). ctx is seen before the batch's transaction begins,
 // once it has the write lock, and before it commits (a wait for another
 // process's lock is cut short within 250ms), not during its statements: a
 // batch whose ctx ends commits whole or not at all. Upsert is safe for
