@@ -334,3 +334,75 @@ func TestLiveNoResetAfterNewestDeleted(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveResetBeforeReplay: a cursor more than MaxBacklog lines of its
+// game behind is reset before any line is sent, on a websocket and on an
+// event stream: the page reloads instead of replaying the backlog. It used
+// to get MaxBacklog lines (pages of TailBatch) and then the reset. Seqs of
+// other games after the cursor do not count: a cursor far behind in the
+// store but not in its game is served its lines.
+func TestLiveResetBeforeReplay(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		lines     int // of g1 after the cursor
+		wantReset bool
+	}{
+		{"more than MaxBacklog behind", 12, true},
+		{"other games' seqs only", 3, false},
+		{"more than a page, within MaxBacklog", 7, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := MustOpenEnv(t, func(c *web.Config) { c.MaxBacklog = 10; c.TailBatch = 4 })
+			e.upsert(e.gen("g2").chats(t, 20)...) // seqs after the cursor, not of g1
+			e.upsert(e.gen("g1").chats(t, tt.lines)...)
+			check := func(transport string, frames []wireFrame) {
+				t.Helper()
+				var kinds []string
+				lines := 0
+				for _, f := range frames {
+					if f.T == "watching" {
+						continue
+					}
+					kinds = append(kinds, f.T)
+					if f.T == "line" {
+						lines++
+					}
+				}
+				if tt.wantReset && (len(kinds) == 0 || kinds[0] != "reset") {
+					t.Fatalf("%s: frames %v, want the reset first, before any line", transport, kinds)
+				}
+				if !tt.wantReset && (slices.Contains(kinds, "reset") || lines != tt.lines) {
+					t.Fatalf("%s: frames %v, want %d lines and no reset", transport, kinds, tt.lines)
+				}
+			}
+
+			w := e.dial("g1", 0)
+			var frames []wireFrame
+			for {
+				f, err := w.readAny(time.Second)
+				if err != nil {
+					break // closed after the reset, or silent after the backfill
+				}
+				frames = append(frames, f)
+				if f.T == "reset" {
+					break
+				}
+			}
+			check("websocket", frames)
+
+			s := e.stream("g1", 0)
+			frames = frames[:0]
+			for {
+				f, _, err := s.readAny(time.Second)
+				if err != nil {
+					break
+				}
+				frames = append(frames, f)
+				if f.T == "reset" {
+					break
+				}
+			}
+			check("event stream", frames)
+		})
+	}
+}
