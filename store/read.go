@@ -98,6 +98,19 @@ func (db *DB) After(ctx context.Context, game string, seq int64, limit int) ([]L
 		WHERE game = ? AND seq > ? ORDER BY seq LIMIT ?`, game, seq, limitOf(limit))
 }
 
+// CountAfter returns how many of game's lines have a seq above seq,
+// counting no further than limit: a web server asks whether a cursor is
+// more than its backlog behind before it replays any line. It reads the
+// (game, seq) index alone.
+func (db *DB) CountAfter(ctx context.Context, game string, seq int64, limit int) (int, error) {
+	var n int
+	err := db.read(ctx, "countafter", func() error {
+		return db.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM events
+			WHERE game = ? AND seq > ? LIMIT ?)`, game, seq, limitOf(limit)).Scan(&n)
+	})
+	return n, err
+}
+
 // Since returns up to limit lines of every game with seq > seq, in seq
 // order: the tailer's read. Because seq grows in commit order, a tailer that
 // advances its cursor to the last seq it got never skips a line.

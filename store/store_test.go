@@ -198,6 +198,21 @@ func TestReads(t *testing.T) {
 	if err != nil || len(after) != 10 || after[0].Seq != 11 || after[9].Seq != 20 {
 		t.Errorf("After: %d lines, %v", len(after), err)
 	}
+	for _, c := range []struct {
+		game         string
+		after, limit int
+		want         int
+	}{
+		{"a", 10, 100, 10}, // seqs 11–20
+		{"a", 10, 4, 4},    // counted no further than the limit
+		{"a", 20, 100, 0},  // b's seqs 21–30 are not a's
+		{"b", 0, 100, 10},
+		{"nope", 0, 100, 0},
+	} {
+		if n, err := db.CountAfter(ctx, c.game, int64(c.after), c.limit); n != c.want || err != nil {
+			t.Errorf("CountAfter(%s, %d, %d) = %d, %v; want %d", c.game, c.after, c.limit, n, err, c.want)
+		}
+	}
 	since, err := db.Since(ctx, 15, 7)
 	if err != nil || len(since) != 7 || since[0].Seq != 16 || since[6].Game != "b" {
 		t.Errorf("Since: %+v, %v", since, err)

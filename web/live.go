@@ -15,7 +15,6 @@ import (
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/untrusted"
-	"github.com/codemojex/feed/store"
 )
 
 // Close reasons the page script and operators see.
@@ -274,26 +273,19 @@ func (s *Server) backfill(k sink, game string, after int64, rs resume) (int64, e
 			return 0, k.reset("cursor from another numbering of this store")
 		}
 	}
-	var (
-		read   []store.Line // the game's lines after the cursor, as the count read them
-		reread = true       // read is not all of them: the loop reads the store
-	)
 	if max-after > int64(s.cfg.MaxBacklog) {
 		// More seqs after the cursor than the backlog allows, maybe of
 		// other games: count this game's lines there before sending any,
 		// so that a cursor too far behind is reset at once rather than
 		// after a replay of MaxBacklog lines (which the page would then
-		// drop by reloading).
-		n, first, err := s.backlog(ctx, game, after)
+		// drop by reloading; TestLiveResetBeforeReplay).
+		n, err := s.cfg.Store.CountAfter(ctx, game, after, s.cfg.MaxBacklog+1)
 		if err != nil {
 			return 0, k.fail(err)
 		}
 		if n > s.cfg.MaxBacklog {
 			return 0, k.reset("too far behind")
 		}
-		// The usual case, a quiet game in a busy store: the count's one
-		// short page, which the loop below need not read again.
-		read, reread = first, n >= s.cfg.TailBatch
 	}
 	f, err := stateFrame(ctx, s.cfg.Store, game, max)
 	if err != nil {
@@ -305,13 +297,10 @@ func (s *Server) backfill(k sink, game string, after int64, rs resume) (int64, e
 	// Lines committed since the count are counted as they come.
 	cursor, sent := after, 0
 	for {
-		lines := read
-		if reread {
-			if lines, err = s.cfg.Store.After(ctx, game, cursor, s.cfg.TailBatch); err != nil {
-				return 0, k.fail(err)
-			}
+		lines, err := s.cfg.Store.After(ctx, game, cursor, s.cfg.TailBatch)
+		if err != nil {
+			return 0, k.fail(err)
 		}
-		reread = true
 		if sent+len(lines) > s.cfg.MaxBacklog {
 			return 0, k.reset("too far behind")
 		}
@@ -326,25 +315,4 @@ func (s *Server) backfill(k sink, game string, after int64, rs resume) (int64, e
 			return cursor, nil
 		}
 	}
-}
-
-// backlog counts game's lines with a seq above after, up to MaxBacklog+1
-// (past that, the exact number does not matter), and returns the first
-// page it read: every one of them when n < TailBatch.
-func (s *Server) backlog(ctx context.Context, game string, after int64) (n int, first []store.Line, err error) {
-	for n <= s.cfg.MaxBacklog {
-		lines, err := s.cfg.Store.After(ctx, game, after, s.cfg.TailBatch)
-		if err != nil {
-			return 0, nil, err
-		}
-		if n == 0 {
-			first = lines
-		}
-		n += len(lines)
-		if len(lines) < s.cfg.TailBatch {
-			break
-		}
-		after = lines[len(lines)-1].Seq
-	}
-	return n, first, nil
 }

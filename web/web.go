@@ -41,6 +41,9 @@ type Store interface {
 	Before(ctx context.Context, game, evtID string, n int) ([]store.Line, error)
 	// After returns up to limit lines of game with seq > seq, in seq order.
 	After(ctx context.Context, game string, seq int64, limit int) ([]store.Line, error)
+	// CountAfter returns how many lines of game have seq > seq, counting
+	// no further than limit.
+	CountAfter(ctx context.Context, game string, seq int64, limit int) (int, error)
 	// Since returns up to limit lines of every game with seq > seq, in seq order.
 	Since(ctx context.Context, seq int64, limit int) ([]store.Line, error)
 	// MaxSeq returns the highest seq in the store (0 when empty).
