@@ -51,8 +51,8 @@
 // dropped, so the window between the backfill query and the subscription
 // loses nothing and doubles nothing.
 //
-// Reset: a store=ID other than Config.StoreID, an after above the store's
-// max seq, a last=EVT_ID that is not the store's line of the game with the
+// Reset: a store=ID other than Config.StoreID, an after above every seq
+// the store ever gave (Store.HighSeq), a last=EVT_ID that is not the store's line of the game with the
 // greatest seq at or below after (the store renumbered under its ID: a
 // backup restored), or more than Config.MaxBacklog lines to catch up gets a
 // reset frame and a normal close; the page reloads.

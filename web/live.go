@@ -28,8 +28,8 @@ const (
 // in seq order, then live lines, state frames and pings.
 //
 // Reset policy: a cursor from another store (store=ID differs from
-// Config.StoreID), a cursor above this store's max seq (the store was
-// rebuilt), one whose last=EVT_ID is not this store's line at it (the store
+// Config.StoreID), a cursor above every seq this store ever gave (the
+// store was rebuilt; Store.HighSeq), one whose last=EVT_ID is not this store's line at it (the store
 // renumbered under its ID) or more than MaxBacklog lines behind gets
 // {"t":"reset"}, and the
 // page reloads instead of missing lines or replaying a long backlog line by
