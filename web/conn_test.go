@@ -32,7 +32,10 @@ func TestCloseSendsGoingAway(t *testing.T) {
 
 // Pings keep a reading client connected and close one that never answers.
 func TestLivePings(t *testing.T) {
-	e := MustOpenEnv(t, func(c *web.Config) { c.PingEvery = 50 * time.Millisecond; c.WriteTimeout = 300 * time.Millisecond })
+	e := MustOpenEnv(t, func(c *web.Config) { c.PingEvery = 100 * time.Millisecond; c.WriteTimeout = time.Second })
+	// A second to answer, ten ping periods: the reading client's goroutine,
+	// starved for 300 ms on a loaded 2-core host under -race, once missed
+	// its pong (the timeout, not a sleep, is the margin).
 	alive := e.dial("g1", 0)
 	mute := e.dial("g1", 0)
 	waitFor(t, 5*time.Second, "two clients", func() bool { return e.srv.Stats().Clients == 2 })
@@ -54,7 +57,7 @@ func TestLivePings(t *testing.T) {
 	}
 	// Several ping periods later the reading client is still there: an
 	// invariant checked over a window, so the loop runs out its time.
-	deadline := time.Now().Add(500 * time.Millisecond)
+	deadline := time.Now().Add(time.Second)
 	for time.Now().Before(deadline) {
 		if n := e.srv.Stats().Clients; n != 1 {
 			t.Fatalf("clients = %d, want the reading client kept", n)
