@@ -1,11 +1,9 @@
 package e2e_test
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -31,8 +29,8 @@ func chaosTmpfs(t *testing.T, size string) (string, bool) {
 
 // fillDisk makes the filesystem of dir full: it shrinks the tmpfs to what
 // is in use plus a little (writing a whole gigabyte takes half a minute on
-// a busy machine, which would stall the fault schedule), then writes a
-// file until not a byte is left, and returns the file's path.
+// a busy machine, which would stall the fault schedule), then fills it
+// (tmpfs.Fill) and returns the filler's path.
 func fillDisk(dir string) (string, error) {
 	var st syscall.Statfs_t
 	var err error
@@ -48,24 +46,7 @@ func fillDisk(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("shrink tmpfs %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for _, n := range []int{len(buf), 64 << 10, 512} {
-		for {
-			if _, err := f.Write(buf[:n]); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					return path, err
-				}
-				break
-			}
-		}
-	}
-	return path, nil
+	return tmpfs.Fill(dir)
 }
 
 // freeDisk removes the filler and gives the tmpfs its size back.

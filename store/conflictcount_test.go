@@ -3,11 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,7 +36,7 @@ func TestConflictCountedOnce(t *testing.T) {
 	for range 40 {
 		batch = append(batch, mkEvent(t, m.Next(at), "cc", "chat", at, "player", "bob", "text", strings.Repeat("é", 10000)))
 	}
-	filler := fillDisk(t, dir)
+	filler := tmpfs.MustFill(t, dir)
 	before := store.Conflicts()
 	for try := range 3 {
 		if _, err := db.Upsert(ctx, batch); !store.Unavailable(err) {
@@ -58,28 +56,4 @@ func TestConflictCountedOnce(t *testing.T) {
 	if got := store.Conflicts() - before; got != 1 {
 		t.Errorf("codemojex_store_conflicts_total rose by %v for one conflicting entry, want 1", got)
 	}
-}
-
-// fillDisk writes a file in dir until its filesystem is full and returns
-// its path.
-func fillDisk(t *testing.T, dir string) string {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, size := range []int{64 << 10, 512} {
-		buf := make([]byte, size)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(fmt.Errorf("fill: %w", err))
-				}
-				break
-			}
-		}
-	}
-	return path
 }

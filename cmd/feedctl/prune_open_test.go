@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,7 +43,7 @@ func TestPruneWriteOpenFailureIsAnError(t *testing.T) {
 	if err := raw.QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil || n != 2 {
 		t.Fatalf("lines: %d, %v", n, err)
 	}
-	fillFS(t, dir)
+	tmpfs.MustFill(t, dir)
 
 	var out, errOut strings.Builder
 	func() {
@@ -66,26 +63,5 @@ func TestPruneWriteOpenFailureIsAnError(t *testing.T) {
 	}
 	if score, err := rdb.ZScore(context.Background(), event.RegistryKey, game).Result(); err != nil || score == 0 {
 		t.Errorf("the game left the registry (%v, %v) though its store lines were not removed", score, err)
-	}
-}
-
-// fillFS writes a file in dir until its filesystem is full.
-func fillFS(tb testing.TB, dir string) {
-	tb.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	for _, size := range []int{64 << 10, 512} {
-		buf := make([]byte, size)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					tb.Fatalf("fill: %v", err)
-				}
-				break
-			}
-		}
 	}
 }

@@ -28,33 +28,6 @@ import (
 	"github.com/codemojex/feed/store"
 )
 
-// fill writes a file in dir until the filesystem is full and returns it.
-func fill(t *testing.T, dir string) string {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill: %v", err)
-			}
-			break
-		}
-	}
-	// Small writes too: leave not even a page.
-	for {
-		if _, err := f.Write(buf[:512]); err != nil {
-			break
-		}
-	}
-	return path
-}
-
 // chats appends n valid chat events to game and returns their EVT ids.
 func chats(t *testing.T, rdb redis.UniversalClient, m *event.Minter, game string, n int, text string) []string {
 	t.Helper()
@@ -152,7 +125,7 @@ func TestFullDisk(t *testing.T) {
 	ids := chats(t, rdb, mint, "full", 20, "before")
 	proctest.WaitFor(t, 10*time.Second, func() bool { return shownOnce(m.DB(), "full", ids) == nil }, "first lines stored")
 
-	filler := fill(t, dir)
+	filler := tmpfs.MustFill(t, dir)
 	ids = append(ids, chats(t, rdb, mint, "full", 600, strings.Repeat("é", 280))...)
 	eventually(t, 20*time.Second, "/readyz 503 saying the disk is full", func() error {
 		if code, body := readyz(m.Addr()); code != http.StatusServiceUnavailable || !strings.Contains(body, "full") {
