@@ -259,13 +259,27 @@ func emoji(max int) fieldRule {
 	}
 }
 
-// Symbols counts the visible symbols of an emoji string, leaving out zero
-// width joiners, variation selectors and skin tone modifiers.
+// Symbols counts the visible symbols of an emoji string as the lines split
+// it (SplitEmoji): zero width joiners, variation selectors, skin tone
+// modifiers and tags (of a subdivision flag) are folded into the symbol
+// before them, and a rune after a joiner joins that symbol. It once
+// counted each joined rune and each tag as a symbol of its own, so a
+// family (man, woman and girl joined by ZWJs), two people holding hands
+// or Scotland's flag was "more than 1 symbols" as an avatar and its
+// player_joined was poison (TestValidate).
 func Symbols(s string) int {
 	n := 0
+	join := false
 	for _, r := range s {
 		switch {
-		case r == 0x200D, r >= 0xFE00 && r <= 0xFE0F, r >= 0x1F3FB && r <= 0x1F3FF:
+		case r == 0x200D:
+			join = true
+			continue
+		case r >= 0xFE00 && r <= 0xFE0F, r >= 0x1F3FB && r <= 0x1F3FF, r >= 0xE0020 && r <= 0xE007F:
+			continue
+		}
+		if join && n > 0 {
+			join = false
 			continue
 		}
 		n++

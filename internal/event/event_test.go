@@ -252,6 +252,15 @@ func TestValidate(t *testing.T) {
 		{"points 0", "round_won", map[string]string{"player": "ada", "round": "1", "code": "🍎", "guesses": "5", "points": "0"}, ""},
 		{"round with space", "round_started", map[string]string{"round": " 7"}, "round"},
 		{"round fullwidth digit", "round_started", map[string]string{"round": "\uff17"}, "round"},
+		// Emoji are counted as players see them (docs/contracts.md,
+		// "Kinds"): a ZWJ sequence or a subdivision flag is one symbol,
+		// whatever its runes.
+		{"avatar family", "player_joined", map[string]string{"player": "ada", "avatar": "👨\u200d👩\u200d👧\u200d👦"}, ""},
+		{"avatar holding hands", "player_joined", map[string]string{"player": "ada", "avatar": "🧑🏿\u200d🤝\u200d🧑🏻"}, ""},
+		{"avatar subdivision flag", "player_joined", map[string]string{"player": "ada", "avatar": "🏴\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F"}, ""},
+		{"guess of twelve families", "guess", map[string]string{"player": "ada", "round": "1", "guess": strings.Repeat("👨\u200d👩\u200d👧", 12), "exact": "0", "near": "0"}, ""},
+		{"guess of 25 emoji", "guess", map[string]string{"player": "ada", "round": "1", "guess": strings.Repeat("🍎", 25), "exact": "0", "near": "0"}, "guess"},
+		{"avatar of three joined by nothing", "player_joined", map[string]string{"player": "ada", "avatar": "🍎🍌🍇"}, "avatar"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
