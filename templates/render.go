@@ -39,6 +39,12 @@ const (
 	isolateControls    = "\u2066\u2067\u2068\u2069"
 )
 
+// paragraphSeparators are the characters of Unicode's bidi class B that
+// reach a browser's bidi algorithm (CR and LF are white space there, and
+// collapse): each ends every isolate and embedding open before it, a
+// <bdi>'s own too, and starts a new bidi paragraph.
+const paragraphSeparators = "\u001c\u001d\u001e\u0085\u2029"
+
 // isolated returns untrusted text for a <bdi> (or for an FSI…PDI pair): s
 // with an FSI put in front of it for each PDI of s that closes no isolate
 // s opened itself, and a PDI after it for each isolate s opens and does
@@ -48,30 +54,56 @@ const (
 // line ("guessed", the pegs, the round); and in plain text (the
 // scoreboard's summary) an isolate left open by the name took the PDI
 // meant to close the name's, so an override before it flipped the rest
-// (TestBrowserBidiUnclosedIsolateInSummary). Every character of s is kept.
+// (TestBrowserBidiUnclosedIsolateInSummary). A paragraph separator ends
+// the <bdi>'s isolate too, so the text after one is put in an isolate of
+// its own, balanced the same way: an override after a U+2029 in a name
+// flipped the rest of the line (TestBrowserBidiParagraphSeparator).
+// Every character of s is kept.
 func isolated(s string) string {
-	if !strings.ContainsAny(s, isolateControls) {
+	if !strings.ContainsAny(s, isolateControls+paragraphSeparators) {
 		return s
 	}
-	open, stray := 0, 0
-	for _, r := range s {
-		switch r {
-		case lri, rli, fsi:
-			open++
-		case pdi:
-			if open > 0 {
-				open--
-			} else {
-				stray++
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for first := true; ; first = false {
+		part, rest, sep := s, "", false
+		if i := strings.IndexAny(s, paragraphSeparators); i >= 0 {
+			_, n := utf8.DecodeRuneInString(s[i:])
+			part, rest, sep = s[:i+n], s[i+n:], true
+		}
+		open, stray := 0, 0
+		for _, r := range part {
+			switch r {
+			case lri, rli, fsi:
+				open++
+			case pdi:
+				if open > 0 {
+					open--
+				} else {
+					stray++
+				}
 			}
 		}
+		if !first {
+			// Stands for the <bdi>'s isolate, which the separator ended.
+			b.WriteRune(fsi)
+			open++
+		}
+		b.WriteString(strings.Repeat(string(fsi), stray))
+		b.WriteString(part)
+		if !sep {
+			// The separator ends what is open before it; the last part's
+			// isolates are closed here.
+			b.WriteString(strings.Repeat(string(pdi), open))
+			return b.String()
+		}
+		s = rest
 	}
-	return strings.Repeat(string(fsi), stray) + s + strings.Repeat(string(pdi), open)
 }
 
 // isolatedFields is payload with every value isolated: payload itself
-// unless a value holds a PDI (a line renders every value in a <bdi>, or as
-// a number).
+// unless a value holds an isolate control or a paragraph separator (a line
+// renders every value in a <bdi>, or as a number).
 func isolatedFields(payload map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range payload {

@@ -7,6 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/store"
 )
 
 // leftOf is a script that defines leftOf(sel, a, b): whether the first
@@ -82,6 +83,44 @@ func TestBrowserBidiUnclosedIsolateInSummary(t *testing.T) {
 	b.eval(leftOf + `[]`)
 	if got := b.eval(`[String(leftOf(".board-sum", "leads", "players"))]`); got[0] != "true" {
 		t.Errorf("the summary: %q is not drawn left of %q: the override flipped it", "leads", "players")
+	}
+	b.noProblems()
+}
+
+// TestBrowserBidiParagraphSeparator: a paragraph separator (U+2029 in a
+// name or a guess, U+001C or NEL in a title: text the validator takes)
+// ends every isolate before it, the <bdi>'s own too, so a right-to-left
+// override after it flipped the rest of the line ("guessed", the pegs,
+// the round, the points) and of the scoreboard's summary.
+func TestBrowserBidiParagraphSeparator(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	const rlo, ps, fs, nel = "\u202e", "\u2029", "\u001c", "\u0085"
+	evs := []store.Event{
+		g.ev(t, event.KindGameStarted, "title", "Bidi"+fs+rlo+"x"+nel+rlo, "rounds", "3", "code_length", "2", "palette", "🍎🍌🍇"),
+		g.ev(t, event.KindGuess, "player", "eve"+ps+rlo, "round", "2", "guess", "🍎"+ps+rlo, "exact", "3", "near", "1"),
+		g.ev(t, event.KindRoundWon, "player", "eve"+ps+rlo, "round", "1", "code", "🍎🍌", "guesses", "3", "points", "40"),
+	}
+	for _, ev := range evs {
+		if err := event.Validate(ev.Kind, ev.Payload); err != nil {
+			t.Fatalf("%s is not valid: %v", ev.Kind, err)
+		}
+	}
+	e.upsert(evs...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.EmulateViewport(800, 900), chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.eval(leftOf + `[]`)
+	for _, c := range []struct{ where, sel, a, b string }{
+		{"the title's line", ".line-game_started .what", "started", "crack"},
+		{"the guess line", ".line-guess .what", "guessed", "round"},
+		{"the guess line's pegs", ".line-guess .what", "3 exact", "1 near"},
+		{"the won line", ".line-round_won .what", "guesses", "points"},
+		{"the summary", ".board-sum", "leads", "player"},
+	} {
+		if got := b.eval(`[String(leftOf(` + strconv.Quote(c.sel) + `, ` + strconv.Quote(c.a) + `, ` + strconv.Quote(c.b) + `))]`); got[0] != "true" {
+			t.Errorf("%s: %q is not drawn left of %q: the override flipped it", c.where, c.a, c.b)
+		}
 	}
 	b.noProblems()
 }
