@@ -3,10 +3,25 @@ package templates
 import (
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/store"
 )
+
+// pgTitle is a page title as the <title> shows it: one that is not all
+// ASCII (a game's title or name, player text) in an isolate of its own,
+// balanced as a line's fields are (isolated), so that neither its
+// right-to-left letters nor an override in it turns " · codemojex feed"
+// after it around in the browser's tab or history.
+func pgTitle(title string) string {
+	for i := 0; i < len(title); i++ {
+		if title[i] >= utf8.RuneSelf {
+			return string(fsi) + isolated(title) + string(pdi)
+		}
+	}
+	return title
+}
 
 // pgStatusClass maps a game status to a CSS class suffix; unknown statuses
 // (stored from newer writers) fall back to a neutral one.
