@@ -227,6 +227,13 @@ type pollSocket struct {
 // livePoll is live's tail for the nbio engine: the admission checks are
 // done, release gives back the slots, and the s.wg slot is taken.
 func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key string, after int64, rs resume, c *client, release func()) {
+	// The handler's own slot, taken while the socket's is surely held
+	// (the handshake is still ahead): the socket's goes back at its
+	// close, which may come in the middle of the backfill below, and
+	// Close must not return while that still runs on this goroutine
+	// (TestCloseWaitsForBackfill).
+	s.wg.Add(1)
+	defer s.wg.Done()
 	p := s.poll
 	ps := &pollSocket{p: p, game: game, c: c, room: make(chan struct{}, 1)}
 	ps.c.wake = ps.wake

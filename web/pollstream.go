@@ -109,6 +109,11 @@ func (s *Server) pollStream(w http.ResponseWriter, r *http.Request, game string,
 	ps.c.flush = ps.flushHere
 	ps.busy.Store(true) // the head and the backfill below are the first writer
 	ss := &streamSession{ps: ps, release: release}
+	// serveStream's own slot, taken while the socket's is surely held:
+	// the socket's goes back at its close, which may come in the middle
+	// of the backfill, and Close must not return while that still runs
+	// (TestCloseWaitsForBackfill).
+	s.wg.Add(1)
 	nbc.SetSession(ss)
 	nbc.OnData(func(c *nbio.Conn, data []byte) {
 		if err := ss.Parse(data); err != nil {
@@ -120,6 +125,7 @@ func (s *Server) pollStream(w http.ResponseWriter, r *http.Request, game string,
 		// nbio closed the connection without calling CloseAndClean.
 		s.log.Warn("web: event stream to the poller", "game", game, "err", err)
 		ps.end(err, release)
+		s.wg.Done()
 		return true
 	}
 	go s.serveStream(ps, head, after, resumeOf(r, true))
@@ -130,6 +136,7 @@ func (s *Server) pollStream(w http.ResponseWriter, r *http.Request, game string,
 // hub's wake-ups, on a fresh goroutine: the request's, grown through
 // net/http, the router and the middleware, has returned.
 func (s *Server) serveStream(ps *pollSocket, head []byte, after int64, rs resume) {
+	defer s.wg.Done()
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("web: event stream panicked", "game", ps.game, untrusted.Attr("panic", fmt.Sprint(v)), "stack", string(debug.Stack()))
