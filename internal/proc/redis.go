@@ -193,7 +193,10 @@ func (s *Redis) Start() error {
 	_, err = Poll(context.Background(), 10*time.Second, "redis-server on port "+strconv.Itoa(s.Port)+" to answer", func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		if c.Ping(ctx).Err() == nil {
+		// The server that answers must be this process: another one (a
+		// test's next door) may have taken the port between its probe
+		// and our bind, and ours then exits while it answers.
+		if pid, err := serverPid(ctx, c); err == nil && pid == p.Pid() {
 			return true, nil
 		}
 		if p.Exited() {
@@ -210,6 +213,21 @@ func (s *Redis) Start() error {
 	s.proc = p
 	s.mu.Unlock()
 	return nil
+}
+
+// serverPid returns the process id of the server c talks to (INFO
+// server's process_id).
+func serverPid(ctx context.Context, c *redis.Client) (int, error) {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("proc: INFO server has no process_id")
 }
 
 // Stop kills the server and waits for it to exit; the data stays.
