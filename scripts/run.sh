@@ -117,21 +117,23 @@ trap 'exit 143' TERM
 # A run that was SIGKILLed could not stop its children (they run in their
 # own sessions): stop them now, if they are still ours.
 if [[ -f $PIDFILE ]]; then
-	declare -a left_sim=() left_ren=() left_redis=()
+	declare -a left_sim=() left_ren=() left_redis=() left_tail=()
 	while read -r pid name; do
 		cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
 		cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
 		case $name in
 		redis) [[ ($cwd == "$VAR/redis" || $cwd == "$VAR/cluster/"*) && $cmdline == *-server* ]] && left_redis+=("$pid") ;;
 		gamesim) [[ $cwd == "$ROOT" && $cmdline == "$BIN/gamesim "* ]] && left_sim+=("$pid") ;;
+		tail) [[ $cwd == "$ROOT" && $cmdline == "tail -n 0 -F $LOG/"* ]] && left_tail+=("$pid") ;;
 		*) [[ $cwd == "$ROOT" && $cmdline == "$BIN/renderer "* ]] && left_ren+=("$pid") ;;
 		esac
 	done <"$PIDFILE"
-	if ((${#left_sim[@]} + ${#left_ren[@]} + ${#left_redis[@]})); then
-		say "stopping processes left over from an earlier run: ${left_sim[*]} ${left_ren[*]} ${left_redis[*]}"
+	if ((${#left_sim[@]} + ${#left_ren[@]} + ${#left_redis[@]} + ${#left_tail[@]})); then
+		say "stopping processes left over from an earlier run: ${left_sim[*]} ${left_ren[*]} ${left_redis[*]} ${left_tail[*]}"
 		((${#left_sim[@]})) && stop_group gamesim "${left_sim[@]}"
 		((${#left_ren[@]})) && stop_group renderer "${left_ren[@]}"
 		((${#left_redis[@]})) && stop_group redis "${left_redis[@]}"
+		((${#left_tail[@]})) && stop_group tail "${left_tail[@]}"
 	fi
 	rm -f "$PIDFILE"
 fi
@@ -390,6 +392,8 @@ EOF
 if [[ $TAIL == 1 ]]; then
 	tail -n 0 -F "$LOG"/r1.log "$LOG"/r2.log "$LOG"/r3.log "$LOG"/gamesim.log &
 	TAIL_PID=$!
+	# Not in a session of its own, but a SIGKILLed run leaves it too.
+	printf '%s tail\n' "$TAIL_PID" >>"$PIDFILE"
 fi
 
 # Run until Ctrl-C, or until one of our processes dies on its own.
