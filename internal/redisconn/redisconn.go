@@ -76,6 +76,25 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 	return redis.NewClient(opt), nil
 }
 
+// Check reports whether rawURL is a URL Open takes, in either form,
+// without connecting: a binary refuses a bad -redis as a bad value, before
+// it opens anything.
+func Check(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("redisconn: %w", err)
+	}
+	if u.Query().Has("addr") {
+		_, err = redis.ParseClusterURL(rawURL)
+	} else {
+		_, err = redis.ParseURL(rawURL)
+	}
+	if err != nil {
+		return fmt.Errorf("redisconn: %w", err)
+	}
+	return nil
+}
+
 func openCluster(rawURL string) (*redis.ClusterClient, error) {
 	opt, err := redis.ParseClusterURL(rawURL)
 	if err != nil {

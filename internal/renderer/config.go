@@ -11,6 +11,7 @@ import (
 
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/presence"
+	"github.com/codemojex/feed/internal/redisconn"
 	"github.com/codemojex/feed/web"
 )
 
@@ -134,6 +135,10 @@ func (m *Main) ParseFlags(args []string) error {
 	switch {
 	case c.Consumer == "":
 		return fmt.Errorf("-consumer must not be empty")
+	case c.Group == "":
+		return fmt.Errorf("-group must not be empty")
+	case c.DB == "":
+		return fmt.Errorf("-db must not be empty")
 	case c.MinIdle <= 0 || c.ClaimEvery <= 0 || c.GamesRefresh <= 0 || c.ActiveWindow <= 0 || c.SweepEvery <= 0:
 		return fmt.Errorf("-min-idle, -claim-every, -games-refresh, -active-window and -sweep-every must be positive")
 	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*max(c.PresenceEvery, web.PresenceMinGap):
@@ -164,6 +169,9 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-max-clients, -max-sockets-per-client, -max-requests-per-client, -timeline-lines and -timeline-bytes must be at least 1")
 	case c.AdminToken == "" && !loopbackAddr(c.HTTP):
 		return fmt.Errorf("-http %s listens beyond loopback: set -admin-token (or $FEED_ADMIN_TOKEN) to guard /status, /fragments/status, /api/status, /metrics and /debug/pprof/, or listen on 127.0.0.1", c.HTTP)
+	}
+	if err := redisconn.Check(c.RedisURL); err != nil {
+		return fmt.Errorf("-redis: %w", err)
 	}
 	var err error
 	if c.proxies, err = web.ParsePrefixes(c.TrustedProxies); err != nil {

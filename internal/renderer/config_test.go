@@ -166,3 +166,37 @@ func TestPresenceFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFlagsRefusesUnusableValues: an empty -group or -db, or a -redis
+// that is no Redis URL, is a bad value, refused by ParseFlags (exit status
+// 2, docs/operations.md), before anything is opened. They used to pass,
+// and Run failed on them (exit status 1, as for a failed start, which an
+// orchestrator restarts); an empty -group only after it had created and
+// migrated the store file.
+func TestParseFlagsRefusesUnusableValues(t *testing.T) {
+	for _, args := range [][]string{
+		{"-group", ""},
+		{"-db", ""},
+		{"-redis", ""},
+		{"-redis", "127.0.0.1:6380"},
+		{"-redis", "http://127.0.0.1:6380"},
+		{"-redis", "redis://127.0.0.1:6380/x"},
+		{"-redis", "redis://127.0.0.1:6380?addr=127.0.0.1:6381&dial_timeout=soon"},
+	} {
+		if err := renderer.NewMain().ParseFlags(append([]string{"-consumer", "x"}, args...)); err == nil {
+			t.Errorf("%q accepted", args)
+		} else {
+			t.Logf("%q: %v", args, err)
+		}
+	}
+	for _, url := range []string{
+		"redis://127.0.0.1:6380/0",
+		"rediss://user:pw@feed.example.com:6380/1",
+		"unix:///run/redis.sock",
+		"redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002",
+	} {
+		if err := renderer.NewMain().ParseFlags([]string{"-consumer", "x", "-redis", url}); err != nil {
+			t.Errorf("-redis %s: %v", url, err)
+		}
+	}
+}
