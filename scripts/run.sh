@@ -22,11 +22,16 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ROOT=$PWD
+# Physical, absolute paths (no symlink, no ..): a later run knows what a
+# SIGKILLed one left by their working directories (/proc/PID/cwd, a
+# private Redis's is VAR/redis) and command lines.
+ROOT=$(pwd -P)
 VAR=${RUN_VAR:-$ROOT/var}
 BIN=${RUN_BIN:-$ROOT/bin}
+mkdir -p "$VAR/log" "$VAR/redis" "$BIN"
+VAR=$(CDPATH='' cd -- "$VAR" && pwd -P)
+BIN=$(CDPATH='' cd -- "$BIN" && pwd -P)
 LOG=$VAR/log
-mkdir -p "$LOG" "$VAR/redis"
 
 HTTP_PORT=${RUN_HTTP_PORT:-8080}
 GAMES=${RUN_GAMES:-3}

@@ -20,7 +20,16 @@ import (
 // SIGKILLed run left behind"): the renderers, the simulator, the private
 // Redis, and the tail of the logs, which used to print every log line of
 // every later run into the terminal a second time, for ever.
-func TestMakeRunAfterKilledRun(t *testing.T) {
+func TestMakeRunAfterKilledRun(t *testing.T) { runAfterKilledRun(t, false) }
+
+// TestMakeRunAfterKilledRunRelative: the same with RUN_VAR and RUN_BIN
+// relative (to the repository, where run.sh works). The private Redis of
+// the SIGKILLed run, whose working directory is absolute, was not
+// recognised as its own and ran on for ever, and the next run started a
+// second one on the next port.
+func TestMakeRunAfterKilledRunRelative(t *testing.T) { runAfterKilledRun(t, true) }
+
+func runAfterKilledRun(t *testing.T, relative bool) {
 	bin, err := redistest.Binary()
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +38,19 @@ func TestMakeRunAfterKilledRun(t *testing.T) {
 	script := filepath.Join(filepath.Dir(file), "run.sh")
 	tmp := t.TempDir()
 	base := freeBase(t)
-	logDir := filepath.Join(tmp, "var", "log")
+	// The logs' directory as the tail names it, absolute or relative: the
+	// test's own temporary directory is in it.
+	logDir := filepath.Join(filepath.Base(filepath.Dir(tmp)), filepath.Base(tmp), "var", "log")
+	varDir, binDir := filepath.Join(tmp, "var"), filepath.Join(tmp, "bin")
+	if relative {
+		root := filepath.Join(filepath.Dir(file), "..")
+		if varDir, err = filepath.Rel(root, varDir); err != nil {
+			t.Fatal(err)
+		}
+		if binDir, err = filepath.Rel(root, binDir); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// tails lists the tail processes that follow this test's logs.
 	tails := func() []int {
@@ -57,7 +78,7 @@ func TestMakeRunAfterKilledRun(t *testing.T) {
 			}
 		}
 		cmd.Env = append(cmd.Env,
-			"RUN_VAR="+filepath.Join(tmp, "var"), "RUN_BIN="+filepath.Join(tmp, "bin"),
+			"RUN_VAR="+varDir, "RUN_BIN="+binDir,
 			"RUN_HTTP_PORT="+strconv.Itoa(base), "RUN_REDIS_PORT="+strconv.Itoa(base+10),
 			"RUN_RATE=40", "RUN_SEED=7", "RUN_TAIL="+tail, redistest.ServerEnv+"="+bin)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
