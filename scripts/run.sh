@@ -174,6 +174,23 @@ ping_tcp() { # ping_tcp HOST PORT: PING over bash's /dev/tcp
 	) 2>/dev/null
 }
 
+server_pid() { # server_pid PORT: the process id the Redis on PORT reports (INFO server)
+	local line
+	(
+		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+		printf 'INFO server\r\n' >&3
+		while IFS= read -r -t 2 line <&3; do
+			line=${line%$'\r'}
+			[[ $line == process_id:* ]] && printf '%s' "${line#process_id:}" && exit 0
+		done
+		exit 1
+	) 2>/dev/null
+}
+
+ours() { # ours PORT PID: the server that answers on PORT is process PID, not one that took the port first
+	[[ $(server_pid "$1") == "$2" ]]
+}
+
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 redis_binary() {
@@ -224,7 +241,7 @@ start_private_redis() {
 		REDIS_PIDS+=("${PIDS[-1]}")
 		REDIS_URL="redis://127.0.0.1:$port/0"
 		for ((i = 0; i < 100; i++)); do
-			ping_tcp 127.0.0.1 "$port" && return 0
+			ping_tcp 127.0.0.1 "$port" && ours "$port" "${PIDS[-1]}" && return 0
 			alive "${PIDS[-1]}" || break
 			sleep 0.1
 		done
@@ -253,7 +270,7 @@ redis_cli() { # the client that goes with server binary $1
 }
 
 start_private_cluster() { # 3 masters + 3 replicas from one server binary
-	local bin=$1 cli port i n=0
+	local bin=$1 cli port pid i n=0
 	check_version "$bin"
 	cli=$(redis_cli "$bin") || die "RUN_CLUSTER=1 needs redis-cli or valkey-cli (apt-get install -y redis-tools)"
 	# A demo cluster: a new one each run, so that no nodes.conf of an
@@ -275,13 +292,16 @@ start_private_cluster() { # 3 masters + 3 replicas from one server binary
 			--appendonly yes --appendfsync everysec --save "" --daemonize no --protected-mode yes
 		REDIS_PIDS+=("${PIDS[-1]}")
 	done
-	for port in "${ports[@]}"; do
+	for ((n = 0; n < ${#ports[@]}; n++)); do
+		port=${ports[n]} pid=${REDIS_PIDS[n]}
 		for ((i = 0; i < 100; i++)); do
-			ping_tcp 127.0.0.1 "$port" && break
+			ping_tcp 127.0.0.1 "$port" && ours "$port" "$pid" && break
+			alive "$pid" || break
 			sleep 0.1
 		done
-		ping_tcp 127.0.0.1 "$port" || die "cluster node on port $port did not answer (log: $LOG/redis-$port.log)"
+		ping_tcp 127.0.0.1 "$port" && ours "$port" "$pid" || die "cluster node on port $port did not answer (log: $LOG/redis-$port.log)"
 	done
+	n=0
 	local -a addrs=()
 	for port in "${ports[@]}"; do addrs+=("127.0.0.1:$port"); done
 	"$cli" --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$LOG/cluster-create.log" 2>&1 ||
