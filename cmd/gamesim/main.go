@@ -59,10 +59,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
+		if stoppedWhileStarting(ctx, err) {
+			fmt.Fprintln(stdout, "gamesim: stopped while connecting to Redis; nothing written")
+			return nil
+		}
 		return fmt.Errorf("redis %s: %w", hostOf(url), err)
 	}
 	_, err = gamesim.Run(ctx, rdb, cfg, stdout)
+	if stoppedWhileStarting(ctx, err) {
+		// Stopped while it looked for where each stream ends (Redis
+		// slow to answer): nothing was written yet.
+		fmt.Fprintln(stdout, "gamesim: stopped while starting; nothing written")
+		return nil
+	}
 	return err
+}
+
+// stoppedWhileStarting reports whether err is the cancelled call of a
+// gamesim stopped before it wrote anything: a stop, which exits 0, where
+// entries whose fate is unknown (ErrUnsettled) stay an error.
+func stoppedWhileStarting(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) && !errors.Is(err, gamesim.ErrUnsettled)
 }
 
 // hostOf returns the host:port of a Redis URL for error messages, or the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,52 @@ func TestFailsLoudly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStopsCleanlyWhileConnecting: a gamesim stopped while its Redis does
+// not answer yet (a hung server, before anything was written) exits 0, a
+// stop like any other ("exits 0 when done or stopped"). It exited 1 with
+// the cancelled PING's error.
+func TestStopsCleanlyWhileConnecting(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("looks for the connection in /proc")
+	}
+	s := redistest.MustStart(t)
+	s.Pause(t)
+	t.Cleanup(func() { s.Resume(t) })
+	p := proctest.Start(t, "gamesim", bin, []string{"-redis", s.URL(), "-events", "0"})
+	// Its PING is on the way once it holds a connection to the server
+	// (the kernel accepts it for the stopped server): its signal handler,
+	// set up before, is in place.
+	waitFor(t, 10*time.Second, "gamesim connected to the paused server", func() bool {
+		return connectedTo(p.Pid(), s.Port)
+	})
+	if err := p.Term(20 * time.Second); err != nil {
+		t.Fatalf("SIGTERM while connecting: %v, want exit 0\n%s", err, p.Output())
+	}
+}
+
+// connectedTo reports whether process pid has an established TCP
+// connection to 127.0.0.1:port.
+func connectedTo(pid, port int) bool {
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		return false
+	}
+	remote := fmt.Sprintf("0100007F:%04X", port)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		// sl local remote st ... inode (the 10th field)
+		if len(f) >= 10 && f[2] == remote && f[3] == "01" && inodes[f[9]] {
+			return true
+		}
+	}
+	return false
 }
