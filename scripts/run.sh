@@ -51,6 +51,7 @@ SLEEP_PID=""
 STOPPING=0
 
 PIDFILE=$VAR/run.pids
+OWN_PIDFILE=0 # the list is this run's (not a live run's of the same VAR)
 
 start() { # start NAME LOGFILE CMD...: run CMD in its own session, log to LOGFILE
 	local name=$1 logfile=$2
@@ -111,7 +112,7 @@ cleanup() {
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
-	rm -f "$PIDFILE"
+	((OWN_PIDFILE)) && rm -f "$PIDFILE"
 	say "stopped; logs are in $LOG"
 	exit "$rc"
 }
@@ -127,6 +128,10 @@ if [[ -f $PIDFILE ]]; then
 		cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
 		cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
 		case $name in
+		run.sh) # the run itself: alive, it is no leftover but a run to stop first
+			[[ $cwd == "$ROOT" && $cmdline == *run.sh* && $pid != "$$" ]] &&
+				die "make run is already running on $VAR (pid $pid): stop it (Ctrl-C) first, or give this one another RUN_VAR"
+			;;
 		redis) [[ ($cwd == "$VAR/redis" || $cwd == "$VAR/cluster/"*) && $cmdline == *-server* ]] && left_redis+=("$pid") ;;
 		gamesim) [[ $cwd == "$ROOT" && $cmdline == "$BIN/gamesim "* ]] && left_sim+=("$pid") ;;
 		tail) [[ $cwd == "$ROOT" && $cmdline == "tail -n 0 -F $LOG/"* ]] && left_tail+=("$pid") ;;
@@ -142,6 +147,8 @@ if [[ -f $PIDFILE ]]; then
 	fi
 	rm -f "$PIDFILE"
 fi
+printf '%s run.sh\n' "$$" >"$PIDFILE"
+OWN_PIDFILE=1
 
 # --- build --------------------------------------------------------------------
 command -v go >/dev/null || die "go is not on PATH: install Go 1.26 (https://go.dev/dl/)"
