@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 
@@ -132,11 +133,11 @@ func (c Config) check() error {
 		return fmt.Errorf("%w: games %d: want at least 1", ErrConfig, c.Games)
 	case c.Events < 0:
 		return fmt.Errorf("%w: events %d: want 0 (endless) or more", ErrConfig, c.Events)
-	case c.Rate < 0:
+	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
 		return fmt.Errorf("%w: rate %v: want 0 (unpaced) or more", ErrConfig, c.Rate)
 	case c.MaxLen < 0:
 		return fmt.Errorf("%w: maxlen %d: want 0 (keep all) or more", ErrConfig, c.MaxLen)
-	case c.Bad < 0 || c.Unknown < 0 || c.Bad+c.Unknown > 1:
+	case c.Bad < 0 || c.Unknown < 0 || !(c.Bad+c.Unknown <= 1): // NaN too
 		return fmt.Errorf("%w: bad %v, unknown %v: want fractions summing to at most 1", ErrConfig, c.Bad, c.Unknown)
 	}
 	for _, i := range []int{1, c.Games} {

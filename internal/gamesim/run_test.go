@@ -202,6 +202,12 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{Games: 1, Bad: 0.6, Unknown: 0.6},
 		{Games: 1, Prefix: "Bad_Prefix"},
 		{Games: 1, Prefix: strings.Repeat("a", 63)},
+		// Not numbers, as -rate NaN or GAMESIM_BAD=nan parse: they were
+		// taken for 0 (unpaced, no malformed entries) without a word.
+		{Games: 1, Events: 1, Rate: math.NaN()},
+		{Games: 1, Events: 1, Rate: math.Inf(1)},
+		{Games: 1, Events: 1, Bad: math.NaN()},
+		{Games: 1, Events: 1, Unknown: math.NaN()},
 	}
 	s := redistest.MustStart(t)
 	rdb := s.Client(t)
