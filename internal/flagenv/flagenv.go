@@ -15,11 +15,19 @@ import (
 // nor $REDIS_URL is given.
 const DefaultRedisURL = "redis://127.0.0.1:6379/0"
 
-// Set wraps a FlagSet and records environment parse errors, reported by Err
-// after parsing, so a bad $FEED_MIN_IDLE is as loud as a bad -min-idle.
+// Set wraps a FlagSet and records environment parse errors, reported by
+// Parse, so a bad $FEED_MIN_IDLE is as loud as a bad -min-idle, unless
+// -min-idle itself was given: the flag overrides the variable, whatever
+// the variable holds.
 type Set struct {
 	*flag.FlagSet
-	errs []error
+	errs []envErr
+}
+
+// envErr is a bad environment value, and the flag it was a default for.
+type envErr struct {
+	flag string
+	err  error
 }
 
 // New returns a Set named name that returns errors instead of exiting.
@@ -27,15 +35,25 @@ func New(name string) *Set {
 	return &Set{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
 }
 
-// Parse parses args and reports the first bad environment value, if any.
+// Parse parses args and reports the first bad environment value, if any,
+// of a flag args did not set.
 func (s *Set) Parse(args []string) error {
 	if err := s.FlagSet.Parse(args); err != nil {
 		return err
 	}
-	if len(s.errs) > 0 {
-		return s.errs[0]
+	given := map[string]bool{}
+	s.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, e := range s.errs {
+		if !given[e.flag] {
+			return e.err
+		}
 	}
 	return nil
+}
+
+// bad records v, $env's value, as no value of flag name's type.
+func (s *Set) bad(name, env string, err error) {
+	s.errs = append(s.errs, envErr{name, fmt.Errorf("$%s: %w", env, err)})
 }
 
 func (s *Set) env(env string) (string, bool) {
@@ -58,7 +76,7 @@ func (s *Set) Duration(p *time.Duration, name, env string, def time.Duration, u 
 	if v, ok := s.env(env); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			s.errs = append(s.errs, fmt.Errorf("$%s: %w", env, err))
+			s.bad(name, env, err)
 		} else {
 			def = d
 		}
@@ -71,7 +89,7 @@ func (s *Set) Int(p *int, name, env string, def int, u string) {
 	if v, ok := s.env(env); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			s.errs = append(s.errs, fmt.Errorf("$%s: %w", env, err))
+			s.bad(name, env, err)
 		} else {
 			def = n
 		}
@@ -84,7 +102,7 @@ func (s *Set) Int64(p *int64, name, env string, def int64, u string) {
 	if v, ok := s.env(env); ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			s.errs = append(s.errs, fmt.Errorf("$%s: %w", env, err))
+			s.bad(name, env, err)
 		} else {
 			def = n
 		}
@@ -97,7 +115,7 @@ func (s *Set) Bool(p *bool, name, env string, def bool, u string) {
 	if v, ok := s.env(env); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			s.errs = append(s.errs, fmt.Errorf("$%s: %w", env, err))
+			s.bad(name, env, err)
 		} else {
 			def = b
 		}
@@ -110,7 +128,7 @@ func (s *Set) Float64(p *float64, name, env string, def float64, u string) {
 	if v, ok := s.env(env); ok {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			s.errs = append(s.errs, fmt.Errorf("$%s: %w", env, err))
+			s.bad(name, env, err)
 		} else {
 			def = f
 		}
