@@ -161,6 +161,10 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-response-timeout must be positive")
 	case c.ShutdownDelay < 0:
 		return fmt.Errorf("-shutdown-delay must not be negative")
+	case c.PeerTimeout < 0:
+		// Taken for 0 (the kernel's default, about 15 minutes) it would
+		// leave a vanished client's stream open where a bound was asked.
+		return fmt.Errorf("-peer-timeout must not be negative")
 	case c.WSEngine != web.WSEngineStd && c.WSEngine != web.WSEngineNbio:
 		return fmt.Errorf("-ws-engine %q: want %s or %s", c.WSEngine, web.WSEngineStd, web.WSEngineNbio)
 	case c.SendBuffer < 1:

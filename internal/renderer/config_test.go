@@ -182,6 +182,7 @@ func TestParseFlagsRefusesUnusableValues(t *testing.T) {
 		{"-redis", "http://127.0.0.1:6380"},
 		{"-redis", "redis://127.0.0.1:6380/x"},
 		{"-redis", "redis://127.0.0.1:6380?addr=127.0.0.1:6381&dial_timeout=soon"},
+		{"-peer-timeout", "-1s"}, // was taken for 0, the kernel's 15 minutes
 	} {
 		if err := renderer.NewMain().ParseFlags(append([]string{"-consumer", "x"}, args...)); err == nil {
 			t.Errorf("%q accepted", args)
