@@ -344,31 +344,20 @@ func (db *DB) Close() error {
 		if db.readOnlyOpen() {
 			return // no writer to close
 		}
-		if errors.Is(db.CheckFile(), ErrReplaced) {
+		// CheckFile looks at the file itself every time (at its companions
+		// at most every companionEvery): replaced covers a moved file.
+		replaced := errors.Is(db.CheckFile(), ErrReplaced)
+		if replaced {
 			db.keepWAL()
 		}
-		moved := errors.Is(checkID(db.path, db.file), ErrReplaced)
 		if e := db.w.Close(); e != nil && err == nil {
 			err = fmt.Errorf("store: close writer: %w", e)
 		}
-		if moved && db.ownCompanions() {
+		if replaced {
 			db.removeCompanions()
 		}
 	})
 	return err
-}
-
-// ownCompanions reports whether the -wal and -shm at the path are both
-// still the ones this process opened (it looks now, not at most every
-// companionEvery as CheckFile does).
-func (db *DB) ownCompanions() bool {
-	for i, suffix := range companionSuffixes {
-		id, err := statID(db.path + suffix)
-		if err != nil || id != db.companions[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // removeCompanions removes the -wal and -shm at the path, still this
@@ -382,13 +371,17 @@ func (db *DB) ownCompanions() bool {
 // mixed file (TestBackupMovedInUnderRunningStore). What they hold is the
 // old file's; the file now at the path is caught up from the streams.
 // A process of the old file that is still open goes on with them
-// unlinked, and refuses to write (CheckFile).
+// unlinked, and refuses to write (CheckFile). It removes nothing unless
+// both are still this process's own, looked at now: a companion gone or
+// another process's means the path is another's to look after.
 func (db *DB) removeCompanions() {
 	for i, suffix := range companionSuffixes {
-		p := db.path + suffix
-		if id, err := statID(p); err != nil || id != db.companions[i] {
-			continue // gone, or another process's since
+		if id, err := statID(db.path + suffix); err != nil || id != db.companions[i] {
+			return
 		}
+	}
+	for _, suffix := range companionSuffixes {
+		p := db.path + suffix
 		if err := os.Remove(p); err != nil {
 			db.log.Warn("store file replaced: cannot remove its old companion", "path", p, "err", err)
 		}

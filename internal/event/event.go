@@ -275,7 +275,7 @@ func Symbols(s string) int {
 		case r == 0x200D:
 			join = true
 			continue
-		case r >= 0xFE00 && r <= 0xFE0F, r >= 0x1F3FB && r <= 0x1F3FF, r >= 0xE0020 && r <= 0xE007F:
+		case modifier(r), r >= 0xE0020 && r <= 0xE007F:
 			continue
 		}
 		if join && n > 0 {
@@ -285,6 +285,12 @@ func Symbols(s string) int {
 		n++
 	}
 	return n
+}
+
+// modifier reports whether r is a variation selector or a skin tone
+// modifier: part of the symbol before it, for Symbols and SplitEmoji alike.
+func modifier(r rune) bool {
+	return r >= 0xFE00 && r <= 0xFE0F || r >= 0x1F3FB && r <= 0x1F3FF
 }
 
 // SplitEmoji splits an emoji string into its symbols, keeping joiners,
@@ -313,7 +319,7 @@ func SplitEmoji(s string) []string {
 			}
 			join = true
 			continue
-		case r >= 0xFE00 && r <= 0xFE0F, r >= 0x1F3FB && r <= 0x1F3FF:
+		case modifier(r):
 			if len(out) > 0 {
 				out[len(out)-1] = s[start:end]
 				continue
