@@ -24,7 +24,8 @@ import (
 var stressFor = flag.Duration("web.stress", 3*time.Second, "how long TestWriteStress writes lines")
 
 // TestWriteStress drives the websocket write path the way a busy replica
-// does, for -web.stress: lines of every size (escapes, emoji) in bursts,
+// does, for -web.stress and on until its clients have hung up, reconnected
+// and (on nbio) left a write partial: lines of every size (escapes, emoji) in bursts,
 // clients with a 4 KiB receive window that stall now and then (so the
 // kernel takes part of a write and the engine keeps the rest), get dropped
 // as slow, hang up on their own, probe, and are pinged every 20 ms; half of
@@ -52,9 +53,21 @@ func TestWriteStress(t *testing.T) {
 		go func() { defer wg.Done(); c.run(ctx) }()
 	}
 
+	// Write for -web.stress, and on until every path the test is about has
+	// been taken: on a loaded host a few seconds may carry too few lines
+	// for any client to reach its hang-up or any write to be partial.
+	exercised := func() bool {
+		var sessions, hangups int64
+		for _, c := range clients {
+			sessions, hangups = sessions+c.sessions.Load(), hangups+c.hangups.Load()
+		}
+		return hangups > 0 && sessions > int64(len(clients)) &&
+			(e.cfg.WSEngine == web.WSEngineStd || web.NbioMallocs() != mallocs)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var last int64
-	for end := time.Now().Add(*stressFor); time.Now().Before(end); {
+	start := time.Now()
+	for time.Since(start) < *stressFor || !exercised() && time.Since(start) < *stressFor+60*time.Second {
 		evs := make([]store.Event, 1+rng.IntN(4))
 		for j := range evs {
 			evs[j] = g.ev(t, event.KindChat, "player", "ada", "text", stressText(rng))
@@ -80,7 +93,7 @@ func TestWriteStress(t *testing.T) {
 		for _, err := range c.errs {
 			t.Error(err)
 		}
-		frames, sessions, hangups = frames+c.frames, sessions+c.sessions, hangups+c.hangups
+		frames, sessions, hangups = frames+c.frames, sessions+c.sessions.Load(), hangups+c.hangups.Load()
 	}
 	st := e.srv.Stats()
 	t.Logf("%d lines to %d clients: %d frames, %d sessions (%d hung up by the client, %d closed as slow), nbio buffers %d",
@@ -116,9 +129,10 @@ type stressClient struct {
 	game  string
 	board bool
 
-	cursor                    atomic.Int64
-	frames, sessions, hangups int64
-	errs                      []string
+	cursor            atomic.Int64
+	sessions, hangups atomic.Int64 // read by the writer while the client runs
+	frames            int64
+	errs              []string
 }
 
 func (c *stressClient) run(ctx context.Context) {
@@ -150,7 +164,7 @@ func (c *stressClient) session(ctx context.Context, hc *http.Client, rng *rand.R
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(1 << 20)
-	c.sessions++
+	c.sessions.Add(1)
 	hangUpAt := 50 + rng.IntN(500)
 	for n := 0; ; n++ {
 		typ, b, err := conn.Read(ctx)
@@ -184,7 +198,7 @@ func (c *stressClient) session(ctx context.Context, hc *http.Client, rng *rand.R
 			_ = conn.Write(ctx, websocket.MessageText, []byte(`{"t":"probe"}`))
 		}
 		if n == hangUpAt {
-			c.hangups++
+			c.hangups.Add(1)
 			return
 		}
 	}
