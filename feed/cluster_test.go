@@ -483,3 +483,46 @@ func TestClusterDeadMasterColdGamesCostNoStall(t *testing.T) {
 			failed, worst.Round(time.Millisecond))
 	}
 }
+
+// TestClusterInspectDeadMaster: with one master of three down (no replica
+// to take over), the status still reports the games of the other masters
+// and the live renderers, and the dead master's games carry the error in
+// their own row. One master down failed the whole Inspect (its SCAN of
+// the leases, then its pipeline), so /status, /api/status and feedctl
+// status showed nothing while the renderers read the other games on.
+func TestClusterInspectDeadMaster(t *testing.T) {
+	ctx := context.Background()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: time.Minute}})
+	rdb := rc.Client(t)
+	doomed := spareMaster(t, rc, "c1")
+	live, dead := stream(gameOn(t, rc, "live", doomed, false)), stream(gameOn(t, rc, "dead", doomed, true))
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1", live, dead)
+	cfg.Handler = rec.handler
+	mustOpen(t, cfg)
+	ids := []string{add(t, rdb, live), add(t, rdb, dead)}
+	waitFor(t, 10*time.Second, "both games read", func() bool { return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 })
+
+	doomed.Kill(t)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := feed.Inspect(ctx, rdb, group, []string{live, dead}, nil)
+	if err != nil {
+		t.Fatalf("Inspect with one master of three down: %v; want the others reported", err)
+	}
+	if len(st.Renderers) != 1 || st.Renderers[0] != "c1" {
+		t.Errorf("renderers %v; want [c1]", st.Renderers)
+	}
+	if s := st.Streams[0]; s.Err != "" || s.Length != 1 || s.Lag != 0 || len(s.Consumers) != 1 || !s.Consumers[0].Alive {
+		t.Errorf("the live master's game: %+v; want length 1, lag 0, c1 alive, no error", s)
+	}
+	if s := st.Streams[1]; s.Err == "" || s.Lag != -1 {
+		t.Errorf("the dead master's game: %+v; want its error and lag -1", s)
+	}
+
+	// Nothing answers: Inspect's own error, as on a single node.
+	if _, err := feed.Inspect(ctx, rdb, group, []string{dead}, nil); err == nil {
+		t.Errorf("Inspect of games on the dead master alone: no error")
+	}
+}

@@ -17,13 +17,16 @@ import (
 // lag, pending count and oldest pending entry's idle time, dead letters and
 // consumers; and which consumer names hold a live lease. A stream's own
 // failure (WRONGTYPE, no group yet) is shown in its Err and the others are
-// still reported; the error is for Redis being unreachable. deadKey nil
-// means event.DeadKeyOf.
+// still reported, and so, on a cluster, is a stream whose node does not
+// answer; the error is for Redis being unreachable (on a cluster: no
+// stream's node answered, or the master of the leases did not). deadKey
+// nil means event.DeadKeyOf.
 func Inspect(ctx context.Context, rdb redis.UniversalClient, group string, streams []string, deadKey func(string) string) (Status, error) {
 	if deadKey == nil {
 		deadKey = event.DeadKeyOf
 	}
 	st := Status{Group: group, At: time.Now().UTC(), Streams: make([]StreamStatus, len(streams))}
+	_, cluster := rdb.(*redis.ClusterClient)
 	live, err := liveLeases(ctx, rdb, group)
 	if err != nil {
 		return st, fmt.Errorf("feed: inspect: %w", err)
@@ -56,9 +59,29 @@ func Inspect(ctx context.Context, rdb redis.UniversalClient, group string, strea
 				dead:   pipe.XLen(ctx, deadKey(key)),
 			}
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !serverError(err) && !isNil(err) {
+		if _, err := pipe.Exec(ctx); err != nil && !serverError(err) && !isNil(err) && !cluster {
 			return st, fmt.Errorf("feed: inspect: %w", err)
 		}
+	}
+	// On a cluster, a stream whose node does not answer (a master down,
+	// before its replica takes over) shows the error in its own row and
+	// the others are reported; only when no stream answered is the error
+	// Inspect's. Until 5 Dec 2026 one master down of three failed the
+	// whole status (/status, /api/status, feedctl status) for as long as
+	// it was down, while the renderers read the other masters' games on
+	// (TestClusterInspectDeadMaster).
+	var unreachable error
+	answered := len(streams) == 0
+	for i := range streams {
+		c := cs[i]
+		if err := c.xlen.Err(); err != nil && !serverError(err) && !isNil(err) {
+			unreachable = err
+		} else {
+			answered = true
+		}
+	}
+	if !answered {
+		return st, fmt.Errorf("feed: inspect: %w", unreachable)
 	}
 	for i, key := range streams {
 		ss := StreamStatus{Stream: key, Game: gameOf(key), Lag: -1}
@@ -159,7 +182,20 @@ func liveLeases(ctx context.Context, rdb redis.UniversalClient, group string) ([
 	}
 	var err error
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+		// Only the master of the leases' slot must answer: the others
+		// hold a lease only while that slot migrates, and one of them
+		// down (its games set aside by the renderers, which read on)
+		// must not leave the status without its renderers.
+		home, herr := cc.MasterForKey(ctx, prefix)
+		if herr != nil {
+			return nil, herr
+		}
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			if err := scan(ctx, c); err != nil && c.Options().Addr == home.Options().Addr {
+				return err
+			}
+			return nil
+		})
 	} else {
 		err = scan(ctx, rdb)
 	}
