@@ -63,6 +63,11 @@ type Consumer struct {
 	streams map[string]*streamState // every known stream
 	work    workSet                 // the read set: streams with a reason to be read
 	found   int                     // games discovered since the last log line
+	// deleted holds the registry games forgotten because their stream
+	// was deleted, by the score they had then: the beat or the sweep
+	// that lists them again at that score must not take them for new
+	// games (whose door is XGROUP CREATE … MKSTREAM).
+	deleted map[string]deletedGame
 	// The work set's generation whose keys are in working, and the
 	// earliest time prune publishes them again.
 	workingGen  uint64

@@ -69,8 +69,9 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 		case isNoStream(err):
 			// The stream is gone: forget it, as the sweep forgets a game
 			// that left the registry. A writer's next entry raises its
-			// score, and the beat finds it again.
-			c.forget(st)
+			// score, and the beat finds it again; until then the beat and
+			// the sweep pass over its unchanged score (forgetDeleted).
+			c.forgetDeleted(st)
 			vanished = append(vanished, st.key)
 		case err == nil || err == errGroupThere || strings.HasPrefix(err.Error(), "BUSYGROUP"):
 			if err == nil {

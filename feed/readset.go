@@ -196,6 +196,18 @@ func (c *Consumer) seeGame(game string, score float64, now time.Time) *streamSta
 	key := event.StreamKey(game)
 	st := c.streams[key]
 	if st == nil {
+		if d, ok := c.deleted[key]; ok {
+			if d.score == score {
+				// Its stream was deleted and no writer has scored it
+				// since: as a new game, it would go through the door
+				// with MKSTREAM, and the deleted stream would be back,
+				// empty, for good (TestDeletedStreamStaysDeleted).
+				d.pass = c.sweep.pass
+				c.deleted[key] = d
+				return nil
+			}
+			delete(c.deleted, key)
+		}
 		st = newStream(key)
 		st.score = score
 		c.streams[key] = st
@@ -224,6 +236,26 @@ func (c *Consumer) seeGame(game string, score float64, now time.Time) *streamSta
 	}
 	c.track(st)
 	return st
+}
+
+// deletedGame is a registry game forgotten because its stream was
+// deleted: its score then, and the sweep pass that last listed it.
+type deletedGame struct {
+	score float64
+	pass  int
+}
+
+// forgetDeleted forgets st, whose stream was deleted, until a writer
+// scores its game again: until then the beat and the sweep pass it over.
+func (c *Consumer) forgetDeleted(st *streamState) {
+	c.forget(st)
+	if st.pinned || st.game == "" {
+		return
+	}
+	if c.deleted == nil {
+		c.deleted = map[string]deletedGame{}
+	}
+	c.deleted[st.key] = deletedGame{score: st.score, pass: c.sweep.pass}
 }
 
 // forget drops a stream the consumer no longer follows (gone from the

@@ -163,6 +163,11 @@ func (c *Consumer) sweepPage(now time.Time) error {
 			gone++
 		}
 	}
+	for key, d := range c.deleted {
+		if d.pass != c.sweep.pass {
+			delete(c.deleted, key) // left the registry too
+		}
+	}
 	if gone > 0 {
 		c.log.Info("games no longer in the registry; forgotten", "count", gone)
 		if len(c.streams) == 0 {
