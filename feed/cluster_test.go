@@ -526,3 +526,46 @@ func TestClusterInspectDeadMaster(t *testing.T) {
 		t.Errorf("Inspect of games on the dead master alone: no error")
 	}
 }
+
+// TestClusterRegistryMasterDownLogSampled: the registry's master is down
+// (no replica to take over) while the other masters answer. The games
+// already known are read on, and the beat, which fails every WakeEvery,
+// says so in one line per LogEvery, not one per beat: the turns go on
+// without the loop's backoff there, and each failed beat logged a WARN,
+// several lines a second, for the length of the outage.
+func TestClusterRegistryMasterDownLogSampled(t *testing.T) {
+	ctx := context.Background()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: time.Minute}})
+	rdb := rc.Client(t)
+	doomed := rc.MasterOfSlot(t, rc.Slot(t, event.RegistryKey))
+	if doomed.Addr == rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, "c1"))).Addr {
+		t.Fatal("the registry and the lease share a master: the consumer could not read at all")
+	}
+	game := gameOn(t, rc, "live", doomed, false)
+	live := stream(game)
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1")
+	cfg.Streams, cfg.Registry = nil, event.RegistryKey
+	cfg.WakeEvery, cfg.SweepEvery, cfg.ActiveWindow = 50*time.Millisecond, time.Minute, time.Minute
+	cfg.LogEvery = time.Minute
+	cfg.Handler = rec.handler
+	logs := captureLogs(t, &cfg)
+	mustOpen(t, cfg)
+	first := add(t, rdb, live)
+	if err := rdb.ZAddGT(ctx, event.RegistryKey, redisZ(game)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the live game read", func() bool { return rec.count(first) == 1 })
+
+	doomed.Kill(t)
+	waitFor(t, 10*time.Second, "a failed beat", func() bool { return logs.count("registry beat failed") >= 1 })
+	// The live game goes on for four seconds (eighty beats).
+	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); {
+		id := add(t, rdb, live)
+		waitFor(t, 10*time.Second, "the live game read while the registry's master is down", func() bool { return rec.count(id) == 1 })
+	}
+	if n := logs.count("registry beat failed"); n > 1 {
+		t.Errorf("%d lines of a failed beat in 4s; want one per LogEvery", n)
+	}
+}

@@ -78,15 +78,27 @@ func (c *Consumer) steps() error {
 	if c.cfg.Registry != "" {
 		// A failing beat or sweep keeps what is known: the games already
 		// in the read set go on, and it is tried again next time.
+		// Sampled: on a cluster whose registry master is down (killed,
+		// failing over, or with no replica to take over) the other
+		// masters answer, so the turns go on without the loop's backoff,
+		// and the beat and the sweep failed every WakeEvery, several WARN
+		// lines a second for the length of the outage
+		// (TestClusterRegistryMasterDownLogSampled).
 		if !now.Before(c.sweep.next) {
 			if err := c.sweepNext(now); err != nil {
-				c.log.Warn("registry sweep failed; keeping the known games", "err", err, "streams", len(c.streams))
+				if ok, skipped := c.sample.Allow("sweep failed"); ok {
+					c.log.Warn("registry sweep failed; keeping the known games", "err", err, "streams", len(c.streams),
+						"similar_unlogged", skipped)
+				}
 				c.sweep.next = now.Add(c.cfg.WakeEvery)
 			}
 		}
 		if !now.Before(c.nextWake) {
 			if err := c.wake(now); err != nil {
-				c.log.Warn("registry beat failed; keeping the known games", "err", err, "streams", len(c.streams))
+				if ok, skipped := c.sample.Allow("beat failed"); ok {
+					c.log.Warn("registry beat failed; keeping the known games", "err", err, "streams", len(c.streams),
+						"similar_unlogged", skipped)
+				}
 			}
 			c.nextWake = now.Add(c.cfg.WakeEvery)
 		}
