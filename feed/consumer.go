@@ -97,6 +97,7 @@ type Consumer struct {
 	gatherUntil time.Time           // no blocking read before this (Linger)
 	unacked     map[string]*unacked // acks that failed, retried each turn
 	loopBackoff backoff.Backoff
+	leaseIdle   time.Time // since when the loop reads nothing for want of its lease
 	// The streams set aside this turn, their last error, and whether the
 	// slot map was reloaded for it (setAside, endTurn).
 	aside      []*streamState

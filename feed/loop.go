@@ -115,8 +115,21 @@ func (c *Consumer) steps() error {
 	if err := c.lease.held(); err != nil {
 		// Not ours (yet): wait for the lease keeper rather than read work
 		// that another live process with this name may be handling.
+		// Said once, and once again when reading resumes: until 5 Dec
+		// 2026 a consumer that could not refresh its lease (on a cluster,
+		// the master of the leases' slot down while the others answer)
+		// read none of its games for as long as that lasted without a
+		// log line (TestClusterLeaseMasterDownLogged).
+		if c.leaseIdle.IsZero() {
+			c.leaseIdle = time.Now()
+			c.log.Warn("consumer name's lease not held; reading nothing until it is", "err", err)
+		}
 		c.sleep(c.cfg.LeaseTTL / 3)
 		return nil
+	}
+	if !c.leaseIdle.IsZero() {
+		c.log.Info("consumer name's lease held again; reading", "idle_for", time.Since(c.leaseIdle).Round(time.Millisecond))
+		c.leaseIdle = time.Time{}
 	}
 	if err := c.openDoors(); err != nil {
 		return err
