@@ -134,9 +134,9 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 	}
 	if len(recreated) > 0 {
 		// One line per pass, however many games lost their group at once.
-		c.log.Warn("consumer groups re-created after NOGROUP (Redis flushed or restarted without persistence)",
+		c.log.Warn("consumer groups re-created after NOGROUP (Redis flushed or restarted without persistence, or the group deleted by hand)",
 			"count", len(recreated), "streams", headOf(recreated, 5))
-		c.note(fmt.Sprintf("consumer groups of %d streams re-created after NOGROUP: Redis lost its data (flush, or restart without persistence); the store keeps every line", len(recreated)))
+		c.note(fmt.Sprintf("consumer groups of %d streams re-created after NOGROUP: Redis lost its data (flush, or restart without persistence), or the group was deleted (XGROUP DESTROY); its entries are read again from the start, and the store keeps every line once", len(recreated)))
 	}
 	return nil
 }
