@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -37,7 +36,7 @@ func main() {
 				fmt.Fprintln(os.Stderr, "renderer: close:", closeErr)
 				os.Exit(1)
 			}
-			slog.Info("stopped while starting")
+			m.Logger.Info("stopped while starting", "consumer", m.Config.Consumer, "group", m.Config.Group)
 			return
 		}
 		fmt.Fprintln(os.Stderr, "renderer:", err)
@@ -45,7 +44,7 @@ func main() {
 	}
 	<-ctx.Done()
 	stop() // a second Ctrl-C kills at once, also while draining
-	slog.Info("shutting down")
+	m.Logger.Info("shutting down", "consumer", m.Config.Consumer, "group", m.Config.Group)
 	if err := m.Shutdown(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "renderer: close:", err)
 		os.Exit(1)

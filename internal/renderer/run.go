@@ -94,7 +94,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.rdb = rdb
 
-	m.db, err = store.Open(ctx, m.Config.DB)
+	// The store logs (migrations, a copied file's positions, checkpoint
+	// failures) through the renderer's logger: its level, format and keys.
+	m.db, err = store.OpenWith(ctx, m.Config.DB, store.Options{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -226,7 +228,7 @@ func (m *Main) tryOpenConsumer(ctx context.Context) error {
 func (m *Main) Shutdown(ctx context.Context) error {
 	if srv := m.live.Load(); srv != nil && m.Config.ShutdownDelay > 0 {
 		srv.Drain()
-		m.Logger.Info("draining: /readyz answers 503; serving until the delay ends", "consumer", m.Config.Consumer, "delay", m.Config.ShutdownDelay)
+		m.Logger.Info("draining: /readyz answers 503; serving until the delay ends", "consumer", m.Config.Consumer, "group", m.Config.Group, "delay", m.Config.ShutdownDelay)
 		t := time.NewTimer(m.Config.ShutdownDelay)
 		select {
 		case <-t.C:

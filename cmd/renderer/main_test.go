@@ -1,0 +1,67 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	proctest.Cleanup()
+	os.Exit(code)
+}
+
+// TestLogsOneFormatAndLevel: every line a renderer logs, from its start on
+// a new store (the migrations) to its stop ("shutting down", "draining"),
+// is slog text at -log-level's level or above with the replica's consumer
+// and group, as docs/operations.md ("Logs") says. The store's lines and
+// the binary's own went to slog's default logger: the log package's format
+// ("2026/12/05 00:32:33 INFO store migration applied"), at info whatever
+// -log-level said, and without the consumer's keys; "draining" had no
+// group.
+func TestLogsOneFormatAndLevel(t *testing.T) {
+	rs := redistest.MustStart(t)
+	for _, tt := range []struct {
+		level    string
+		want     []string // messages that must be logged
+		wantNone string   // a level that must not show
+	}{
+		{"info", []string{`msg="store migration applied"`, `msg="shutting down"`, `msg="draining: `}, "level=DEBUG"},
+		{"warn", nil, "level=INFO"},
+	} {
+		t.Run(tt.level, func(t *testing.T) {
+			addr := proctest.FreeAddr(t)
+			p := proctest.Start(t, "renderer", "renderer", []string{
+				"-redis", rs.URL(), "-db", filepath.Join(t.TempDir(), "feed.db"), "-http", addr,
+				"-consumer", "r1", "-shutdown-delay", "100ms", "-log-level", tt.level,
+			})
+			proctest.WaitHTTP(t, "http://"+addr+"/readyz", 200, 30*time.Second)
+			if err := p.Term(20 * time.Second); err != nil {
+				t.Fatalf("SIGTERM: %v, want exit status 0", err)
+			}
+			out := p.Output()
+			for _, line := range strings.Split(out, "\n") {
+				if line == "" || strings.HasPrefix(line, "=== ") { // proctest's own lines
+					continue
+				}
+				if !strings.HasPrefix(line, "time=") || !strings.Contains(line, " consumer=r1") || !strings.Contains(line, " group=feed") {
+					t.Errorf("not slog text with the replica's keys: %s", line)
+				}
+				if strings.Contains(line, tt.wantNone) {
+					t.Errorf("-log-level %s logged %s", tt.level, line)
+				}
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("-log-level %s: no %s logged", tt.level, w)
+				}
+			}
+		})
+	}
+}
