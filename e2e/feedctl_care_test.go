@@ -63,6 +63,11 @@ func TestFeedctlCareful(t *testing.T) {
 	if err := c.rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: 1, Member: game}).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// The renderers' group on the stream, as a renderer makes it: replay
+	// refuses a stream no group reads.
+	if err := c.rdb.XGroupCreate(ctx, event.StreamKey(game), c.group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
 	deadLen := func() int64 { n, _ := c.rdb.XLen(ctx, event.DeadKey(game)).Result(); return n }
 
 	out, _ := feedctl(t, url, "dead", "list", "-game", game)

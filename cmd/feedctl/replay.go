@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
@@ -25,6 +26,9 @@ func (g *global) replay(ctx context.Context, args []string, t terminal, stdout i
 		return err
 	}
 	key := event.StreamKey(game)
+	if err := g.replayable(ctx, game, key); err != nil {
+		return err
+	}
 	n, err := g.rdb.XLen(ctx, key).Result()
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", game, err)
@@ -55,4 +59,33 @@ func (g *global) replay(ctx context.Context, args []string, t terminal, stdout i
 	}
 	fmt.Fprintf(stdout, "replaying %s: %d retained entries re-delivered to group %s\n", game, n, untrusted.Escape(g.group))
 	return nil
+}
+
+// replayable returns an error saying why the group cannot be rewound on a
+// game's stream: the stream does not exist (a mistyped game, or one pruned
+// with -streams), or the group does not read it (a mistyped -group, or
+// renderers that have not found the game yet). It is asked before
+// -dry-run answers, so that a dry run does not promise a replay the run
+// would refuse, and the run says what is wrong instead of Redis's NOGROUP,
+// or its advice to create the key with MKSTREAM.
+func (g *global) replayable(ctx context.Context, game, key string) error {
+	groups, err := g.rdb.XInfoGroups(ctx, key).Result()
+	if err != nil {
+		if strings.Contains(err.Error(), "no such key") {
+			return fmt.Errorf("replay %s: no stream %s: no such game, or its streams were pruned", game, key)
+		}
+		return fmt.Errorf("replay %s: %w", game, err)
+	}
+	names := make([]string, len(groups))
+	for i, gr := range groups {
+		if gr.Name == g.group {
+			return nil
+		}
+		names[i] = gr.Name
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("replay %s: no group reads %s yet: nothing to replay", game, key)
+	}
+	return fmt.Errorf("replay %s: no group %s on %s (groups: %s); the renderers' -group?",
+		game, untrusted.Escape(g.group), key, untrusted.Escape(strings.Join(names, ", ")))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +117,53 @@ func lastPos(t *testing.T, rdb redis.UniversalClient, key string) string {
 		t.Fatalf("last entry of %s: %v %v", key, xs, err)
 	}
 	return xs[0].ID
+}
+
+// TestReplayRefusesWhatItCannotRewind: a replay of a game that has no
+// stream (a mistyped -game, or one pruned with -streams), or whose stream
+// the group does not read (a mistyped -group, or a game no renderer has
+// found yet), is refused with what is wrong, the -dry-run as the run, and
+// changes nothing. The dry run promised "would rewind group typo on g1 and
+// re-deliver its 6 retained entries" (exit 0), and the run failed with
+// Redis's NOGROUP, or for a missing stream with its advice to create the
+// key with MKSTREAM.
+func TestReplayRefusesWhatItCannotRewind(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	if _, err := gamesim.Append(ctx, rdb, event.NewMinter(1), "g1", gamesim.Play("g1", 1, 6)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gamesim.Append(ctx, rdb, event.NewMinter(2), "nogroup-1", gamesim.Play("nogroup-1", 2, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.XGroupCreate(ctx, event.StreamKey("g1"), "feed", "$").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no stream", []string{"replay", "-game", "nosuch-1"}, "no stream codemojex:{nosuch-1}:events"},
+		{"another group", []string{"-group", "typo", "replay", "-game", "g1"}, "no group typo on codemojex:{g1}:events (groups: feed)"},
+		{"no group yet", []string{"replay", "-game", "nogroup-1"}, "no group reads codemojex:{nogroup-1}:events yet"},
+	} {
+		for _, mode := range []string{"-dry-run", "-yes"} {
+			out, errOut, err := runCtl(t, s.Addr, append(tt.args, mode)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%s, %s: %v, want an error saying %q\nstdout: %s\nstderr: %s", tt.name, mode, err, tt.want, out, errOut)
+			}
+		}
+	}
+	// The group on g1 was left where it was.
+	groups, err := rdb.XInfoGroups(ctx, event.StreamKey("g1")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 1 || groups[0].Lag != 0 {
+		t.Errorf("groups on g1 after the refused replays: %+v, want feed alone with no lag", groups)
+	}
+	// And the replay that can be done still is.
+	mustRunCtl(t, s.Addr, "replay", "-game", "g1", "-yes")
 }
