@@ -78,7 +78,14 @@ func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.
 		if err != nil {
 			return err
 		}
-		writeDead(stdout, ds)
+		total := int64(len(ds))
+		if limit > 0 && total == limit {
+			// There may be more than it shows: say how many.
+			if total, err = g.rdb.XLen(ctx, event.DeadKey(c.game)).Result(); err != nil {
+				return fmt.Errorf("dead list: %w", err)
+			}
+		}
+		writeDead(stdout, ds, total)
 		return nil
 	}
 	if (c.id == "") == !c.all {
@@ -242,7 +249,10 @@ func wouldFail(stream string, d feed.DeadLetter, fix map[string]string, futureBo
 	return err
 }
 
-func writeDead(w io.Writer, ds []feed.DeadLetter) {
+// writeDead prints dead letters as a table, and how many: "N dead
+// letters", or "N of TOTAL dead letters" when the game has more than it
+// shows.
+func writeDead(w io.Writer, ds []feed.DeadLetter, total int64) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DEAD ID\tEVT ID\tKIND\tATTEMPTS\tCONSUMER\tSTREAM ID\tAT\tREASON")
 	for _, d := range ds {
@@ -256,6 +266,10 @@ func writeDead(w io.Writer, ds []feed.DeadLetter) {
 			d.At.Format(time.RFC3339), reason)
 	}
 	tw.Flush()
+	if total > int64(len(ds)) {
+		fmt.Fprintf(w, "%d of %d dead letters, the oldest (-n 0: all)\n", len(ds), total)
+		return
+	}
 	fmt.Fprintf(w, "%d dead letters\n", len(ds))
 }
 
