@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/codemojex/feed/internal/untrusted"
@@ -43,9 +44,32 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
 		}
-		fmt.Fprintln(os.Stderr, "feedctl:", untrusted.Escape(err.Error()))
+		printErr(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// printErr writes err to w as "feedctl: " lines, one for each error it
+// joins (errors.Join: a requeue's refused and truncated letters, say),
+// each with its control characters escaped. Escaping the joined text
+// whole printed its newlines as a literal \n inside one line.
+func printErr(w io.Writer, err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		// Only a join's text is its errors' texts a line each; another
+		// error that wraps several (fmt.Errorf with two %w) says more.
+		errs := j.Unwrap()
+		texts := make([]string, len(errs))
+		for i, e := range errs {
+			texts[i] = e.Error()
+		}
+		if err.Error() == strings.Join(texts, "\n") {
+			for _, e := range errs {
+				printErr(w, e)
+			}
+			return
+		}
+	}
+	fmt.Fprintln(w, "feedctl:", untrusted.Escape(err.Error()))
 }
 
 // Run runs one feedctl command with its arguments. Destructive commands
