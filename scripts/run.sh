@@ -241,7 +241,7 @@ start_private_redis() {
 			port_free "$port" && break
 		done
 		((port < first + 100)) && port_free "$port" || die "no free port for a private Redis in $first..$((first + 99))"
-		say "starting $(basename "$bin") on 127.0.0.1:$port, data (AOF) in var/redis"
+		say "starting $(basename "$bin") on 127.0.0.1:$port, data (AOF) in $VAR/redis"
 		: >"$LOG/redis.log"
 		start redis "$LOG/redis.log" "$bin" --port "$port" --bind 127.0.0.1 --dir "$VAR/redis" \
 			--appendonly yes --appendfsync everysec --save "" --daemonize no --protected-mode yes

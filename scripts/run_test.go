@@ -169,6 +169,13 @@ func runScript(t *testing.T, env []string, redises int) {
 		}
 		return strings.Contains(out.String(), "Press Ctrl-C")
 	})
+	// The private Redis's data is where RUN_VAR says, and so says run.sh
+	// (it said var/redis whatever RUN_VAR was).
+	if redises == 1 {
+		if want := "data (AOF) in " + filepath.Join(tmp, "var", "redis") + "\n"; !strings.Contains(out.String(), want) {
+			t.Errorf("run.sh does not say %q", strings.TrimSpace(want))
+		}
+	}
 	pids := startedPids(out.String())
 	if len(pids) != redises+4 {
 		t.Fatalf("run.sh started %v, want %d redis, three renderers and gamesim", pids, redises)
