@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,5 +123,43 @@ func TestRebuildHonoursFutureBound(t *testing.T) {
 	}
 	if len(lines) != 1 {
 		t.Fatalf("%d lines, want 1 (the renderer's -future-bound 1h keeps it)", len(lines))
+	}
+}
+
+// TestGlobalFlagsRefuseUnusableValues: feedctl refuses an empty -group and a
+// -future-bound of 0 or less, flag or environment, as the renderers do,
+// before it does anything. It took them: a negative bound turns the
+// pipeline's check off, so rebuild stored an entry minted an hour ahead of
+// its position, which every renderer dead-letters as a future id (and
+// requeue's check let such entries through), and 0 meant the default 10m
+// whatever the renderers ran with.
+func TestGlobalFlagsRefuseUnusableValues(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	ev := gamesim.Play("g1", 1, 1)[0]
+	id := event.NewMinter(1).Next(time.Now().Add(time.Hour))
+	if err := gamesim.AppendItems(ctx, rdb, time.Now(), gamesim.Item{Game: "g1", ID: id, Event: ev}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"-future-bound", "-1m"}, "", "-future-bound -1m0s"},
+		{[]string{"-future-bound", "0"}, "", "-future-bound 0s"},
+		{nil, "-1m", "-future-bound -1m0s"},
+		{[]string{"-group", ""}, "", "-group: empty"},
+	} {
+		t.Setenv("FEED_FUTURE_BOUND", tt.env)
+		path := filepath.Join(t.TempDir(), "new.db")
+		out, errOut, err := runCtl(t, s.Addr, append(tt.args, "rebuild", "-db", path)...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q, $FEED_FUTURE_BOUND %q: rebuild: %v, want an error saying %q\n%s%s", tt.args, tt.env, err, tt.want, out, errOut)
+		}
+		if _, serr := os.Stat(path); serr == nil {
+			t.Errorf("%q, $FEED_FUTURE_BOUND %q: rebuild wrote %s", tt.args, tt.env, path)
+		}
 	}
 }

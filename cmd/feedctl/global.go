@@ -39,6 +39,16 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
+	// The renderers refuse these values (exit status 2); taken here, a
+	// -future-bound of 0 or less passed the pipeline a bound that means
+	// the default or no check at all, and rebuild stored, and requeue's
+	// check let through, entries the renderers dead-letter as future ids.
+	switch {
+	case g.group == "":
+		return nil, nil, fmt.Errorf("-group: empty; want the renderers' consumer group")
+	case g.futureBound <= 0:
+		return nil, nil, fmt.Errorf("-future-bound %v: want a positive duration, the renderers' own", g.futureBound)
+	}
 	if fs.NArg() == 0 || !commands[fs.Arg(0)] {
 		// Usage, help or an unknown command: Run answers without Redis.
 		// Opening asks the server (INFO, for a cluster), which would
