@@ -98,6 +98,12 @@ func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.
 	if err != nil {
 		return err
 	}
+	if len(ds) == 0 {
+		// -all of a game with none (a mistyped -game, say): nothing to
+		// confirm, and say so.
+		fmt.Fprintf(stdout, "no dead letters of %s: nothing to %s\n", c.game, c.sub)
+		return nil
+	}
 	if c.sub == "drop" {
 		return c.drop(ctx, g.rdb, ds, t, stdout)
 	}

@@ -48,3 +48,22 @@ func TestDeadListSaysWhenThereAreMore(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadAllOfNoneSaysSo: dead drop -all and dead requeue -all of a game
+// with no dead letters (a mistyped -game, or one already emptied) say so
+// and succeed, with -yes, -dry-run or neither. With -yes they printed
+// nothing at all (exit 0, as if something was done), and without it drop
+// refused to drop nothing until confirmed (exit 1).
+func TestDeadAllOfNoneSaysSo(t *testing.T) {
+	s := redistest.MustStart(t)
+	for _, sub := range []string{"drop", "requeue"} {
+		for _, mode := range [][]string{nil, {"-yes"}, {"-dry-run"}} {
+			args := append([]string{"dead", sub, "-game", "nosuch-1", "-all"}, mode...)
+			out, errOut, err := runCtl(t, s.Addr, args...)
+			want := "no dead letters of nosuch-1: nothing to " + sub + "\n"
+			if err != nil || out != want {
+				t.Errorf("%q: %v, stdout %q, want %q\nstderr: %s", args, err, out, want, errOut)
+			}
+		}
+	}
+}
