@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/netip"
 	"time"
 
@@ -13,6 +14,12 @@ import (
 type Config struct {
 	Addr  string // listen address; ":0" picks a free port (see Server.Addr)
 	Store Store  // required
+	// Listener, when set, is served instead of a new listener on Addr
+	// (Addr still names the server for PublicHosts' default). Open owns
+	// it: it closes it when it fails, and Close does. A replica binds its
+	// port first, so that a port already taken stops it before it
+	// consumes anything (see Listen).
+	Listener net.Listener
 
 	// Status reports the consumer group's health for /status and
 	// /api/status; nil shows "no status source".

@@ -151,7 +151,14 @@ type counters struct {
 
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
 // and serves until Close.
-func Open(cfg Config) (*Server, error) {
+func Open(cfg Config) (srv *Server, err error) {
+	if cfg.Listener != nil {
+		defer func() {
+			if err != nil {
+				cfg.Listener.Close()
+			}
+		}()
+	}
 	if cfg.Store == nil {
 		return nil, ErrNoStore
 	}
@@ -178,21 +185,21 @@ func Open(cfg Config) (*Server, error) {
 		cancel()
 		return nil, fmt.Errorf("web: unknown websocket engine %q (want %s or %s)", cfg.WSEngine, WSEngineStd, WSEngineNbio)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = Listen(cfg.Addr, cfg.AdminToken); err != nil {
+			cancel()
+			return nil, err
+		}
+	} else if err := checkExposed(ln.Addr(), cfg.AdminToken); err != nil {
 		cancel()
-		return nil, fmt.Errorf("web: listen %s: %w", cfg.Addr, err)
+		return nil, err
 	}
+	s.loopback = isLoopback(ln.Addr())
 	if cfg.PeerTimeout > 0 {
 		ln = &peerTimeoutListener{Listener: ln, timeout: cfg.PeerTimeout, log: cfg.Logger}
 	}
 	s.ln = ln
-	s.loopback = isLoopback(ln.Addr())
-	if !s.loopback && cfg.AdminToken == "" {
-		ln.Close()
-		cancel()
-		return nil, fmt.Errorf("%w: %s: set an admin token, or listen on 127.0.0.1", ErrAdminExposed, ln.Addr())
-	}
 	// The nbio engine starts last, once nothing can fail, so a failed Open
 	// has no engine to stop. Stopped before its loops run, nbio 1.6.8's
 	// engine would spin for ever; newPoller waits for them (awaitPollers).
@@ -336,6 +343,30 @@ func (s *Server) connState(_ net.Conn, st http.ConnState) {
 	case http.StateHijacked, http.StateClosed:
 		s.stats.conns.Add(-1)
 	}
+}
+
+// Listen listens on addr for a Server (Config.Listener), refusing as Open
+// does an address other than loopback without an admin token
+// (ErrAdminExposed). A replica calls it before it opens anything else, so
+// that a port in use or an exposed admin stops it before it has taken
+// entries to read.
+func Listen(addr, adminToken string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("web: listen %s: %w", addr, err)
+	}
+	if err := checkExposed(ln.Addr(), adminToken); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+func checkExposed(a net.Addr, adminToken string) error {
+	if !isLoopback(a) && adminToken == "" {
+		return fmt.Errorf("%w: %s: set an admin token, or listen on 127.0.0.1", ErrAdminExposed, a)
+	}
+	return nil
 }
 
 func isLoopback(a net.Addr) bool {

@@ -2,10 +2,15 @@ package renderer_test
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,6 +125,55 @@ func TestSecondProcessWithSameNameRefused(t *testing.T) {
 		t.Fatal("second renderer with a held consumer name started")
 	}
 	t.Logf("refused: %v", err)
+}
+
+// TestPortTakenStopsBeforeConsuming: a renderer whose -http port is in use
+// fails before it opens the store or reads a game, so it leaves no entry
+// pending under its name and its name free. It used to migrate the store,
+// take its name and start consuming, and only then fail to listen: the
+// entries it had read waited MinIdle for a peer to claim them.
+func TestPortTakenStopsBeforeConsuming(t *testing.T) {
+	ctx := context.Background()
+	rs := redistest.MustStart(t)
+	rdb := rs.Client(t)
+	if _, err := gamesim.Run(ctx, rdb, gamesim.Config{Games: 1, Events: 20, Seed: 5, Prefix: "taken"}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	db := filepath.Join(t.TempDir(), "feed.db")
+	m := renderer.NewMain()
+	if err := m.ParseFlags([]string{"-redis", rs.URL(), "-db", db, "-http", busy.Addr().String(), "-consumer", "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	err = m.Run(ctx)
+	m.Close()
+	if err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("Run on a port in use: %v, want a listen error", err)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the store was opened (stat: %v) before the port was known to be free", err)
+	}
+	keys, err := rdb.Keys(ctx, "*:events").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("streams: %v %v", keys, err)
+	}
+	for _, k := range keys {
+		groups, err := rdb.XInfoGroups(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range groups {
+			if g.Pending != 0 || g.EntriesRead > 0 {
+				t.Errorf("%s: group %s read %d entries, %d pending, from a renderer that could not serve", k, g.Name, g.EntriesRead, g.Pending)
+			}
+		}
+	}
+	// Its name is free: a renderer on a free port starts at once.
+	MustRunMain(t, rs.URL(), db, "r1")
 }
 
 func TestParseFlagsEnvFallback(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,7 @@ type Main struct {
 	db       *store.DB
 	consumer *feed.Consumer
 	server   *web.Server
+	ln       net.Listener // bound first, until web.Open owns it
 	// live is server once it serves: the consumer, opened first, hands it
 	// the lines it commits (nil until then: the doorbell covers it).
 	live atomic.Pointer[web.Server]
@@ -88,6 +90,15 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	log := m.Logger.With("consumer", m.Config.Consumer, "group", m.Config.Group)
 
+	// The port first: a port in use (or an admin left exposed) must stop
+	// the replica before it takes its consumer name and entries it would
+	// leave pending for MinIdle as it exits.
+	ln, err := web.Listen(m.Config.HTTP, m.Config.AdminToken)
+	if err != nil {
+		return err
+	}
+	m.ln = ln
+
 	rdb, err := redisconn.Open(m.Config.RedisURL)
 	if err != nil {
 		return fmt.Errorf("-redis: %w", err)
@@ -134,11 +145,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.ln = nil // web.Open owns it from here, whether it fails or not
 	m.server, err = web.Open(web.Config{
 		Presence:       pres,
 		PresenceEvery:  m.Config.PresenceEvery,
 		PresenceTTL:    m.Config.PresenceTTL,
 		Addr:           m.Config.HTTP,
+		Listener:       ln,
 		StoreID:        storeID,
 		Store:          m.db,
 		Status:         m.status,
@@ -259,6 +272,9 @@ func (m *Main) close() error {
 	}
 	if m.server != nil {
 		errs = append(errs, m.server.Close())
+	}
+	if m.ln != nil {
+		m.ln.Close() // Run failed before the server took it
 	}
 	if m.cancel != nil {
 		m.cancel()
