@@ -320,7 +320,13 @@
       if (!next || !old) return;
       var was = old.querySelector('details'), now = next.querySelector('details');
       if (was && now) now.open = was.open; // the reader's choice stays
+      // So does a keyboard reader's place: the summary (the panel's one
+      // control) they are on is replaced too, and the focus would fall
+      // back to the page's start at every update.
+      var focused = !!was && was.querySelector('summary') === document.activeElement;
       old.replaceWith(next);
+      var summary = focused && now && now.querySelector('summary');
+      if (summary) summary.focus({ preventScroll: true });
     }
 
     // patchBoard applies a board frame: a panel in which a stub

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/web"
@@ -70,5 +71,40 @@ func TestBrowserBoardPatches(t *testing.T) {
 	if n := b.num(`window.__mark || 0`); n != 1 {
 		t.Fatalf("the page reloaded")
 	}
+	b.noProblems()
+}
+
+// A keyboard player on the scoreboard's summary (its one control, which
+// opens and closes the panel) keeps their place while the panel is
+// updated: a state or board frame replaces the panel, and the focus moves
+// to the new summary, not to the page's start.
+func TestBrowserBoardKeepsFocus(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.StateEvery = time.Millisecond })
+	g := e.gen("g1")
+	for _, p := range []string{"ada", "brian"} {
+		e.upsert(g.ev(t, event.KindPlayerJoined, "player", p, "avatar", "🦊"))
+	}
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Focus(chromedp.CSS("#scoreboard summary")))
+	const onSummary = `document.activeElement === document.querySelector('#scoreboard summary')`
+	b.until("focus on the summary", onSummary)
+
+	for i, kv := range [][]string{
+		{"player", "brian", "guess", "🍒🥝🍋🫐", "exact", "3", "near", "0"},
+		{"player", "ada", "guess", "🍎🍌🍇🍓", "exact", "1", "near", "2"},
+	} {
+		b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('scoreboard').dataset.old = '1'`))
+		e.upsert(g.ev(t, event.KindGuess, kv...))
+		b.until("the panel after guess "+string(rune('1'+i)), boardIs(e.boardHTML("g1")))
+		if v := b.eval(`[String(` + onSummary + `), document.activeElement.tagName]`); v[0] != "true" {
+			t.Fatalf("after guess %d the focus is on %s, not the scoreboard's summary", i+1, v[1])
+		}
+	}
+	// And the key still works there.
+	open := b.eval(`[String(document.querySelector('#scoreboard details').open)]`)[0]
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.until("the panel toggled", `String(document.querySelector('#scoreboard details').open) !== '`+open+`'`)
 	b.noProblems()
 }
