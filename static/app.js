@@ -31,8 +31,21 @@
     var body = document.getElementById('games');
     if (!sec || !body) return;
     feed.pollFragment(sec, sec.dataset.rows, 3000, null, function (html) {
+      // A keyboard reader on a game's link keeps their place: the link is
+      // replaced with the rows, and the focus would fall back to the
+      // page's start at every refresh.
+      var a = document.activeElement;
+      var href = a && a !== body && body.contains(a) ? a.getAttribute('href') : null;
       body.innerHTML = html;
       feed.times(body);
+      if (href === null) return;
+      var links = body.querySelectorAll('a[href]');
+      for (var i = 0; i < links.length; i++) {
+        if (links[i].getAttribute('href') === href) {
+          links[i].focus({ preventScroll: true });
+          return;
+        }
+      }
     });
   }
 
