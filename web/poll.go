@@ -262,6 +262,7 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 	})
 	up.OnMessage(ps.onMessage)
 	up.SetPongHandler(func(*nbws.Conn, string) { ps.pingAt.Store(0) })
+	up.SetCloseHandler(ps.onClose)
 	up.OnClose(func(_ *nbws.Conn, err error) { ps.end(err, release) })
 	conn, err := up.UpgradeAndTransferConnToPoller(w, r, nil)
 	if err != nil {
@@ -313,6 +314,25 @@ func (ps *pollSocket) onMessage(c *nbws.Conn, typ nbws.MessageType, b []byte) {
 		return
 	}
 	ps.c.offer(probeFrame)
+}
+
+// onClose takes the peer's close frame; nbio closes the connection after
+// it. A close the peer began is answered with its code, as nbio's own
+// handler does. One that answers the server's (closeNow: a reset, a slow
+// client, a shutdown, a failed store read, an unexpected message) ends the
+// handshake: nbio's handler would send a second close frame, which a
+// browser takes for a protocol error ("Close received after close") and
+// fails the connection, so the page saw 1006 and no reason for every close
+// the server began.
+func (ps *pollSocket) onClose(c *nbws.Conn, code int, reason string) {
+	if ps.closing.Load() {
+		return
+	}
+	if code == int(websocket.StatusNoStatusRcvd) {
+		_ = c.WriteMessage(nbws.CloseMessage, nil)
+		return
+	}
+	_ = c.WriteClose(code, reason)
 }
 
 // wake runs a writer unless one holds the socket; that one looks again
