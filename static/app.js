@@ -233,6 +233,7 @@
         var more = r.headers.get('X-More') === 'true';
         return r.text().then(function (html) { return { html: html, more: more }; });
       }).then(function (res) {
+        a.textContent = 'older lines'; // after a failed try: it worked now
         // Lines left the list while the page came (a live line at the cap
         // pushed the oldest out, or the pill replaced the list): the link
         // moved up to the oldest line still shown, and the page, from below

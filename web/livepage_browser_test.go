@@ -501,6 +501,38 @@ func TestBrowserPillDuringOlder(t *testing.T) {
 	b.noProblems()
 }
 
+// A page of "older lines" that could not be fetched turns the link into
+// "older lines (retry)"; once a page comes, it reads "older lines" again.
+func TestBrowserOlderRetry(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3 })
+	g := e.gen("g1")
+	evs := g.chats(t, 9)
+	e.upsert(evs...)
+	b := mustOpenBrowser(t)
+	b.openTall(e.url("/games/g1"))
+	// The first request for older lines fails as a lost network does; the
+	// next go through.
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+		const real = window.fetch;
+		let failed = false;
+		window.fetch = function (url, opts) {
+			if (String(url).indexOf('/older') >= 0 && !failed) {
+				failed = true;
+				return Promise.reject(new TypeError('Failed to fetch'));
+			}
+			return real(url, opts);
+		};
+		document.querySelector('#older').click();
+	})()`))
+	b.until("the retry offered", `document.querySelector('#older').textContent === 'older lines (retry)' && !document.querySelector('#older').dataset.busy`)
+	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#older').click()`))
+	b.untilOlderLines(evs[3].EvtID)
+	if got := b.eval(`[document.querySelector('#older').textContent]`)[0]; got != "older lines" {
+		t.Fatalf("after a page came the link reads %q, want %q", got, "older lines")
+	}
+	b.noProblems()
+}
+
 // The filter hides chat, or all but guesses and wins, for lines that
 // arrive live too, and the browser remembers it.
 func TestBrowserFilterLive(t *testing.T) {
