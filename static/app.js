@@ -494,7 +494,10 @@
         stopProbe();
         if (reloading) return;
         root.dataset.closeCode = String(e.code);
-        lost();
+        // A close frame of the server's (its store failed, it shuts down)
+        // came through whatever is in between: websockets work, and a try
+        // that ended so is no miss.
+        lost(e.wasClean);
       };
     }
 
@@ -559,10 +562,11 @@
     // SWITCH_AFTER tries in a row that never got a frame while the server
     // answered plain HTTP. A try made while the server is down (a replica
     // restarting) is no miss: the transport is not to blame, and an event
-    // stream costs the server more than a websocket.
-    function lost() {
+    // stream costs the server more than a websocket. Nor is one the server
+    // ended with a close frame of its own (spoke): the socket worked.
+    function lost(spoke) {
       if (opening) { clearTimeout(opening); opening = 0; }
-      if (!got) {
+      if (!got && !spoke) {
         var t = transport;
         fetch('/healthz', { cache: 'no-store' }).then(function (r) {
           if (r.ok) miss(t);

@@ -129,3 +129,53 @@ func TestBrowserServerDownKeepsWebsockets(t *testing.T) {
 	b.until("every line", `document.querySelectorAll('#timeline > li').length === 4`)
 	b.noProblems()
 }
+
+// A replica whose store fails (here: closed under it) closes each new
+// websocket itself, with 1011, before its first frame. That close came
+// through whatever is between the page and the server, so websockets work:
+// the tries are no misses, and the page keeps to websockets rather than
+// moving to the event stream, which costs the replica more, as every page
+// of it would at once.
+func TestBrowserStoreDownKeepsWebsockets(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 4)
+	e.upsert(evs[:2]...)
+	px := mustStartProxy(t, e.srv.Addr())
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(px.url("/games/g1")))
+	b.until("live on a websocket", `document.querySelector('#conn').dataset.state === 'live' && document.getElementById('game').dataset.transport === 'ws'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__ws = 0; window.__es = 0;
+		const W = window.WebSocket, E = window.EventSource;
+		window.WebSocket = class extends W { constructor(u, p) { super(u, p); window.__ws++; } };
+		window.EventSource = class extends E { constructor(u, o) { super(u, o); window.__es++; } };`))
+
+	if err := e.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	px.closeAll()
+	// Five tries, more than twice SWITCH_AFTER.
+	waitFor(t, 40*time.Second, "the page to try five times while the store is down", func() bool {
+		return b.num(`window.__ws + window.__es`) >= 5
+	})
+	if v := b.eval(`[String(window.__es), document.getElementById('game').dataset.closeCode]`); v[0] != "0" {
+		t.Fatalf("the page tried %s event streams while the store was down (websockets closed with %s)", v[0], v[1])
+	}
+
+	// The replica comes back on its store: the page is live again, on a
+	// websocket, with the lines written meanwhile.
+	if err := e.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.db = mustOpenStoreAt(t, e.dbPath)
+	e.cfg.Store = e.db
+	e.cfg.Addr = e.srv.Addr()
+	e.start()
+	e.upsert(evs[2:]...)
+	b.until("every line", `document.querySelectorAll('#timeline > li').length === 4`)
+	b.until("live again", `document.querySelector('#conn').dataset.state === 'live'`)
+	if v := b.eval(`[document.getElementById('game').dataset.transport]`); v[0] != "ws" {
+		t.Fatalf("back on %q, want ws", v[0])
+	}
+	b.noProblems()
+}
