@@ -664,6 +664,9 @@
       stopProbe();
       if (upgrade) { clearTimeout(upgrade); upgrade = 0; }
       release(1000, 'page hidden');
+      // Restored, it holds no connection until the new one's first frame
+      // (opened): it must not say "live" meanwhile.
+      if (!reloading) setState('reconnecting');
     });
     // A network that comes back may have left the socket dead without a
     // word (a phone that lost its signal): it is checked as on a wake.

@@ -665,6 +665,49 @@ func TestBrowserBackForwardCache(t *testing.T) {
 	b.noProblems()
 }
 
+// A page restored from the back/forward cache holds no connection until
+// its new one brings a frame: it does not say "live" meanwhile (a connect
+// that hangs takes up to 10 s to give up on), and says it again once
+// the frame came.
+func TestBrowserBackForwardCacheState(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	e.upsert(g.chats(t, 2)...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	// Heard after the page script's own pageshow listener, which starts
+	// the new connection: the state the page shows as it comes back.
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__mark = 1;
+		window.addEventListener('pageshow', e => {
+			if (e.persisted) window.__shown = document.querySelector('#conn').dataset.state;
+		});`))
+
+	b.do(chromedp.Navigate(e.url("/")))
+	b.until("index", `document.querySelector('#index').dataset.state === 'live'`)
+	waitFor(t, 5*time.Second, "the cached page to close its socket", func() bool { return e.srv.Stats().Clients == 0 })
+	b.do(chromedp.Evaluate[chromedp.Void](`history.back()`))
+	// chromedp's polling does not follow a page restored from the cache;
+	// plain evaluations do.
+	var shown []string
+	waitFor(t, 20*time.Second, "the page restored", func() bool {
+		v, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`document.body.dataset.page === 'game' ? [String(window.__mark || 0), window.__shown || ''] : []`))
+		shown = v
+		return err == nil && len(v) == 2 && v[1] != ""
+	})
+	if shown[0] != "1" {
+		t.Fatalf("the page was loaded again, not restored from the back/forward cache")
+	}
+	if shown[1] == "live" {
+		t.Fatalf("restored without a connection, the page says %q", shown[1])
+	}
+	waitFor(t, 20*time.Second, "live again", func() bool {
+		v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('#conn').dataset.state`))
+		return err == nil && v == "live"
+	})
+	b.noProblems()
+}
+
 // pageAllOlder clicks "older lines" until the link goes, each time waiting
 // for the page to be in (the link pages from elsewhere, or is gone).
 func pageAllOlder(tb testing.TB, b *browser) {
