@@ -388,6 +388,13 @@
     var upgrade = 0; // timer: on the event stream, try a websocket again
     var upgradeWait = 0; // ms before that try; doubles while websockets fail
     var reloading = false;
+    // A visible page whose socket brought nothing for QUIET ms probes it:
+    // a connection that died without a word (a NAT that forgot it, the
+    // server's host cut off) reads as open, and the reader would watch a
+    // "live" page that shows nothing new until the tab was hidden and
+    // shown again or the network came and went.
+    var QUIET = Number(root.dataset.quietMs) || 45000;
+    var heard = Date.now(); // the current connection's last frame, or its start
 
     function setState(state, text) {
       conn.dataset.state = state;
@@ -406,6 +413,7 @@
       // page says "offline" (the browser said its network went, yet the
       // socket still brings frames) makes it "live" again.
       stopProbe();
+      heard = Date.now();
       if (!got) opened();
       else if (conn.dataset.state !== 'live' && !reloading) setState('live');
       var f = null;
@@ -476,6 +484,7 @@
     function connect() {
       timer = 0;
       got = false;
+      heard = Date.now();
       if (transport === 'sse') openStream(); else openSocket();
       opening = setTimeout(function () { opening = 0; if (!got) restart(true); }, OPEN_WITHIN);
     }
@@ -647,10 +656,26 @@
       if (reloading) return;
       if (!ws) { now(); return; }
       if (!isSocket(ws)) { drop(); return; }
+      ask();
+    }
+
+    // ask probes the open socket: any frame within 3 s proves it alive,
+    // else it is dropped and the page resumes from its cursor.
+    function ask() {
       if (ws.readyState !== WebSocket.OPEN || probe) return;
       try { ws.send('{"t":"probe"}'); } catch (e) { drop(); return; }
       probe = setTimeout(drop, 3000);
     }
+
+    // A hidden tab is left alone (its timers are throttled, and wake
+    // checks it when it is shown), and so is an offline one (the 'online'
+    // event checks it).
+    setInterval(function () {
+      if (reloading || !ws || !isSocket(ws) || document.visibilityState !== 'visible' || navigator.onLine === false) return;
+      if (Date.now() - heard < QUIET) return;
+      heard = Date.now();
+      ask();
+    }, Math.min(QUIET / 3, 5000));
 
     document.addEventListener('visibilitychange', function () {
       if (document.visibilityState === 'visible') wake();

@@ -86,6 +86,12 @@ type Config struct {
 	// (websockets failed) waits before it tries a websocket again, doubling
 	// while that fails, up to 10 minutes (30s).
 	UpgradeRetry time.Duration
+	// QuietProbe is how long a visible page's websocket may bring no frame
+	// before the page probes it, so that a connection that died without a
+	// word (a NAT that forgot it, a server host cut off) is found while
+	// the reader watches, not only when the tab wakes or the network
+	// comes back (45s).
+	QuietProbe time.Duration
 
 	TailEvery    time.Duration // poll the store at least this often (1s)
 	StateEvery   time.Duration // at most one scoreboard state frame per game per this period (250ms; see board)
@@ -148,6 +154,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.PresenceTTL, 15*time.Second)
 	setInt(&c.DOMLines, 500)
 	setDur(&c.UpgradeRetry, 30*time.Second)
+	setDur(&c.QuietProbe, 45*time.Second)
 	setInt(&c.TailBatch, 256)
 	setInt(&c.SendQueue, 1024)
 	setInt(&c.SendBuffer, 1<<20)

@@ -126,6 +126,28 @@ func TestBrowserWakeResumes(t *testing.T) {
 	b.noProblems()
 }
 
+// A visible tab's connection dies without a word (a NAT forgot it, the
+// server's host was cut off): nothing hides or shows the tab and the
+// network stays up, yet the page finds out within QuietProbe and 3 s, and
+// resumes from its cursor, every line once, without a reload. Before, it
+// said "live" and showed nothing new until the tab was hidden and shown.
+func TestBrowserQuietSocketProbed(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.QuietProbe = 500 * time.Millisecond })
+	g := e.gen("g1")
+	evs := g.chats(t, 6)
+	e.upsert(evs[:3]...)
+	px := mustStartProxy(t, e.srv.Addr())
+	b := mustOpenBrowser(t)
+	b.openMarked(px.url("/games/g1"))
+	if v := b.eval(`[document.visibilityState]`); v[0] != "visible" {
+		t.Fatalf("tab is %s, want visible", v[0])
+	}
+	cutSocket(t, e, px)
+	e.upsert(evs[3:]...)
+	b.showsOnce(evs)
+	b.noProblems()
+}
+
 // offline emulates the browser's network going away (off) or coming back:
 // requests fail and navigator.onLine follows, with its offline and online
 // events. Connections already open are left as they are, as on a phone

@@ -103,7 +103,8 @@ func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {
 		p.Board.Game.Name = game
 	}
 	v := templates.GameView{Name: game, Seq: p.Seq, Last: p.Last, Board: p.Board, Items: items(p.Lines), StoreID: s.cfg.StoreID,
-		Watching: s.watchingOf(game), Cap: s.cfg.DOMLines, UpgradeMs: s.cfg.UpgradeRetry.Milliseconds()}
+		Watching: s.watchingOf(game), Cap: s.cfg.DOMLines, UpgradeMs: s.cfg.UpgradeRetry.Milliseconds(),
+		QuietMs: s.cfg.QuietProbe.Milliseconds()}
 	if n := len(p.Lines); n > 0 {
 		v.OldestID = p.Lines[n-1].EvtID
 		v.More = n >= s.cfg.PageLines
