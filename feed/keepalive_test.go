@@ -2,8 +2,11 @@ package feed_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/feed"
 )
@@ -43,5 +46,57 @@ func TestKeepAliveFailuresLogSampled(t *testing.T) {
 	close(release)
 	if got := logs.count("refreshing entries in hand failed"); got != 1 {
 		t.Fatalf("%d lines for %d failed refreshes, want 1 (LogEvery: 1h)", got, feed.LoopErrorsOf(c, "keepalive"))
+	}
+}
+
+// TestKeepAliveLeavesPeersEntry: the keep-alive refreshes only the entries
+// in hand that are still this consumer's; one a peer took meanwhile (its
+// claim came while a refresh failed) stays the peer's, and is not taken
+// back by the next refresh.
+func TestKeepAliveLeavesPeersEntry(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s := stream("kapeer")
+	release := make(chan struct{})
+	started := make(chan struct{})
+	var once sync.Once
+	cfg := baseConfig(t, rdb, "slow", s)
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		once.Do(func() { close(started) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
+	// Both entries come in one batch; the handler holds the first.
+	add(t, rdb, s)
+	add(t, rdb, s)
+	c := mustOpen(t, cfg)
+	defer close(release)
+	<-started
+	var taken string
+	waitFor(t, 5*time.Second, "both entries in hand", func() bool {
+		p, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s, Group: group, Start: "-", End: "+", Count: 10}).Result()
+		if err != nil || len(p) != 2 {
+			return false
+		}
+		taken = p[1].ID
+		return true
+	})
+	if err := rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: s, Group: group, Consumer: "peer", MinIdle: 0, Messages: []string{taken}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Each refresh counts the entry still in hand: three more, and at
+	// least two refreshes ran wholly after the peer's claim.
+	k := c.Stats().KeptAlive
+	waitFor(t, 5*time.Second, "refreshes after the claim", func() bool { return c.Stats().KeptAlive >= k+3 })
+	p, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s, Group: group, Start: taken, End: taken, Count: 1}).Result()
+	if err != nil || len(p) != 1 {
+		t.Fatalf("xpending %s: %v %v", taken, p, err)
+	}
+	if p[0].Consumer != "peer" {
+		t.Errorf("the peer's entry is now %s's: the keep-alive took it back", p[0].Consumer)
 	}
 }
