@@ -158,3 +158,38 @@ func TestClaimSendsXautoclaimOnlyWhereIdle(t *testing.T) {
 		t.Fatalf("%d entries handled; want the dead peer's only", len(rec.all()))
 	}
 }
+
+// TestClaimTakesEveryPage: one claim pass walks a stream's pending list to
+// its end, page after page of Count entries, so that a dead peer's entries
+// past the first page are not left for the next ClaimEvery (an hour here).
+func TestClaimTakesEveryPage(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s := stream("pages")
+	var ids []string
+	for range 12 {
+		ids = append(ids, add(t, rdb, s))
+	}
+	// A peer that read them all and died.
+	if err := rdb.XGroupCreate(ctx, s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "gone", Streams: []string{s, ">"}, Count: 100}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig(t, rdb, "b", s)
+	cfg.Count = 5
+	cfg.ClaimEvery = time.Hour // the first pass, at start, is the only one
+	waitFor(t, 5*time.Second, "the dead peer's entries idle past MinIdle", func() bool {
+		p, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s, Group: group, Idle: cfg.MinIdle, Start: "-", End: "+", Count: 100}).Result()
+		return err == nil && len(p) == len(ids)
+	})
+	var rec recorder
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	waitFor(t, 5*time.Second, "every entry claimed by the first pass", func() bool { return len(rec.ids()) == len(ids) })
+	handledOnce(t, rec.ids(), len(ids))
+	if st := c.Stats(); st.Claimed != int64(len(ids)) {
+		t.Errorf("claimed %d, want %d", st.Claimed, len(ids))
+	}
+}
