@@ -213,29 +213,46 @@ func TestLiveFramesEncodedOncePerGame(t *testing.T) {
 
 func TestTailerWakeups(t *testing.T) {
 	tests := []struct {
-		name string
-		cfg  func(*web.Config)
-		ring bool
+		name  string
+		cfg   func(*web.Config)
+		ring  bool
+		lines int
 	}{
 		// A doorbell wakes the tailer long before its poll interval.
-		{"doorbell", func(c *web.Config) { c.TailEvery = time.Hour }, true},
+		{"doorbell", func(c *web.Config) { c.TailEvery = time.Hour }, true, 2},
 		// Without a doorbell the poll alone delivers (a lost PUBLISH costs
 		// at most TailEvery).
-		{"poll without doorbell", func(c *web.Config) { c.TailEvery = 100 * time.Millisecond; c.Doorbell = nil }, false},
+		{"poll without doorbell", func(c *web.Config) { c.TailEvery = 100 * time.Millisecond; c.Doorbell = nil }, false, 2},
+		// One doorbell for more lines than a page: the pass reads page
+		// after page, and none waits for the next wake-up.
+		{"doorbell, lines past a page", func(c *web.Config) { c.TailEvery = time.Hour; c.TailBatch = 2 }, true, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := MustOpenEnv(t, tt.cfg)
 			w := e.dial("g1", 0)
 			w.next() // state
-			evs := e.gen("g1").chats(t, 2)
+			// A first line through the tailer: the backfill is over, and
+			// the lines below can reach the client only live.
+			g := e.gen("g1")
+			first := g.chats(t, 1)
+			if _, err := e.db.Upsert(context.Background(), first); err != nil {
+				t.Fatal(err)
+			}
+			if tt.ring {
+				e.ring()
+			}
+			if got := w.lines(1); !eq(ids(got), evtIDs(first)) {
+				t.Fatalf("got %v", ids(got))
+			}
+			evs := g.chats(t, tt.lines)
 			if _, err := e.db.Upsert(context.Background(), evs); err != nil {
 				t.Fatal(err)
 			}
 			if tt.ring {
 				e.ring()
 			}
-			if got := w.lines(2); !eq(ids(got), evtIDs(evs)) {
+			if got := w.lines(tt.lines); !eq(ids(got), evtIDs(evs)) {
 				t.Fatalf("got %v", ids(got))
 			}
 		})
