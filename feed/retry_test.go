@@ -330,3 +330,47 @@ func TestCrashLoopEntryDeadLettered(t *testing.T) {
 		t.Errorf("pending %d", n)
 	}
 }
+
+// TestRecoveredFailureWaitsMinIdle: an entry of the own pending list that
+// fails again when it is recovered at a restart stays behind the
+// recovery's cursor, and comes back by a claim no sooner than MinIdle
+// later; it is not read again at once by the same recovery, every read
+// one more delivery, until it is dead-lettered in a hot loop.
+func TestRecoveredFailureWaitsMinIdle(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s := stream("recfail")
+	add(t, rdb, s)
+	// This consumer's earlier life read the entry and died with it.
+	if err := rdb.XGroupCreate(ctx, s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "r1", Streams: []string{s, ">"}, Count: 10}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var at []time.Time
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.PoisonAfter = 4
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		return errors.New("boom")
+	}
+	mustOpen(t, cfg)
+	dk := event.DeadKey("recfail")
+	waitFor(t, 10*time.Second, "dead letter", func() bool { n, _ := rdb.XLen(ctx, dk).Result(); return n == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 3 { // deliveries 2 (the recovery), 3 and 4 (claims)
+		t.Errorf("handler called %d times, want 3", len(at))
+	}
+	for i := 1; i < len(at); i++ {
+		// The server's idle clock starts at delivery, a little before
+		// the handler runs: allow that much.
+		if d := at[i].Sub(at[i-1]); d < cfg.MinIdle-50*time.Millisecond {
+			t.Errorf("retry %d after %v, sooner than MinIdle %v", i, d, cfg.MinIdle)
+		}
+	}
+}
