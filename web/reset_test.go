@@ -350,6 +350,7 @@ func TestLiveResetBeforeReplay(t *testing.T) {
 		{"more than MaxBacklog behind", 12, true},
 		{"other games' seqs only", 3, false},
 		{"more than a page, within MaxBacklog", 7, false},
+		{"exactly MaxBacklog behind", 10, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := MustOpenEnv(t, func(c *web.Config) { c.MaxBacklog = 10; c.TailBatch = 4 })
