@@ -32,6 +32,9 @@ func TestDecode(t *testing.T) {
 		{"missing kind", map[string]any{"id": goodID}, "missing kind"},
 		{"empty kind", map[string]any{"id": goodID, "kind": ""}, "missing kind"},
 		{"oversized", map[string]any{"id": goodID, "kind": "chat", "text": strings.Repeat("a", event.MaxEntryBytes)}, "over the 8192 byte limit"},
+		// An entry of exactly MaxEntryBytes fits; one byte more does not.
+		{"exactly the limit", map[string]any{"id": goodID, "kind": "chat", "text": strings.Repeat("a", event.MaxEntryBytes-len("idkindchattext")-len(goodID))}, ""},
+		{"a byte over the limit", map[string]any{"id": goodID, "kind": "chat", "text": strings.Repeat("a", event.MaxEntryBytes-len("idkindchattext")-len(goodID)+1)}, "over the 8192 byte limit"},
 		{"invalid utf-8 value", map[string]any{"id": goodID, "kind": "chat", "text": "a\xffb"}, `field "text" is not valid UTF-8`},
 		{"invalid utf-8 name", map[string]any{"id": goodID, "kind": "chat", "t\xfe": "x"}, "field name"},
 		{"invalid utf-8 id", map[string]any{"id": "evt_\xff", "kind": "chat"}, `field "id" is not valid UTF-8`},
