@@ -251,6 +251,11 @@ func TestValidate(t *testing.T) {
 		{"points 0000000001", "round_won", map[string]string{"player": "ada", "round": "1", "code": "🍎", "guesses": "5", "points": "0000000001"}, "points"},
 		{"points 0", "round_won", map[string]string{"player": "ada", "round": "1", "code": "🍎", "guesses": "5", "points": "0"}, ""},
 		{"round with space", "round_started", map[string]string{"round": " 7"}, "round"},
+		// A range's bounds are in it.
+		{"rounds and code length at most", "game_started", map[string]string{"title": "F", "rounds": "100", "code_length": "12", "palette": "🍎"}, ""},
+		{"rounds 101", "game_started", map[string]string{"title": "F", "rounds": "101", "code_length": "4", "palette": "🍎"}, "rounds"},
+		{"exact and near 12", "guess", map[string]string{"player": "ada", "round": "1000", "guess": "🍎", "exact": "12", "near": "12"}, ""},
+		{"near 13", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎", "exact": "0", "near": "13"}, "near"},
 		{"round fullwidth digit", "round_started", map[string]string{"round": "\uff17"}, "round"},
 		// Emoji are counted as players see them (docs/contracts.md,
 		// "Kinds"): a ZWJ sequence or a subdivision flag is one symbol,
