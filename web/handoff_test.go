@@ -118,6 +118,37 @@ func TestHandoffWhileTailerBusy(t *testing.T) {
 	}
 }
 
+// Own lines a store read got first (a doorbell rang before Committed) are
+// dropped from the hand-off, up to and including the cursor's own line,
+// and the hand-off stays a hit: nothing is sent twice, and the store is
+// not read again for them.
+func TestHandoffOfLinesAlreadyRead(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.TailEvery = time.Hour })
+	w := e.dial("g1", 0)
+	w.next() // state
+	g := e.gen("g1")
+	// A first line through the tailer: the backfill is over, and the
+	// lines below reach the client only by the tailer.
+	e.upsert(g.chats(t, 1)...)
+	w.lines(1)
+	evs := g.chats(t, 2)
+	seqs := e.upsert(evs...) // rings: the tailer reads them from the store
+	if got := w.lines(len(evs)); !eq(ids(got), evtIDs(evs)) {
+		t.Fatalf("got %v, want %v", ids(got), evtIDs(evs))
+	}
+	before := e.srv.Stats()
+	lines := make([]store.Line, len(evs))
+	for i, ev := range evs {
+		lines[i] = store.Line{Seq: seqs[i], EvtID: ev.EvtID, Game: ev.Game, Kind: ev.Kind, HTML: ev.HTML, At: ev.At}
+	}
+	e.srv.Committed(lines)
+	waitFor(t, 5*time.Second, "the hand-off taken", func() bool { return e.srv.Stats().HandoffHits > before.HandoffHits })
+	if s := e.srv.Stats(); s.HandoffMisses != before.HandoffMisses || s.LinesEncoded != before.LinesEncoded {
+		t.Fatalf("hand-off misses %d, lines encoded %d after the hand-off of lines read before, want %d and %d",
+			s.HandoffMisses, s.LinesEncoded, before.HandoffMisses, before.LinesEncoded)
+	}
+}
+
 // A peer's line committed between the cursor and the own lines holds them
 // back: the tailer reads the store and sends the peer's line first, so
 // the browser's cursor never passes a line it has not seen.
