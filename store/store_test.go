@@ -29,9 +29,10 @@ func ids(n int) []string {
 func TestUpsertVerdicts(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpen(t, "")
-	id := ids(4)
+	id := ids(5)
 	a := mkEvent(t, id[0], "g", event.KindPlayerJoined, t0, "player", "ann", "avatar", "🦊")
 	b := mkEvent(t, id[1], "g", event.KindGuess, t0, "player", "ann", "round", "1", "guess", "🍎🍌", "exact", "1", "near", "1")
+	c := mkEvent(t, id[4], "g", event.KindGuess, t0, "player", "ann", "round", "1", "guess", "🍌🍎", "exact", "2", "near", "0")
 
 	tests := []struct {
 		name  string
@@ -42,6 +43,9 @@ func TestUpsertVerdicts(t *testing.T) {
 		{"first delivery", []store.Event{a}, []bool{true}, []bool{false}},
 		{"redelivery is a no-op", []store.Event{a}, []bool{false}, []bool{false}},
 		{"same id twice in a batch", []store.Event{b, b}, []bool{true, false}, []bool{false, false}},
+		// One statement inserts both rows, and skips the first: the
+		// second is a line of its own, and its guess counts.
+		{"a redelivery beside a new line", []store.Event{a, c}, []bool{false, true}, []bool{false, false}},
 		{"invalid entries fail alone", []store.Event{{Game: "g", Kind: "chat"}, {EvtID: id[2], Kind: "chat"},
 			mkEvent(t, id[3], "g", event.KindChat, t0, "player", "ann", "text", "hi")},
 			[]bool{false, false, true}, []bool{true, true, false}},
@@ -73,7 +77,7 @@ func TestUpsertVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sb.Players) != 1 || sb.Players[0].Guesses != 1 || sb.Game.Events != 3 {
+	if len(sb.Players) != 1 || sb.Players[0].Guesses != 2 || sb.Game.Events != 4 {
 		t.Errorf("scoreboard after duplicates: %+v", sb)
 	}
 }
