@@ -134,21 +134,28 @@ func TestUpsertEntryFailureIsItsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	id := ids(3)
+	id := ids(4)
+	// A line stored before: redelivered in the batch below, it is a
+	// no-op on the entry-by-entry path too, its points not counted twice.
+	won := mkEvent(t, id[3], "g", event.KindRoundWon, t0, "player", "ann", "round", "1", "code", "🍎", "guesses", "1", "points", "10")
+	mustUpsert(t, db, []store.Event{won})
 	batch := []store.Event{
 		mkEvent(t, id[0], "g", event.KindChat, t0, "player", "ann", "text", "one"),
 		mkEvent(t, id[1], "doomed", event.KindChat, t0, "player", "ann", "text", "two"),
 		mkEvent(t, id[2], "g", event.KindChat, t0, "player", "ann", "text", "three"),
 	}
-	res, err := db.Upsert(ctx, batch)
+	res, err := db.Upsert(ctx, append(batch, won))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res[0].Inserted || res[1].Err == nil || res[1].Inserted || !res[2].Inserted {
+	if !res[0].Inserted || res[1].Err == nil || res[1].Inserted || !res[2].Inserted || res[3].Inserted || res[3].Err != nil {
 		t.Fatalf("verdicts %+v", res)
 	}
-	if n, _ := db.Count(ctx); n != 2 {
-		t.Errorf("Count = %d, want 2: the failed entry's line must roll back with it", n)
+	if n, _ := db.Count(ctx); n != 3 {
+		t.Errorf("Count = %d, want 3: the failed entry's line must roll back with it", n)
+	}
+	if sb, err := db.Scoreboard(ctx, "g"); err != nil || len(sb.Players) != 1 || sb.Players[0].Score != 10 || sb.Players[0].Wins != 1 {
+		t.Errorf("scoreboard %+v (%v), want ann's 10 points and 1 win once", sb, err)
 	}
 	if _, err := raw.Exec(`DROP TRIGGER doomed_ins`); err != nil {
 		t.Fatal(err)
