@@ -374,3 +374,31 @@ func TestRecoveredFailureWaitsMinIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedEntryOfColdGameRetried: an entry that failed is claimed again
+// MinIdle later also in a game followed through the registry that went
+// cold meanwhile (out of the hot streams, no census due for an hour): the
+// failure itself marks its stream as one with entries pending.
+func TestFailedEntryOfColdGameRetried(t *testing.T) {
+	_, rdb := mustStart(t)
+	cfg := baseConfig(t, rdb, "r1")
+	cfg.Streams, cfg.Registry = nil, event.RegistryKey
+	cfg.WakeEvery, cfg.ActiveWindow = 50*time.Millisecond, time.Millisecond // cold at once
+	cfg.SweepEvery, cfg.CensusEvery = time.Hour, time.Hour
+	var rec recorder
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		rec.add(m)
+		if m.Attempts < 2 {
+			return errors.New("not yet")
+		}
+		return nil
+	}
+	c := mustOpen(t, cfg)
+	registerAt(t, rdb, []string{"cold-1"}, time.Now()) // its one entry
+	waitFor(t, 10*time.Second, "the failed entry claimed and handled", func() bool { return c.Stats().Acked == 1 })
+	for id, n := range rec.ids() {
+		if n != 2 {
+			t.Errorf("%s handled %d times, want 2", id, n)
+		}
+	}
+}
