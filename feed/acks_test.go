@@ -68,7 +68,18 @@ func TestFailedAcksRetried(t *testing.T) {
 // WRONGTYPE), the entry is not acked: it stays pending, and once the key
 // is usable the claim brings it back and it is dead-lettered then, once,
 // with its fields and its reason.
+//
+// A static stream is claimed at every beat; a game followed through the
+// registry that went cold (out of the hot streams, no census due for an
+// hour) is claimed only once the failed dead letter has marked its stream
+// as one with entries pending.
 func TestDeadLetterFailureLeavesPending(t *testing.T) {
+	for _, registry := range []bool{false, true} {
+		t.Run(fmt.Sprintf("registry=%v", registry), func(t *testing.T) { deadLetterFailureLeavesPending(t, registry) })
+	}
+}
+
+func deadLetterFailureLeavesPending(t *testing.T, registry bool) {
 	ctx := context.Background()
 	_, rdb := mustStart(t)
 	s, dk := stream("blocked"), event.DeadKey("blocked")
@@ -76,10 +87,20 @@ func TestDeadLetterFailureLeavesPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := baseConfig(t, rdb, "r1", s)
+	if registry {
+		cfg.Streams, cfg.Registry = nil, event.RegistryKey
+		cfg.WakeEvery, cfg.ActiveWindow = 50*time.Millisecond, time.Millisecond // cold at once
+		cfg.SweepEvery, cfg.CensusEvery = time.Hour, time.Hour
+	}
 	logs := captureLogs(t, &cfg)
 	cfg.Handler = func(context.Context, feed.Message) error { return nil }
 	c := mustOpen(t, cfg)
 	pos := addRaw(t, rdb, s, "kind", "chat", "text", "no id") // malformed: dead-lettered at once
+	if registry {
+		if err := rdb.ZAdd(ctx, event.RegistryKey, redisZ("blocked")).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	waitFor(t, 10*time.Second, "a failed dead letter", func() bool {
 		return logs.count("dead-letter failed; entry left pending") >= 1
 	})
