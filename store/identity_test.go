@@ -92,6 +92,38 @@ func TestPosition(t *testing.T) {
 	}
 }
 
+// TestPositionPassesNoFailedEntry: an entry of the batch that failed on
+// its own (here a trigger refuses its line) is not stored, and the game's
+// position does not move past it: a catch-up from the position would not
+// read it again.
+func TestPositionPassesNoFailedEntry(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "feed.db")
+	db := MustOpen(t, path)
+	m := event.NewMinter(3)
+	ev := func(pos string) store.Event {
+		e := mkEvent(t, m.Next(time.Now()), "g", "chat", time.Now(), "player", "ada", "text", "hi")
+		e.StreamID = pos
+		return e
+	}
+	stored, doomed := ev("5-0"), ev("9-0")
+	raw := mustRaw(t, path)
+	if _, err := raw.Exec(`CREATE TRIGGER doomed_line BEFORE INSERT ON events WHEN NEW.evt_id = '` + doomed.EvtID + `'
+		BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Upsert(ctx, []store.Event{stored, doomed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Inserted || res[1].Err == nil {
+		t.Fatalf("verdicts %+v, want the first stored and the second failed", res)
+	}
+	if p, err := db.Position(ctx, "g"); err != nil || p != "5-0" {
+		t.Errorf("position %q (%v), want 5-0: not past the entry that failed", p, err)
+	}
+}
+
 // TestCheckFile: a deleted or replaced file is reported, and Upsert
 // refuses to write into it with an Unavailable error.
 func TestCheckFile(t *testing.T) {
