@@ -46,6 +46,14 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	// The key may come only once (RFC 6455, 11.3.1): coder/websocket
+	// refuses two, nbio took the first, and both engines must answer the
+	// same (TestHandshakeOneKey).
+	if len(r.Header.Values("Sec-WebSocket-Key")) > 1 {
+		mUpgradesRejected.WithLabelValues("handshake").Inc()
+		http.Error(w, "websocket: more than one Sec-WebSocket-Key", http.StatusBadRequest)
+		return
+	}
 	// Before admit, as for event streams: a refused handshake must not
 	// spend the address's upgrade tokens (a NAT's, or an IPv6 /64's).
 	if !originAllowed(r, s.cfg.AllowedOrigins) {
