@@ -3,6 +3,7 @@ package renderer_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -454,4 +455,31 @@ func restoreBackupOnOldInode(tb testing.TB, backup, path string) {
 		}
 	}
 	tmpfs.SkipOrFail(tb, fmt.Errorf("the filesystem under %s did not hand out inode %d again", path, old))
+}
+
+// TestStatusWithRedisDown: with Redis gone, /api/status says so (503, its
+// error) and still names the replica's group, which it knows without
+// Redis; it answered an empty group.
+func TestStatusWithRedisDown(t *testing.T) {
+	rs := redistest.MustStart(t)
+	m := MustRunMain(t, rs.URL(), filepath.Join(t.TempDir(), "feed.db"), "r1", "-group", "grp-down")
+	rs.Kill(t)
+	var st struct {
+		Group string `json:"group"`
+		Error string `json:"error"`
+	}
+	eventually(t, 20*time.Second, "a status that names the group and the error", func() error {
+		resp, err := http.Get("http://" + m.Addr() + "/api/status")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || st.Error == "" || st.Group != "grp-down" {
+			return fmt.Errorf("status %d, group %q, error %q", resp.StatusCode, st.Group, st.Error)
+		}
+		return nil
+	})
 }

@@ -299,11 +299,20 @@ func (m *Main) status(ctx context.Context) (feed.Status, error) {
 	if m.consumer != nil {
 		working = m.consumer.Working()
 	}
+	// What the replica knows without Redis, its group and its notes (a
+	// paused store, say), is shown when Redis is what fails: the page
+	// showed an empty group and none of the notes.
 	streams, games, err := feed.StatusStreams(ctx, m.rdb, statusRecent, working)
 	if err != nil {
-		return feed.Status{}, err
+		return feed.Status{Group: m.Config.Group, At: time.Now().UTC(), Notes: m.allNotes()}, err
 	}
 	st, err := feed.Inspect(ctx, m.rdb, m.Config.Group, streams, event.DeadKeyOf)
+	if st.Group == "" {
+		st.Group = m.Config.Group
+	}
+	if st.At.IsZero() {
+		st.At = time.Now().UTC()
+	}
 	st.Notes = m.allNotes()
 	st.Games = games
 	return st, err
