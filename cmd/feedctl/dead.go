@@ -74,6 +74,11 @@ func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.
 		return err
 	}
 	if c.sub == "list" {
+		// A negative count read as "all" as 0 does, where status -recent
+		// refuses what it cannot mean.
+		if limit < 0 {
+			return fmt.Errorf("dead list: -n %d: want 0 (all) or more", limit)
+		}
 		ds, err := feed.ListDead(ctx, g.rdb, event.DeadKey(c.game), limit)
 		if err != nil {
 			return err

@@ -47,6 +47,10 @@ func TestDeadListSaysWhenThereAreMore(t *testing.T) {
 			t.Errorf("dead list -n %s: %d rows, last line %q; want %d rows, %q\n%s", tt.n, len(lines)-2, lines[len(lines)-1], tt.rows, tt.last, out)
 		}
 	}
+	// A negative count is refused, as status -recent 0 is: it listed all.
+	if out, _, err := runCtl(t, s.Addr, "dead", "list", "-game", "g1", "-n", "-1"); err == nil || !strings.Contains(err.Error(), "-n -1") {
+		t.Errorf("dead list -n -1: %v, want it refused\n%s", err, out)
+	}
 }
 
 // TestDeadAllOfNoneSaysSo: dead drop -all and dead requeue -all of a game
