@@ -79,10 +79,10 @@ func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout,
 			return fmt.Errorf("rebuild %s: %w", game, err)
 		}
 		total, inserted, skipped = total+n, inserted+ins, skipped+skip
-		fmt.Fprintf(stderr, "rebuild: %d/%d %s: %d entries, %d new lines, %d malformed skipped\n",
+		fmt.Fprintf(stderr, "rebuild: %d/%d %s: %d entries, %d new lines, %d skipped\n",
 			i+1, len(games), game, n, ins, skip)
 	}
-	fmt.Fprintf(stdout, "rebuilt %s: %d games, %d entries, %d new lines, %d malformed skipped\n",
+	fmt.Fprintf(stdout, "rebuilt %s: %d games, %d entries, %d new lines, %d skipped (malformed, refused or in conflict: the renderers dead-letter them)\n",
 		untrusted.Escape(path), len(games), total, inserted, skipped)
 	return nil
 }
