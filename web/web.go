@@ -152,13 +152,14 @@ type counters struct {
 // Open listens on cfg.Addr, starts the tailer at the store's current max seq
 // and serves until Close.
 func Open(cfg Config) (srv *Server, err error) {
-	if cfg.Listener != nil {
-		defer func() {
-			if err != nil {
-				cfg.Listener.Close()
-			}
-		}()
-	}
+	// Whether given (Config.Listener) or made here, a failed Open closes
+	// its listener.
+	ln := cfg.Listener
+	defer func() {
+		if err != nil && ln != nil {
+			ln.Close()
+		}
+	}()
 	if cfg.Store == nil {
 		return nil, ErrNoStore
 	}
@@ -185,7 +186,6 @@ func Open(cfg Config) (srv *Server, err error) {
 		cancel()
 		return nil, fmt.Errorf("web: unknown websocket engine %q (want %s or %s)", cfg.WSEngine, WSEngineStd, WSEngineNbio)
 	}
-	ln := cfg.Listener
 	if ln == nil {
 		if ln, err = Listen(cfg.Addr, cfg.AdminToken); err != nil {
 			cancel()
@@ -205,7 +205,6 @@ func Open(cfg Config) (srv *Server, err error) {
 	// engine would spin for ever; newPoller waits for them (awaitPollers).
 	if cfg.WSEngine == WSEngineNbio {
 		if s.poll, err = newPoller(s); err != nil {
-			ln.Close()
 			cancel()
 			return nil, err
 		}

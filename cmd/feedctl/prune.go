@@ -293,7 +293,7 @@ func (g *global) unhandled(ctx context.Context, game string) (string, error) {
 	key := event.StreamKey(game)
 	groups, err := g.rdb.XInfoGroups(ctx, key).Result()
 	if err != nil {
-		if strings.Contains(err.Error(), "no such key") {
+		if noSuchKey(err) {
 			return "", nil
 		}
 		return "", fmt.Errorf("prune: %s: %w", game, err)

@@ -71,7 +71,7 @@ func (g *global) replay(ctx context.Context, args []string, t terminal, stdout i
 func (g *global) replayable(ctx context.Context, game, key string) error {
 	groups, err := g.rdb.XInfoGroups(ctx, key).Result()
 	if err != nil {
-		if strings.Contains(err.Error(), "no such key") {
+		if noSuchKey(err) {
 			return fmt.Errorf("replay %s: no stream %s: no such game, or its streams were pruned", game, key)
 		}
 		return fmt.Errorf("replay %s: %w", game, err)
@@ -88,4 +88,10 @@ func (g *global) replayable(ctx context.Context, game, key string) error {
 	}
 	return fmt.Errorf("replay %s: no group %s on %s (groups: %s); the renderers' -group?",
 		game, untrusted.Escape(g.group), key, untrusted.Escape(strings.Join(names, ", ")))
+}
+
+// noSuchKey reports whether err is Redis's answer to XINFO on a key that
+// does not exist, which go-redis gives as text only.
+func noSuchKey(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no such key")
 }

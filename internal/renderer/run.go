@@ -306,13 +306,7 @@ func (m *Main) status(ctx context.Context) (feed.Status, error) {
 	if err != nil {
 		return feed.Status{Group: m.Config.Group, At: time.Now().UTC(), Notes: m.allNotes()}, err
 	}
-	st, err := feed.Inspect(ctx, m.rdb, m.Config.Group, streams, event.DeadKeyOf)
-	if st.Group == "" {
-		st.Group = m.Config.Group
-	}
-	if st.At.IsZero() {
-		st.At = time.Now().UTC()
-	}
+	st, err := feed.Inspect(ctx, m.rdb, m.Config.Group, streams, event.DeadKeyOf) // with its group and time, failed or not
 	st.Notes = m.allNotes()
 	st.Games = games
 	return st, err
