@@ -56,10 +56,14 @@ OWN_PIDFILE=0 # the list is this run's (not a live run's of the same VAR)
 start() { # start NAME LOGFILE CMD...: run CMD in its own session, log to LOGFILE
 	local name=$1 logfile=$2
 	shift 2
-	setsid "$@" >>"$logfile" 2>&1 </dev/null &
+	# The child writes its own pid to the list before it execs, so a run
+	# SIGKILLed at any moment has listed every process it started.
+	(
+		printf '%s %s\n' "$BASHPID" "$name" >>"$PIDFILE"
+		exec setsid "$@" >>"$logfile" 2>&1 </dev/null
+	) &
 	PIDS+=("$!")
 	NAMES+=("$name")
-	printf '%s %s\n' "$!" "$name" >>"$PIDFILE"
 	say "started $name (pid $!), log $logfile"
 }
 
@@ -125,7 +129,7 @@ trap 'exit 143' TERM
 if [[ -f $PIDFILE ]]; then
 	declare -a left_sim=() left_ren=() left_redis=() left_tail=()
 	while read -r pid name; do
-		cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+		cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || continue
 		cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
 		case $name in
 		run.sh) # the run itself: alive, it is no leftover but a run to stop first
@@ -422,10 +426,13 @@ $(for ((g = 1; g <= GAMES; g++)); do printf '    http://localhost:%s/games/game-
 EOF
 
 if [[ $TAIL == 1 ]]; then
-	tail -n 0 -F "$LOG"/r1.log "$LOG"/r2.log "$LOG"/r3.log "$LOG"/gamesim.log &
+	# Not in a session of its own, but a SIGKILLed run leaves it too; it is
+	# listed before it execs, as start's children are.
+	(
+		printf '%s tail\n' "$BASHPID" >>"$PIDFILE"
+		exec tail -n 0 -F "$LOG"/r1.log "$LOG"/r2.log "$LOG"/r3.log "$LOG"/gamesim.log
+	) &
 	TAIL_PID=$!
-	# Not in a session of its own, but a SIGKILLed run leaves it too.
-	printf '%s tail\n' "$TAIL_PID" >>"$PIDFILE"
 fi
 
 # Run until Ctrl-C, or until one of our processes dies on its own.
