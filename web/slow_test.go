@@ -222,8 +222,11 @@ func TestBackfillStuckIsSlow(t *testing.T) {
 // for WriteTimeout is slow or gone.
 func TestSteadyReaderOfLongBacklogKept(t *testing.T) {
 	e := MustOpenEnv(t, func(c *web.Config) {
-		c.WriteTimeout = 400 * time.Millisecond
-		c.PingEvery = 50 * time.Millisecond
+		// Long enough that a reader descheduled on a loaded machine is
+		// not taken for a stalled one; the pacing below makes the read
+		// last several times as long.
+		c.WriteTimeout = time.Second
+		c.PingEvery = 100 * time.Millisecond
 		// Room for the whole backlog in bytes (nbio): this client is
 		// slow, not too slow.
 		c.SendBuffer = 16 << 20
@@ -251,7 +254,7 @@ func TestSteadyReaderOfLongBacklogKept(t *testing.T) {
 		if len(got) == 1 {
 			add(100) // live
 		}
-		time.Sleep(10 * time.Millisecond) // pacing: a reader slower than the server, not a sync
+		time.Sleep(25 * time.Millisecond) // pacing: a reader slower than the server, not a sync
 	}
 	if !eq(got, all) {
 		t.Fatalf("lines differ from the timeline")
