@@ -15,6 +15,13 @@ import (
 	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
+// noFailover is the cluster-node-timeout of the tests that kill a master
+// with no replica: longer than any test, so the cluster never marks the
+// dead master failed, which would make every node answer CLUSTERDOWN
+// (full coverage is required) and fail a slow test's writes to the live
+// masters. One minute could, in a test slowed by a loaded machine.
+const noFailover = 10 * time.Minute
+
 // TestClusterReadsPerSlot: on a 3-master cluster, a consumer following the
 // registry reads games spread over every node (one multi-key XREADGROUP
 // per slot: a read over two slots would fail with CROSSSLOT), handles
@@ -127,7 +134,7 @@ func redisZ(game string) redis.Z {
 func TestClusterDeadMasterLeavesOthersRead(t *testing.T) {
 	ctx := context.Background()
 	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: time.Minute}})
+		Node: redistest.Options{NodeTimeout: noFailover}})
 	rdb := rc.Client(t)
 
 	// The master to kill serves neither the registry nor the lease: those
@@ -193,7 +200,7 @@ func TestClusterDeadMasterLeavesOthersRead(t *testing.T) {
 func TestClusterDeadMasterHotGame(t *testing.T) {
 	ctx := context.Background()
 	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: time.Minute, AOF: true}})
+		Node: redistest.Options{NodeTimeout: noFailover, AOF: true}})
 	rdb := rc.Client(t)
 	doomed := spareMaster(t, rc, "c1")
 	live, lost := gameOn(t, rc, "live", doomed, false), gameOn(t, rc, "lost", doomed, true)
@@ -310,7 +317,7 @@ func gameOn(t *testing.T, rc *redistest.Cluster, prefix string, master *redistes
 func TestClusterDeadMasterProbedOncePerRetry(t *testing.T) {
 	ctx := context.Background()
 	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: time.Minute}})
+		Node: redistest.Options{NodeTimeout: noFailover}})
 	rdb := rc.Client(t)
 	doomed := spareMaster(t, rc, "c1")
 	live := gameOn(t, rc, "live", doomed, false)
@@ -377,7 +384,7 @@ func TestClusterDeadMasterProbedOncePerRetry(t *testing.T) {
 func TestClusterDeadNodeRetryDoubles(t *testing.T) {
 	ctx := context.Background()
 	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: time.Minute}})
+		Node: redistest.Options{NodeTimeout: noFailover}})
 	rdb := rc.Client(t)
 	doomed := spareMaster(t, rc, "c1")
 	var lost []string
@@ -430,7 +437,7 @@ func TestClusterDeadNodeRetryDoubles(t *testing.T) {
 func TestClusterDeadMasterColdGamesCostNoStall(t *testing.T) {
 	ctx := context.Background()
 	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: time.Minute}})
+		Node: redistest.Options{NodeTimeout: noFailover}})
 	rdb := rc.Client(t)
 	doomed := spareMaster(t, rc, "c1")
 	live := gameOn(t, rc, "live", doomed, false)
@@ -493,7 +500,7 @@ func TestClusterDeadMasterColdGamesCostNoStall(t *testing.T) {
 func TestClusterInspectDeadMaster(t *testing.T) {
 	ctx := context.Background()
 	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: time.Minute}})
+		Node: redistest.Options{NodeTimeout: noFailover}})
 	rdb := rc.Client(t)
 	doomed := spareMaster(t, rc, "c1")
 	live, dead := stream(gameOn(t, rc, "live", doomed, false)), stream(gameOn(t, rc, "dead", doomed, true))
@@ -536,7 +543,7 @@ func TestClusterInspectDeadMaster(t *testing.T) {
 func TestClusterRegistryMasterDownLogSampled(t *testing.T) {
 	ctx := context.Background()
 	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: time.Minute}})
+		Node: redistest.Options{NodeTimeout: noFailover}})
 	rdb := rc.Client(t)
 	doomed := rc.MasterOfSlot(t, rc.Slot(t, event.RegistryKey))
 	if doomed.Addr == rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, "c1"))).Addr {
@@ -578,7 +585,7 @@ func TestClusterRegistryMasterDownLogSampled(t *testing.T) {
 // down.
 func TestClusterLeaseMasterDownLogged(t *testing.T) {
 	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: time.Minute}})
+		Node: redistest.Options{NodeTimeout: noFailover}})
 	rdb := rc.Client(t)
 	doomed := rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, "c1")))
 	live := stream(gameOn(t, rc, "live", doomed, false))
