@@ -163,3 +163,61 @@ func TestGlobalFlagsRefuseUnusableValues(t *testing.T) {
 		}
 	}
 }
+
+// TestHungRedisTimeout: against a Redis that accepts connections but
+// answers nothing (SIGSTOPped), a command fails once -timeout has run out
+// for its first call, saying so, where go-redis's own read timeouts and
+// retries kept feedctl status waiting about 42 s. A Redis that answers
+// within the bound is unaffected.
+func TestHungRedisTimeout(t *testing.T) {
+	s := redistest.MustStart(t)
+	if out := mustRunCtl(t, s.Addr, "-timeout", "1s", "status"); !strings.Contains(out, "games: 0 of 0") {
+		t.Fatalf("status of an empty Redis with -timeout 1s:\n%s", out)
+	}
+	s.Pause(t)
+	defer s.Resume(t)
+	for _, args := range [][]string{{"-timeout", "1s", "status"}, {"-timeout", "1s", "ping"}, {"-timeout", "1s", "dead", "list", "-game", "g1"}} {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := runCtl(t, s.Addr, args...)
+			done <- err
+		}()
+		// go-redis's own bound is about 42 s here: well past this one.
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "redis did not answer within -timeout 1s") {
+				t.Errorf("%v against a hung Redis: %v; want the -timeout named", args, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%v against a hung Redis still waiting after 20 s with -timeout 1s", args)
+		}
+	}
+	if _, _, err := runCtl(t, s.Addr, "-timeout", "-1s", "ping"); err == nil || !strings.Contains(err.Error(), "-timeout -1s") {
+		t.Errorf("-timeout -1s: %v; want it refused", err)
+	}
+}
+
+// TestStatusOnCluster: on a Redis Cluster, feedctl's client (a cluster
+// client, with the -timeout hook on it) reports every game.
+func TestStatusOnCluster(t *testing.T) {
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	rdb := rc.Client(t)
+	m := event.NewMinter(1)
+	for _, game := range []string{"g1", "g2", "g3"} {
+		if _, err := gamesim.Append(context.Background(), rdb, m, game, gamesim.Play(game, 1, 3)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if err := Run(context.Background(), []string{"-redis", rc.URL(), "-timeout", "5s", "status"}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("status on a cluster: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "games: 3 of 3") {
+		t.Fatalf("status on a cluster:\n%s", out.String())
+	}
+	for _, game := range []string{"g1", "g2", "g3"} {
+		if !strings.Contains(out.String(), game+" ") {
+			t.Errorf("status on a cluster does not list %s:\n%s", game, out.String())
+		}
+	}
+}

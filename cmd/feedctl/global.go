@@ -22,7 +22,10 @@ type global struct {
 	// futureBound is the renderers' -future-bound (FEED_FUTURE_BOUND):
 	// rebuild and requeue judge entries as the renderers do.
 	futureBound time.Duration
-	rdb         redis.UniversalClient
+	// timeout bounds each call to Redis (callTimeout); 0 leaves go-redis's
+	// own timeouts and retries.
+	timeout time.Duration
+	rdb     redis.UniversalClient
 }
 
 // commands are the commands that talk to Redis.
@@ -36,6 +39,7 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	fs.Redis(&g.redisURL)
 	fs.String(&g.group, "group", "FEED_GROUP", "feed", "consumer group")
 	fs.Duration(&g.futureBound, "future-bound", "FEED_FUTURE_BOUND", pipeline.DefaultMaxAhead, "the renderers' -future-bound")
+	fs.Duration(&g.timeout, "timeout", "FEEDCTL_TIMEOUT", DefaultTimeout, "how long to wait for Redis to answer one call, its retries included (0: go-redis's own timeouts)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -48,6 +52,8 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 		return nil, nil, fmt.Errorf("-group: empty; want the renderers' consumer group")
 	case g.futureBound <= 0:
 		return nil, nil, fmt.Errorf("-future-bound %v: want a positive duration, the renderers' own", g.futureBound)
+	case g.timeout < 0:
+		return nil, nil, fmt.Errorf("-timeout %v: want a positive duration, or 0 for go-redis's own timeouts", g.timeout)
 	}
 	if fs.NArg() == 0 || !commands[fs.Arg(0)] {
 		// Usage, help or an unknown command: Run answers without Redis.
@@ -58,6 +64,9 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	rdb, err := redisconn.Open(g.redisURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-redis: %w", err)
+	}
+	if g.timeout > 0 {
+		rdb.AddHook(callTimeout(g.timeout))
 	}
 	g.rdb = rdb
 	return g, fs.Args(), nil

@@ -70,6 +70,8 @@ func TestGlobalFlagsDocumented(t *testing.T) {
 			return g.group, true
 		case "future-bound":
 			return g.futureBound.String(), true
+		case "timeout":
+			return g.timeout.String(), true
 		}
 		return "", false
 	}
@@ -80,7 +82,7 @@ func TestGlobalFlagsDocumented(t *testing.T) {
 		}
 		return doc == got
 	}
-	envValue := map[string]string{"redis": "redis://192.0.2.1:7000/0", "group": "host-b", "future-bound": "3m0s"}
+	envValue := map[string]string{"redis": "redis://192.0.2.1:7000/0", "group": "host-b", "future-bound": "3m0s", "timeout": "25s"}
 	for name, d := range docs {
 		for _, other := range docs {
 			t.Setenv(other.env, "") // flagenv takes an empty variable as unset

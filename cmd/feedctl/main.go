@@ -17,7 +17,7 @@ import (
 	"github.com/codemojex/feed/internal/untrusted"
 )
 
-const usage = `usage: feedctl [-redis URL] [-group G] [-future-bound D] command [flags]
+const usage = `usage: feedctl [-redis URL] [-group G] [-future-bound D] [-timeout D] command [flags]
 
 commands:
   status [-recent N] [-all]    per game: stream length, group lag, pending, consumers, dead letters;

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultTimeout is feedctl's -timeout: how long it waits for Redis to
+// answer one call. go-redis alone retries a call that timed out three
+// times, each after its 3 s read timeout and a backoff, so feedctl status
+// against a hung (SIGSTOPped) Redis failed only after about 42 s.
+const DefaultTimeout = 10 * time.Second
+
+// callTimeout is a go-redis hook that bounds each call to Redis (one
+// command, or one pipeline or transaction), its retries and a cluster's
+// redirections included, by its own deadline. A bound on each call, not
+// on the whole command, holds for rebuild and prune too, whose work grows
+// with the registry.
+type callTimeout time.Duration
+
+var _ redis.Hook = callTimeout(0)
+
+func (h callTimeout) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(h))
+		defer cancel()
+		return next(ctx, network, addr)
+	}
+}
+
+func (h callTimeout) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		call, cancel := context.WithTimeout(ctx, time.Duration(h))
+		defer cancel()
+		err := next(call, cmd)
+		if h.expired(ctx, call, err) {
+			err = h.wrap(err)
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+
+func (h callTimeout) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		call, cancel := context.WithTimeout(ctx, time.Duration(h))
+		defer cancel()
+		err := next(call, cmds)
+		if h.expired(ctx, call, err) {
+			err = h.wrap(err)
+			for _, cmd := range cmds {
+				if cmd.Err() != nil {
+					cmd.SetErr(err)
+				}
+			}
+		}
+		return err
+	}
+}
+
+// expired reports whether err is the call's own deadline, not the
+// caller's (a Ctrl-C, say) or Redis's answer.
+func (h callTimeout) expired(parent, call context.Context, err error) bool {
+	return err != nil && parent.Err() == nil && errors.Is(call.Err(), context.DeadlineExceeded)
+}
+
+// wrap says which bound ran out: go-redis's own text for it is
+// "i/o timeout" or "context deadline exceeded", which names neither
+// Redis nor the flag that sets it.
+func (h callTimeout) wrap(err error) error {
+	return fmt.Errorf("redis did not answer within -timeout %v: %w", time.Duration(h), err)
+}
