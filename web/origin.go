@@ -18,7 +18,10 @@ import (
 // scheme://host:port when the pattern names a scheme. A port that is its
 // scheme's default (80 for http, 443 for https) counts as no port on either
 // side: browsers leave it out of the Origin and the Host, while an operator
-// may write it in a pattern and a proxy into the Host it passes on.
+// may write it in a pattern and a proxy into the Host it passes on. An
+// Origin that is not scheme://host[:port] is refused whatever the patterns
+// say: "null" (a sandboxed frame, a file:// page) or one with userinfo, a
+// path or a query, which no browser sends.
 func originAllowed(r *http.Request, patterns []string) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -28,7 +31,7 @@ func originAllowed(r *http.Request, patterns []string) bool {
 		return r.Header.Get("Sec-Fetch-Site") != "cross-site"
 	}
 	u, err := url.Parse(origin)
-	if err != nil {
+	if err != nil || !serializedOrigin(u) {
 		return false
 	}
 	if strings.EqualFold(u.Host, r.Host) {
@@ -64,6 +67,16 @@ func originAllowed(r *http.Request, patterns []string) bool {
 		}
 	}
 	return false
+}
+
+// serializedOrigin reports whether u is an origin as browsers serialize it
+// (RFC 6454 section 6.1): a scheme and a host, an optional port, nothing
+// else. url.Parse takes "http://x@evil.example/path" for host
+// evil.example, so the rest of the check would have judged a forged value
+// by a part of it.
+func serializedOrigin(u *url.URL) bool {
+	return u.Scheme != "" && u.Host != "" && u.User == nil && u.Opaque == "" &&
+		u.Path == "" && u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
 }
 
 // defaultPort is the port a URL of scheme means when it names none ("" for

@@ -31,6 +31,13 @@ func TestWebsocketOrigin(t *testing.T) {
 		{"foreign origin on the same host name, other port", nil, "http://127.0.0.1:1", false},
 		{"allowed by pattern", []string{"*.example.com"}, "https://feed.example.com", true},
 		{"not matching the pattern", []string{"*.example.com"}, "https://example.org", false},
+		// Not an origin as a browser writes one: refused even where its
+		// host part would pass.
+		{"userinfo", nil, "http://user@HOST", false},
+		{"a path", nil, "http://HOST/", false},
+		{"a query", []string{"*.example.com"}, "https://feed.example.com?x", false},
+		{"null (a sandboxed frame)", []string{"*"}, "null", false},
+		{"any origin allowed", []string{"*"}, "https://elsewhere.example", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
