@@ -227,6 +227,7 @@ func TestMissesNotKept(t *testing.T) {
 	}{
 		{strings.Replace(static.Path("app.js"), "/app.", "/app.0", 1), http.StatusNotFound, "no-store"},
 		{"/static/app.0123456789.js", http.StatusNotFound, "no-store"},
+		{"/static/a/" + strings.TrimPrefix(static.Path("app.js"), static.Prefix), http.StatusNotFound, "no-store"},
 		{"/games/g1/older?before=" + evs[2].EvtID, http.StatusOK, "no-cache"},
 	} {
 		resp, _ := e.get(tc.path)

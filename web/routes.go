@@ -64,7 +64,9 @@ func (s *Server) routes() http.Handler {
 			r.Get("/games/{game}/older", s.older)
 			r.Get("/games/{game}/replay", s.replay)
 			r.Get("/games/{game}/timeline.json", s.timelineJSON)
-			r.Get(static.Prefix+"{file}", s.static)
+			// Any path below the prefix, so that a miss deeper down
+			// (/static/a/b) is the static miss, no-store, not a page's.
+			r.Get(static.Prefix+"*", s.static)
 		})
 
 		r.Group(func(r chi.Router) {
@@ -213,7 +215,7 @@ func bearer(h string) (string, bool) {
 // this one for its assets, and a cached 404 (caches may keep a 404 without
 // Cache-Control by heuristics, CDNs do) would outlive the deploy.
 func (s *Server) static(w http.ResponseWriter, r *http.Request) {
-	a, ok := static.Lookup(chi.URLParam(r, "file"))
+	a, ok := static.Lookup(chi.URLParam(r, "*"))
 	if !ok {
 		w.Header().Set("Cache-Control", "no-store")
 		s.notFound(w, r)
