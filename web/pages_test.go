@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,6 +290,22 @@ func TestStatus(t *testing.T) {
 	var got web.APIStatus
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatal(err)
+	}
+	// The web side's keys are snake_case as the rest of the document's:
+	// they were Go's field names (FramesSent) until 5 Dec 2026.
+	var raw struct {
+		Web map[string]int64 `json:"web"`
+	}
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := raw.Web["frames_sent"]; !ok || len(raw.Web) != reflect.TypeOf(web.Stats{}).NumField() {
+		t.Errorf("api status web keys %v: want every counter, frames_sent among them", slices.Sorted(maps.Keys(raw.Web)))
+	}
+	for k := range raw.Web {
+		if !regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`).MatchString(k) {
+			t.Errorf("api status web key %q: want snake_case", k)
+		}
 	}
 	if got.Group != "feed" || len(got.Streams) != 1 || got.Streams[0].Pending != 2 ||
 		got.Streams[0].OldestPendingIdle != 31*time.Second || len(got.Streams[0].Consumers) != 2 {

@@ -110,32 +110,35 @@ type Server struct {
 // Stats are this Server's own counters (the Prometheus collectors are
 // process-wide, shared by every Server in a process).
 type Stats struct {
-	Clients       int64 // open websockets
-	EventStreams  int64 // open event streams (the fallback for websockets, events.go)
-	Requests      int64 // plain requests in flight
-	Conns         int64 // HTTP connections open (a websocket leaves this count at its handshake)
-	Hubs          int64 // games with at least one websocket
-	LinesEncoded  int64 // line frames the tailer encoded (once per line per watched game, shared by its clients)
-	StatesEncoded int64 // state frames the tailer encoded: whole scoreboard panels (see boards.go)
-	BoardsEncoded int64 // board frames the tailer encoded: panels with unchanged rows stubbed
-	FramesSent    int64 // frames written to websockets
-	SlowCloses    int64 // websockets closed for not keeping up
-	PongTimeouts  int64 // websockets dropped as gone: a ping unanswered while nothing written reached the peer
-	Resets        int64 // reset frames sent
-	TailCursor    int64 // highest seq handed to the hubs
-	TailErrors    int64 // failed store reads of the tailer
+	Clients       int64 `json:"clients"`        // open websockets
+	EventStreams  int64 `json:"event_streams"`  // open event streams (the fallback for websockets, events.go)
+	Requests      int64 `json:"requests"`       // plain requests in flight
+	Conns         int64 `json:"conns"`          // HTTP connections open (a websocket leaves this count at its handshake)
+	Hubs          int64 `json:"hubs"`           // games with at least one websocket
+	LinesEncoded  int64 `json:"lines_encoded"`  // line frames the tailer encoded (once per line per watched game, shared by its clients)
+	StatesEncoded int64 `json:"states_encoded"` // state frames the tailer encoded: whole scoreboard panels (see boards.go)
+	BoardsEncoded int64 `json:"boards_encoded"` // board frames the tailer encoded: panels with unchanged rows stubbed
+	FramesSent    int64 `json:"frames_sent"`    // frames written to websockets
+	SlowCloses    int64 `json:"slow_closes"`    // websockets closed for not keeping up
+	PongTimeouts  int64 `json:"pong_timeouts"`  // websockets dropped as gone: a ping unanswered while nothing written reached the peer
+	Resets        int64 `json:"resets"`         // reset frames sent
+	TailCursor    int64 `json:"tail_cursor"`    // highest seq handed to the hubs
+	TailErrors    int64 `json:"tail_errors"`    // failed store reads of the tailer
 	// HandoffHits counts batches of Committed lines handed to the hubs
 	// without a store read; HandoffMisses those that needed one (their
 	// seqs did not follow the tailer's cursor).
-	HandoffHits, HandoffMisses int64
+	HandoffHits   int64 `json:"handoff_hits"`
+	HandoffMisses int64 `json:"handoff_misses"`
 	// StatesSkipped counts scoreboard frames not sent because the hub's
 	// clients showed that panel already.
-	StatesSkipped int64
+	StatesSkipped int64 `json:"states_skipped"`
 	// FramesDeflated counts frames compressed for permessage-deflate
 	// sockets: once per frame, however many sockets it goes to.
 	// DeflatePlainBytes and DeflatedBytes are those frames' payload bytes
 	// before and after (a frame that did not shrink counts as it is).
-	FramesDeflated, DeflatePlainBytes, DeflatedBytes int64
+	FramesDeflated    int64 `json:"frames_deflated"`
+	DeflatePlainBytes int64 `json:"deflate_plain_bytes"`
+	DeflatedBytes     int64 `json:"deflated_bytes"`
 }
 
 // counters are the one place a Server's events are counted: Stats reads
