@@ -14,6 +14,14 @@ func SetTestHookSubscribed(f func(game string)) (restore func()) {
 	return func() { testHookSubscribed = nil }
 }
 
+// SetTestHookBackfillPage installs f to run after each page of lines a
+// backfill wrote but its last, and returns a func that removes it. Set it
+// before opening the server.
+func SetTestHookBackfillPage(f func(game string, sent int)) (restore func()) {
+	testHookBackfillPage = f
+	return func() { testHookBackfillPage = nil }
+}
+
 // SetTestHookReader installs f to run first in each std-engine websocket's
 // reader goroutine, and returns a func that removes it. Set it before
 // opening the server and remove it after closing it.

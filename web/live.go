@@ -232,6 +232,11 @@ var testHookSubscribed func(game string)
 // still closes in time.
 var testHookReader func()
 
+// testHookBackfillPage, when set by a test, runs after each page of lines
+// a backfill wrote, with how many it has written: a test can commit lines
+// between pages.
+var testHookBackfillPage func(game string, sent int)
+
 // sink is a live connection as its backfill writes to it: a websocket
 // (wsConn, either engine) or an event stream (sseConn).
 type sink interface {
@@ -321,6 +326,9 @@ func (s *Server) backfill(k sink, game string, after int64, rs resume) (int64, e
 		sent += len(lines)
 		if len(lines) < s.cfg.TailBatch {
 			return cursor, nil
+		}
+		if testHookBackfillPage != nil {
+			testHookBackfillPage(game, sent)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -405,5 +406,70 @@ func TestLiveResetBeforeReplay(t *testing.T) {
 			}
 			check("event stream", frames)
 		})
+	}
+}
+
+// TestLiveResetWhenBacklogGrowsDuringBackfill: a cursor within MaxBacklog
+// when the backfill starts is reset all the same once the lines committed
+// while it pages take it past MaxBacklog: the backfill counts what it
+// sends, not only what it counted first. Without that bound a game that
+// writes faster than a client's backfill reads would page on for ever.
+// Exactly MaxBacklog lines are sent whole.
+func TestLiveResetWhenBacklogGrowsDuringBackfill(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		more      int // g1's lines committed after the first page (8 before it)
+		wantReset bool
+	}{
+		{"past MaxBacklog", 6, true},
+		{"up to MaxBacklog", 2, false},
+	} {
+		for _, transport := range []string{"websocket", "event stream"} {
+			t.Run(tt.name+"/"+transport, func(t *testing.T) {
+				var g *gen
+				var e *env
+				var once sync.Once
+				restore := web.SetTestHookBackfillPage(func(string, int) {
+					once.Do(func() { e.upsert(g.chats(t, tt.more)...) })
+				})
+				defer restore()
+				e = MustOpenEnv(t, func(c *web.Config) { c.MaxBacklog = 10; c.TailBatch = 4 })
+				g = e.gen("g1")
+				e.upsert(g.chats(t, 8)...) // within MaxBacklog: no count first
+
+				var read func() (wireFrame, error)
+				if transport == "websocket" {
+					w := e.dial("g1", 0)
+					read = func() (wireFrame, error) { return w.readAny(2 * time.Second) }
+				} else {
+					s := e.stream("g1", 0)
+					read = func() (wireFrame, error) { f, _, err := s.readAny(2 * time.Second); return f, err }
+				}
+				var kinds []string
+				lines := 0
+				for {
+					f, err := read()
+					if err != nil {
+						break // closed after the reset, or silent after the lines
+					}
+					if f.T == "watching" {
+						continue
+					}
+					kinds = append(kinds, f.T)
+					if f.T == "line" {
+						lines++
+					}
+					if f.T == "reset" || (!tt.wantReset && lines == 8+tt.more) {
+						break
+					}
+				}
+				if tt.wantReset && kinds[len(kinds)-1] != "reset" {
+					t.Fatalf("frames %v: want a reset once the backfill passed MaxBacklog", kinds)
+				}
+				if !tt.wantReset && (slices.Contains(kinds, "reset") || lines != 8+tt.more) {
+					t.Fatalf("frames %v: want %d lines and no reset", kinds, 8+tt.more)
+				}
+			})
+		}
 	}
 }
