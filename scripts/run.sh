@@ -90,11 +90,10 @@ stop_group() { # stop_group NAME PID...: SIGTERM each process group, wait, then 
 	done
 }
 
-cleanup() {
-	local rc=$? i
+cleanup() { # cleanup RC: stop everything, exit RC
+	local rc=$1 i
 	((STOPPING)) && return
 	STOPPING=1
-	trap '' INT TERM HUP PIPE
 	# Stop everything even when our output is gone (a closed terminal, a
 	# `| tee` that Ctrl-C ended): a failed message must not end the script.
 	set +e
@@ -120,7 +119,11 @@ cleanup() {
 	say "stopped; logs are in $LOG"
 	exit "$rc"
 }
-trap cleanup EXIT
+# Signals are ignored first thing on the way out: a Ctrl-C that lands as
+# the run exits on its own (a process of ours died) ran 'exit 130' inside
+# the EXIT trap before cleanup's first lines, which ended the script and
+# left everything running.
+trap 'rc=$?; trap "" INT TERM HUP PIPE; cleanup "$rc"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -258,6 +261,9 @@ start_private_redis() {
 		done
 		if ! alive "${PIDS[-1]}" && grep -q 'Address already in use' "$LOG/redis.log"; then
 			wait "${PIDS[-1]}" 2>/dev/null || true
+			# Off the list of processes the run watches: left on it, the
+			# run stopped everything at its first look ("redis exited").
+			unset 'PIDS[-1]' 'NAMES[-1]' 'REDIS_PIDS[-1]'
 			say "port $port was taken before the server could bind it: trying the next one"
 			port=$((port + 1))
 			continue

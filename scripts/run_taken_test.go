@@ -109,6 +109,14 @@ func TestMakeRunPrivateRedisPortTaken(t *testing.T) {
 		t.Fatalf("the port was never taken: %v", err)
 	}
 	takenPid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// The run watches its processes once a second: the server that found
+	// its port taken must not be among them. It was, and the run stopped
+	// everything at its first look ("redis exited with status 1").
+	select {
+	case err := <-exited:
+		t.Fatalf("run.sh exited on its own after it started: %v", err)
+	case <-time.After(2500 * time.Millisecond): // two of its looks, measured, not a wait for it
+	}
 
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
