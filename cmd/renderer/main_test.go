@@ -24,24 +24,40 @@ func TestMain(m *testing.M) {
 // the binary's own went to slog's default logger: the log package's format
 // ("2026/12/05 00:32:33 INFO store migration applied"), at info whatever
 // -log-level said, and without the consumer's keys; "draining" had no
-// group.
+// group. With Redis down, go-redis's own lines ("redis: 2026/12/05
+// 03:46:12 pool.go:770: redis: connection pool: failed to dial …") went
+// to stderr in the log package's format, several a second, whatever the
+// level.
 func TestLogsOneFormatAndLevel(t *testing.T) {
 	rs := redistest.MustStart(t)
 	for _, tt := range []struct {
-		level    string
-		want     []string // messages that must be logged
-		wantNone string   // a level that must not show
+		name      string
+		level     string
+		redisDown bool
+		want      []string // messages that must be logged
+		wantNone  string   // a level that must not show
 	}{
-		{"info", []string{`msg="store migration applied"`, `msg="shutting down"`, `msg="draining: `}, "level=DEBUG"},
-		{"warn", nil, "level=INFO"},
+		{"info", "info", false, []string{`msg="store migration applied"`, `msg="shutting down"`, `msg="draining: `}, "level=DEBUG"},
+		{"warn", "warn", false, nil, "level=INFO"},
+		{"redis down", "info", true, []string{`msg="redis client"`, `msg="shutting down"`}, "level=DEBUG"},
 	} {
-		t.Run(tt.level, func(t *testing.T) {
-			addr := proctest.FreeAddr(t)
+		t.Run(tt.name, func(t *testing.T) {
+			addr, url := proctest.FreeAddr(t), rs.URL()
+			if tt.redisDown {
+				url = "redis://" + proctest.FreeAddr(t) + "/0" // nothing listens there
+			}
 			p := proctest.Start(t, "renderer", "renderer", []string{
-				"-redis", rs.URL(), "-db", filepath.Join(t.TempDir(), "feed.db"), "-http", addr,
+				"-redis", url, "-db", filepath.Join(t.TempDir(), "feed.db"), "-http", addr,
 				"-consumer", "r1", "-shutdown-delay", "100ms", "-log-level", tt.level,
 			})
-			proctest.WaitHTTP(t, "http://"+addr+"/readyz", 200, 30*time.Second)
+			if tt.redisDown {
+				proctest.WaitHTTP(t, "http://"+addr+"/healthz", 200, 30*time.Second)
+				proctest.WaitFor(t, 30*time.Second, func() bool {
+					return strings.Contains(p.Output(), `msg="registry beat failed`)
+				}, "no failed registry beat logged")
+			} else {
+				proctest.WaitHTTP(t, "http://"+addr+"/readyz", 200, 30*time.Second)
+			}
 			if err := p.Term(20 * time.Second); err != nil {
 				t.Fatalf("SIGTERM: %v, want exit status 0", err)
 			}

@@ -89,6 +89,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Logger = newLogger(m.Config.LogLevel)
 	}
 	log := m.Logger.With("consumer", m.Config.Consumer, "group", m.Config.Group)
+	routeRedisLogs(log)
 
 	// The port first: a port in use (or an admin left exposed) must stop
 	// the replica before it takes its consumer name and entries it would

@@ -1,0 +1,46 @@
+package renderer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/logsample"
+)
+
+// redisLogEvery bounds go-redis's own lines: through an outage it reports
+// every failed dial, several a second, beside the renderer's own lines
+// that already say what failed.
+const redisLogEvery = 10 * time.Second
+
+// redisLog writes go-redis's own lines (a failed dial, a bad connection
+// dropped) through the renderer's logger, as every line a renderer writes
+// is (docs/operations.md, "Logs"): left alone, go-redis writes them to
+// stderr in the log package's format, whatever -log-level says.
+type redisLog struct {
+	log    *slog.Logger
+	sample *logsample.Sampler
+}
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	if !l.log.Enabled(ctx, slog.LevelWarn) {
+		return
+	}
+	ok, skipped := l.sample.Allow("redis")
+	if !ok {
+		return
+	}
+	said := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
+	l.log.Warn("redis client", "err", said, "similar_unlogged", skipped)
+}
+
+// routeRedisLogs sends go-redis's lines to log. go-redis has one logger per
+// process: in a process that runs several replicas (tests, feedbench
+// -inproc) the last one started names them.
+func routeRedisLogs(log *slog.Logger) {
+	redis.SetLogger(redisLog{log: log, sample: logsample.New(redisLogEvery)})
+}
