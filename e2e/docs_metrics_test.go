@@ -30,8 +30,9 @@ var (
 // TestMetricsDocumented holds the metric names in docs/ to the code: every
 // metric a renderer registers is named in the docs, and every metric the
 // docs name is one the code registers (a histogram's _bucket, _sum and
-// _count series included). A metric added or renamed in the code alone
-// fails here.
+// _count series included), and every registered metric has a row (its
+// first cell) in docs/operations.md's Metrics table. A metric added or
+// renamed in the code alone fails here.
 func TestMetricsDocumented(t *testing.T) {
 	code := map[string]string{} // name → file that registers it
 	for _, dir := range metricSources {
@@ -90,6 +91,37 @@ func TestMetricsDocumented(t *testing.T) {
 	sort.Strings(missing)
 	for _, m := range missing {
 		t.Errorf("metric %s is registered but named in none of %v", m, metricDocs)
+	}
+
+	// Operators read the table of docs/operations.md, "Metrics": every
+	// metric is a row there, whatever other pages say of it.
+	b, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Metrics")
+	if !ok {
+		t.Fatal(`docs/operations.md has no "## Metrics" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	tabled := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "|") {
+			cell, _, _ := strings.Cut(strings.TrimPrefix(line, "|"), "|")
+			for _, m := range metricMention.FindAllString(cell, -1) {
+				tabled[m] = true
+			}
+		}
+	}
+	var untabled []string
+	for name, path := range code {
+		if !tabled[name] {
+			untabled = append(untabled, name+" ("+path+")")
+		}
+	}
+	sort.Strings(untabled)
+	for _, m := range untabled {
+		t.Errorf("metric %s is registered but has no row in docs/operations.md's Metrics table", m)
 	}
 
 	var unknown []string
