@@ -237,12 +237,18 @@ func (s *Server) timelineJSON(w http.ResponseWriter, r *http.Request) {
 		// higher seq, so the replay that goes on from it with since= misses
 		// none, whichever page its EVT id falls in.
 		if seq, err = s.cfg.Store.MaxSeq(ctx); err == nil {
-			lines, err = s.cfg.Store.TimelineAfter(ctx, game, after, s.cfg.TimelineLines)
+			// One line more than a page tells whether another follows:
+			// a full last page carries no next (docs/contracts.md).
+			lines, err = s.cfg.Store.TimelineAfter(ctx, game, after, s.cfg.TimelineLines+1)
 		}
 	}
 	if err != nil {
 		s.fail(w, r, "timeline", err)
 		return
+	}
+	more := len(lines) > s.cfg.TimelineLines
+	if more {
+		lines = lines[:s.cfg.TimelineLines]
 	}
 	// Each entry is encoded as it is taken, and the bound is on the bytes
 	// it took: an estimate from its HTML missed what JSON escapes (a
@@ -275,7 +281,7 @@ func (s *Server) timelineJSON(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	b.WriteByte(']')
-	if !bySeq && (n < len(lines) || len(lines) == s.cfg.TimelineLines) {
+	if !bySeq && (n < len(lines) || more) {
 		b.WriteString(`,"next":`)
 		enc.Encode(next) // an EVT id: nothing to escape, no error
 		b.Truncate(b.Len() - 1)

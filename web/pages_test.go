@@ -413,6 +413,24 @@ func TestTimelineSince(t *testing.T) {
 	}
 }
 
+// TestTimelineLastPageHasNoNext: the last page of a game carries no next
+// (docs/contracts.md), also when it is full: a game of four lines comes in
+// two pages of two. A page cut at TimelineLines carried next whatever
+// followed, and the client asked once more for an empty page.
+func TestTimelineLastPageHasNoNext(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.TimelineLines = 2 })
+	evs := e.gen("g1").chats(t, 4)
+	e.upsert(evs...)
+	first := timelinePage(t, e, "/games/g1/timeline.json")
+	if len(first.Entries) != 2 || first.Next != evs[1].EvtID {
+		t.Fatalf("first page: %d entries, next %q, want 2 and %s", len(first.Entries), first.Next, evs[1].EvtID)
+	}
+	last := timelinePage(t, e, "/games/g1/timeline.json?after="+first.Next)
+	if len(last.Entries) != 2 || last.Entries[1].ID != evs[3].EvtID || last.Next != "" {
+		t.Fatalf("last page: %d entries, next %q, want 2 ending at %s and no next", len(last.Entries), last.Next, evs[3].EvtID)
+	}
+}
+
 func timelinePage(tb testing.TB, e *env, path string) web.TimelinePage {
 	tb.Helper()
 	resp, body := e.get(path)
