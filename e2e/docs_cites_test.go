@@ -143,3 +143,66 @@ func mustGlob(t *testing.T, pattern string) []string {
 	}
 	return m
 }
+
+var (
+	testFunc = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Z]\w*)\(`)
+	testName = regexp.MustCompile(`\b((?:Test|Benchmark|Fuzz)[A-Z]\w*)(\*?)`)
+)
+
+// TestDocsNameTestsThatExist: every test, benchmark or fuzz target that a
+// docs page or a code comment names as a proof is a function of some
+// _test.go file (a name ending in * stands for the tests it begins). A
+// test renamed or removed alone leaves a claim with no proof; it fails
+// here. benchmarks-journal.md keeps the names of its time.
+func TestDocsNameTestsThatExist(t *testing.T) {
+	root := ".."
+	defined := map[string]bool{}
+	cited := map[string]string{} // name (with its *) → a file that names it
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == ".git" || n == "var" || n == "bin" || n == "testdata" || n == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		name := d.Name()
+		if name == "benchmarks-journal.md" || !(strings.HasSuffix(name, ".go") || strings.HasSuffix(name, ".md")) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(name, "_test.go") {
+			for _, m := range testFunc.FindAllStringSubmatch(string(b), -1) {
+				defined[m[1]] = true
+			}
+		}
+		rel := strings.TrimPrefix(filepath.ToSlash(path), "../")
+		for _, m := range testName.FindAllStringSubmatch(string(b), -1) {
+			if _, ok := cited[m[1]+m[2]]; !ok {
+				cited[m[1]+m[2]] = rel
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defined) == 0 || len(cited) == 0 {
+		t.Fatalf("%d tests defined, %d named: the scan proves nothing", len(defined), len(cited))
+	}
+	for c, file := range cited {
+		name, glob := strings.CutSuffix(c, "*")
+		ok := defined[name]
+		for d := range defined {
+			ok = ok || glob && strings.HasPrefix(d, name)
+		}
+		if !ok {
+			t.Errorf("%s names %s, which no _test.go file defines", file, c)
+		}
+	}
+}
