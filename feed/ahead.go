@@ -45,13 +45,13 @@ func (c *Consumer) readKeys(keys [][]string) *readAhead {
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	pipe := c.rdb.Pipeline()
+	p := c.pipes()
 	cmds := make([]*redis.XStreamSliceCmd, len(keys))
 	for i, ks := range keys {
 		cmds[i] = c.xreadNoBlock(ctx, ks)
-		_ = pipe.Process(ctx, cmds[i])
+		_ = p.of(ks[0]).Process(ctx, cmds[i])
 	}
-	_, _ = pipe.Exec(ctx)
+	p.exec(ctx)
 	r := &readAhead{res: make([][]redis.XStream, len(keys)), errs: make([]error, len(keys)), at: start}
 	for i, cmd := range cmds {
 		res, err := cmd.Result()

@@ -114,7 +114,7 @@ func (c *Consumer) catchUp(st *streamState, budget int) (n, pages int, done bool
 		st.catchNext, st.catchLast = start, last
 	}
 	for pages < budget && !c.stopping() {
-		rctx, rcancel := context.WithTimeout(c.ctx, 10*time.Second)
+		rctx, rcancel := c.callCtx(c.ctx, 10*time.Second)
 		msgs, err := c.rdb.XRangeN(rctx, st.key, st.catchNext, st.catchLast, c.cfg.Count).Result()
 		rcancel()
 		if err != nil {

@@ -135,12 +135,12 @@ func (c *Consumer) censusOf(sts []*streamState, cleanup bool) error {
 func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) ([]*streamState, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
-	pipe := c.rdb.Pipeline()
+	p := c.pipes()
 	groups := make([]*redis.XInfoGroupsCmd, len(sts))
 	for i, st := range sts {
-		groups[i] = pipe.XInfoGroups(ctx, st.key)
+		groups[i] = p.of(st.key).XInfoGroups(ctx, st.key)
 	}
-	_, _ = pipe.Exec(ctx)
+	p.exec(ctx)
 	var crowded []*streamState // groups with consumers to clean up
 	var fresh []*streamState   // pending found where none was known
 	answered := false
@@ -206,15 +206,15 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) ([]*streamState
 // cleanUp runs the idle-consumer cleanup script on sts, pipelined. A
 // failure is logged and left to the next census: no entry depends on it.
 func (c *Consumer) cleanUp(ctx context.Context, sts []*streamState) {
-	pipe := c.rdb.Pipeline()
+	p := c.pipes()
 	cleans := make([]*redis.Cmd, len(sts))
 	for i, st := range sts {
 		// EVALSHA: a pipeline cannot fall back on NOSCRIPT by itself, and
 		// sending the body 500 times a page is what it would cost.
-		cleans[i] = cleanupScript.EvalSha(ctx, pipe, []string{st.key},
+		cleans[i] = cleanupScript.EvalSha(ctx, p.of(st.key), []string{st.key},
 			c.cfg.Group, c.cfg.ConsumerMaxIdle.Milliseconds(), c.cfg.Consumer)
 	}
-	_, _ = pipe.Exec(ctx)
+	p.exec(ctx)
 	noScript := false
 	for i, st := range sts {
 		n, err := cleans[i].Int64()

@@ -61,15 +61,15 @@ func (c *Consumer) claimStreams(sts []*streamState) error {
 func (c *Consumer) idleOf(sts []*streamState) ([]*streamState, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
-	pipe := c.rdb.Pipeline()
+	p := c.pipes()
 	cmds := make([]*redis.XPendingExtCmd, len(sts))
 	for i, st := range sts {
-		cmds[i] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{
+		cmds[i] = p.of(st.key).XPendingExt(ctx, &redis.XPendingExtArgs{
 			Stream: st.key, Group: c.cfg.Group, Idle: c.cfg.MinIdle,
 			Start: "-", End: "+", Count: 1,
 		})
 	}
-	_, _ = pipe.Exec(ctx)
+	p.exec(ctx)
 	var idle []*streamState
 	answered := false
 	for i, st := range sts {
@@ -103,10 +103,14 @@ func (c *Consumer) idleOf(sts []*streamState) ([]*streamState, error) {
 func (c *Consumer) claim(st *streamState) error {
 	start := "0-0"
 	for !c.stopping() {
-		msgs, next, deleted, err := c.rdb.XAutoClaimWithDeleted(c.ctx, &redis.XAutoClaimArgs{
+		// A deadline of its own: a hung node held it for go-redis's
+		// read timeout times its retries (nodeTimeout).
+		ctx, cancel := c.callCtx(c.ctx, 5*time.Second)
+		msgs, next, deleted, err := c.rdb.XAutoClaimWithDeleted(ctx, &redis.XAutoClaimArgs{
 			Stream: st.key, Group: c.cfg.Group, Consumer: c.cfg.Consumer,
 			MinIdle: c.cfg.MinIdle, Start: start, Count: c.cfg.Count,
 		}).Result()
+		cancel()
 		if err != nil {
 			if err := c.readFailed("claim", []*streamState{st}, err); err != nil && !serverError(err) {
 				return err

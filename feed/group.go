@@ -40,19 +40,19 @@ func (c *Consumer) openDoors() error {
 func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
-	pipe := c.rdb.Pipeline()
+	p := c.pipes()
 	cmds := make([]*redis.StatusCmd, len(todo))
 	for i, st := range todo {
 		if st.seenOpen && !st.pinned {
 			// A registry game whose group went away: its stream may have
 			// been deleted (feedctl prune -streams, a flush). MKSTREAM
 			// would bring it back, empty, for good.
-			cmds[i] = pipe.XGroupCreate(ctx, st.key, c.cfg.Group, "0")
+			cmds[i] = p.of(st.key).XGroupCreate(ctx, st.key, c.cfg.Group, "0")
 		} else {
-			cmds[i] = pipe.XGroupCreateMkStream(ctx, st.key, c.cfg.Group, "0")
+			cmds[i] = p.of(st.key).XGroupCreateMkStream(ctx, st.key, c.cfg.Group, "0")
 		}
 	}
-	_, _ = pipe.Exec(ctx)
+	p.exec(ctx)
 	errs := make([]error, len(todo))
 	for i := range todo {
 		errs[i] = cmds[i].Err()
@@ -164,12 +164,12 @@ func (c *Consumer) groupsThere(ctx context.Context, todo []*streamState, errs []
 	if len(idx) == 0 {
 		return
 	}
-	pipe := c.rdb.Pipeline()
+	p := c.pipes()
 	infos := make([]*redis.XInfoGroupsCmd, len(idx))
 	for j, i := range idx {
-		infos[j] = pipe.XInfoGroups(ctx, todo[i].key)
+		infos[j] = p.of(todo[i].key).XInfoGroups(ctx, todo[i].key)
 	}
-	_, _ = pipe.Exec(ctx)
+	p.exec(ctx)
 	for j, i := range idx {
 		groups, err := infos[j].Result()
 		if err != nil {

@@ -152,7 +152,7 @@ func (c *Consumer) entryAttrs(d delivery, more ...any) []any {
 // form, one call per stream of the batch) and drops the entries that are no
 // longer in this consumer's pending list (a peer took them meanwhile).
 func (c *Consumer) withAttempts(batch []delivery) ([]delivery, error) {
-	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	ctx, cancel := c.callCtx(c.ctx, 5*time.Second)
 	defer cancel()
 	byStream := map[string][]int{}
 	var order []string

@@ -33,11 +33,16 @@ func (c *Consumer) recoverGroup(sts []*streamState) error {
 		cursor[st.key] = "0"
 	}
 	for len(sts) > 0 && !c.stopping() {
-		res, err := c.rdb.XReadGroup(c.ctx, &redis.XReadGroupArgs{
+		// A deadline of its own, as the reads of new entries have: a hung
+		// node held it for go-redis's read timeout times its retries
+		// (nodeTimeout).
+		ctx, cancel := c.callCtx(c.ctx, 10*time.Second)
+		res, err := c.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 			Group: c.cfg.Group, Consumer: c.cfg.Consumer,
 			Streams: streamsArgs(sts, func(st *streamState) string { return cursor[st.key] }),
 			Count:   c.cfg.Count, Block: -1,
 		}).Result()
+		cancel()
 		if err != nil && !isNil(err) {
 			return c.readFailed("recover", sts, err) // set aside: recovered from 0 once back
 		}

@@ -68,10 +68,10 @@ func (c *Consumer) settle(s *settlement) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	pipe := c.rdb.Pipeline()
-	acks := c.queueAcks(ctx, pipe, s)
-	deads := c.queueDeads(ctx, pipe, s.dead)
-	_, _ = pipe.Exec(ctx)
+	p := c.pipes()
+	acks := c.queueAcks(ctx, p, s)
+	deads := c.queueDeads(ctx, p, s.dead)
+	p.exec(ctx)
 	ackErr := c.checkAcks(acks)
 	deadErr := c.checkDeads(s.dead, deads)
 	connErr := deadErr
@@ -84,13 +84,13 @@ func (c *Consumer) settle(s *settlement) error {
 	return connErr
 }
 
-// queueAcks queues on pipe one XACK per stream of the settlement's handled
+// queueAcks queues on p one XACK per stream of the settlement's handled
 // and trimmed entries.
-func (c *Consumer) queueAcks(ctx context.Context, pipe redis.Pipeliner, s *settlement) []ackCmd {
+func (c *Consumer) queueAcks(ctx context.Context, p *nodePipes, s *settlement) []ackCmd {
 	var acks []ackCmd
 	for i, m := range []map[string][]string{s.acks, s.trimmed} {
 		for stream, ids := range m {
-			acks = append(acks, ackCmd{stream, ids, pipe.XAck(ctx, stream, c.cfg.Group, ids...), i == 0})
+			acks = append(acks, ackCmd{stream, ids, p.of(stream).XAck(ctx, stream, c.cfg.Group, ids...), i == 0})
 		}
 	}
 	return acks
@@ -141,14 +141,14 @@ func (c *Consumer) checkAcks(acks []ackCmd) error {
 	return connErr
 }
 
-// queueDeads queues on pipe one deadScript call per entry to dead-letter:
+// queueDeads queues on p one deadScript call per entry to dead-letter:
 // its original fields, bounded (deadFields), and the Dead* fields.
-func (c *Consumer) queueDeads(ctx context.Context, pipe redis.Pipeliner, dead []delivery) []*redis.Cmd {
+func (c *Consumer) queueDeads(ctx context.Context, p *nodePipes, dead []delivery) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(dead))
 	at := time.Now().UTC().Format(time.RFC3339Nano)
 	for i, d := range dead {
 		keys, args := c.deadArgs(d, at)
-		cmds[i] = deadScript.Eval(ctx, pipe, keys, args...)
+		cmds[i] = deadScript.Eval(ctx, p.of(d.stream), keys, args...)
 	}
 	return cmds
 }
@@ -210,18 +210,18 @@ func (c *Consumer) retryAcks() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	pipe := c.rdb.Pipeline()
+	p := c.pipes()
 	cmds := map[string]*redis.IntCmd{}
 	now := time.Now()
 	for stream, u := range c.unacked {
 		if st := c.streams[stream]; st == nil || !st.down(now) {
-			cmds[stream] = pipe.XAck(ctx, stream, c.cfg.Group, u.ids...)
+			cmds[stream] = p.of(stream).XAck(ctx, stream, c.cfg.Group, u.ids...)
 		}
 	}
 	if len(cmds) == 0 {
 		return nil
 	}
-	_, _ = pipe.Exec(ctx)
+	p.exec(ctx)
 	var connErr error
 	answered := false
 	for stream, cmd := range cmds {
