@@ -106,6 +106,10 @@ type Consumer struct {
 	// The cluster nodes whose PING failed, by address, with their retry
 	// (setAsideNode).
 	downNodes map[string]*downNode
+	// The registry's retry after its node did not answer the beat or the
+	// sweep, on a cluster (registryDown).
+	registryUntil time.Time
+	registryRetry backoff.Backoff
 }
 
 // Open validates cfg, takes the consumer name's lease and starts the loop.

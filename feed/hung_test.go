@@ -180,3 +180,66 @@ func TestHungRedisResumed(t *testing.T) {
 }
 
 func handled1(rec *recorder, id string) func() bool { return func() bool { return rec.count(id) == 1 } }
+
+// TestClusterHungRegistryMasterOthersReadOn: the registry's master hangs
+// (SIGSTOP) while a game of another master is written. Its entries must
+// go on being read, waiting at most about nodeTimeout once, and once the
+// master answers again a new game is found. Every beat waited for its
+// deadline (5 s) on the hung node, every WakeEvery, so every game's
+// entries waited about 5 s for as long as the master hung.
+func TestClusterHungRegistryMasterOthersReadOn(t *testing.T) {
+	ctx := context.Background()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: noFailover}})
+	rdb := rc.Client(t)
+	hung := rc.MasterOfSlot(t, rc.Slot(t, event.RegistryKey))
+	if hung.Addr == rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, "c1"))).Addr {
+		t.Fatal("the registry and the lease share a master: the consumer could not read at all")
+	}
+	live := gameOn(t, rc, "live", hung, false)
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1")
+	cfg.Streams, cfg.Registry = nil, event.RegistryKey
+	cfg.WakeEvery, cfg.SweepEvery, cfg.ActiveWindow = 50*time.Millisecond, time.Minute, time.Minute
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	first := add(t, rdb, stream(live))
+	if err := rdb.ZAddGT(ctx, event.RegistryKey, redisZ(live)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the live game read", handled1(rec, first))
+
+	hung.Pause(t)
+	resumed := false
+	defer func() {
+		if !resumed {
+			hung.Resume(t)
+		}
+	}()
+	start := time.Now()
+	var worst time.Duration
+	for i := 0; time.Since(start) < 10*time.Second; i++ {
+		id, at := add(t, rdb, stream(live)), time.Now()
+		waitFor(t, 30*time.Second, fmt.Sprintf("live entry %d read while the registry's master hangs", i), handled1(rec, id))
+		d := time.Since(at)
+		worst = max(worst, d)
+		if d > 300*time.Millisecond {
+			t.Logf("live entry %d read after %v (at %v of the pause)", i, d.Round(time.Millisecond), at.Sub(start).Round(time.Millisecond))
+		}
+		<-time.After(100 * time.Millisecond) // the pace of a game, not a wait for the consumer
+	}
+	t.Logf("the registry's master hung for 10 s: a live game's entry read after %v at worst", worst.Round(time.Millisecond))
+
+	hung.Resume(t)
+	resumed = true
+	late := gameOn(t, rc, "late", hung, false)
+	id := add(t, rdb, stream(late))
+	if err := rdb.ZAddGT(ctx, event.RegistryKey, redisZ(late)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "a new game found once the registry answers", handled1(rec, id))
+	t.Logf("stats: %+v", c.Stats())
+	if worst > hungStallMax {
+		t.Errorf("a live game's entry waited %v while the registry's master hung; want at most %v", worst.Round(time.Millisecond), hungStallMax)
+	}
+}

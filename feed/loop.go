@@ -84,7 +84,10 @@ func (c *Consumer) steps() error {
 		// and the beat and the sweep failed every WakeEvery, several WARN
 		// lines a second for the length of the outage
 		// (TestClusterRegistryMasterDownLogSampled).
-		if !now.Before(c.sweep.next) {
+		// Neither asks a registry whose node did not answer, on a
+		// cluster, before its retry (registryDown).
+		up := c.registryUp(now)
+		if up && !now.Before(c.sweep.next) {
 			if err := c.sweepNext(now); err != nil {
 				if ok, skipped := c.sample.Allow("sweep failed"); ok {
 					c.log.Warn("registry sweep failed; keeping the known games", "err", err, "streams", len(c.streams),
@@ -93,7 +96,7 @@ func (c *Consumer) steps() error {
 				c.sweep.next = now.Add(c.cfg.WakeEvery)
 			}
 		}
-		if !now.Before(c.nextWake) {
+		if up && !now.Before(c.nextWake) {
 			if err := c.wake(now); err != nil {
 				if ok, skipped := c.sample.Allow("beat failed"); ok {
 					c.log.Warn("registry beat failed; keeping the known games", "err", err, "streams", len(c.streams),
@@ -305,6 +308,55 @@ func (c *Consumer) probe() {
 			c.setAsideNode(addr, now)
 		}
 	}
+}
+
+// registryDown holds the registry beat and the sweep back, on a cluster,
+// after err, when the registry's node did not answer one of them: until the
+// registry's retry (100 ms doubling to downRetryMax), whose PING
+// (registryUp) must answer first. A hung registry master (SIGSTOPped,
+// partitioned) held every turn for the beat's deadline, and every game's
+// entries waited about 5 s (TestClusterHungRegistryMasterOthersReadOn).
+// On a single node, a registry that does not answer is Redis not
+// answering: the turn fails and the loop backs off.
+func (c *Consumer) registryDown(err error, now time.Time) {
+	if _, ok := c.rdb.(*redis.ClusterClient); !ok || serverError(err) || c.stopping() {
+		return
+	}
+	if c.registryRetry.Max == 0 {
+		c.registryRetry = backoff.Backoff{Min: 100 * time.Millisecond, Max: downRetryMax}
+	}
+	c.registryUntil = now.Add(c.registryRetry.Next())
+}
+
+// registryUp reports whether the beat and the sweep may ask the registry
+// this turn: yes unless registryDown held them back, and then once its
+// retry has come and the registry's node answers a PING (probeTimeout).
+func (c *Consumer) registryUp(now time.Time) bool {
+	if c.registryUntil.IsZero() {
+		return true
+	}
+	if now.Before(c.registryUntil) {
+		return false
+	}
+	var node redis.Cmdable = c.rdb
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+		if m, err := cc.MasterForKey(c.ctx, c.cfg.Registry); err == nil {
+			node = m
+		}
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, probeTimeout)
+	err := node.Ping(ctx).Err()
+	cancel()
+	if err != nil && !serverError(err) {
+		if !c.stopping() {
+			c.fail("probe", err)
+		}
+		c.registryUntil = now.Add(c.registryRetry.Next())
+		return false
+	}
+	c.registryUntil = time.Time{}
+	c.registryRetry.Reset()
+	return true
 }
 
 // downNode is a cluster node whose PING failed: its retry's backoff, when

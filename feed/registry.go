@@ -1,7 +1,6 @@
 package feed
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -51,7 +50,7 @@ func (c *Consumer) wake(now time.Time) error {
 	// with thousands of such games every beat paged through all of them
 	// (TestBeatCostIgnoresFutureScores). The poll and the sweep read those.
 	ceil := float64(now.Add(beatAhead).UnixMilli())
-	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	ctx, cancel := c.callCtx(c.ctx, 5*time.Second)
 	defer cancel()
 	for offset := int64(0); ; offset += registryPage {
 		zs, err := c.rdb.ZRangeByScoreWithScores(ctx, c.cfg.Registry, &redis.ZRangeBy{
@@ -60,6 +59,7 @@ func (c *Consumer) wake(now time.Time) error {
 		}).Result()
 		if err != nil {
 			c.fail("wake", err)
+			c.registryDown(err, now)
 			return err
 		}
 		for _, z := range zs {
@@ -107,7 +107,7 @@ func (c *Consumer) sweepNext(now time.Time) error {
 // so a game is listed at least once a pass; only a game sharing its
 // millisecond with one moved or removed meanwhile can still be missed.
 func (c *Consumer) sweepPage(now time.Time) error {
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	ctx, cancel := c.callCtx(c.ctx, 10*time.Second)
 	defer cancel()
 	from := "-inf"
 	if c.sweep.page > 0 {
@@ -117,6 +117,7 @@ func (c *Consumer) sweepPage(now time.Time) error {
 		Start: from, Stop: "+inf", Offset: c.sweep.skip, Count: registryPage}).Result()
 	if err != nil {
 		c.fail("sweep", err)
+		c.registryDown(err, now)
 		return err
 	}
 	c.ok()
