@@ -52,7 +52,7 @@ func (cl *chaosClient) stream(ctx context.Context, hc *http.Client, addr string,
 	cl.panel = "" // a new stream starts with a whole panel
 	cl.mu.Unlock()
 	br := bufio.NewReader(resp.Body)
-	id := ""
+	id, named := "", false
 	for n := 0; ; n++ {
 		line, err := br.ReadString('\n')
 		if err != nil {
@@ -64,10 +64,12 @@ func (cl *chaosClient) stream(ctx context.Context, hc *http.Client, addr string,
 		line = strings.TrimSuffix(line, "\n")
 		switch {
 		case line == "":
-			id = "" // the event's end
+			id, named = "", false // the event's end
 		case strings.HasPrefix(line, "id: "):
 			id = line[len("id: "):]
-		case strings.HasPrefix(line, "data: "):
+		case strings.HasPrefix(line, "event: "):
+			named = true // a ping: no frame, as an EventSource's onmessage never sees it
+		case strings.HasPrefix(line, "data: ") && !named:
 			// The server's frames are one line of JSON each.
 			var f frame
 			if err := json.Unmarshal([]byte(line[len("data: "):]), &f); err != nil {

@@ -394,7 +394,16 @@
     // "live" page that shows nothing new until the tab was hidden and
     // shown again or the network came and went.
     var QUIET = Number(root.dataset.quietMs) || 45000;
-    var heard = Date.now(); // the current connection's last frame, or its start
+    var heard = Date.now(); // the current connection's last frame (or ping), or its start
+    // An event stream cannot be probed; its server pings it instead (a
+    // ping event, its data the period in ms). A visible, online stream
+    // that brought nothing, not even a ping, for two periods and STALE_MARGIN
+    // ms died without a word, and is taken anew from the cursor. The
+    // margin keeps a slow ping from costing the server a new stream and
+    // its backfill: the pings of the nbio engine's sweep come up to 1 s
+    // late, and one stuck behind a lost packet a few seconds more.
+    var STALE_MARGIN = 5000;
+    var pingMs = 0; // the current stream's ping period, once it sent one
 
     function setState(state, text) {
       conn.dataset.state = state;
@@ -485,6 +494,7 @@
       timer = 0;
       got = false;
       heard = Date.now();
+      pingMs = 0;
       if (transport === 'sse') openStream(); else openSocket();
       opening = setTimeout(function () { opening = 0; if (!got) restart(true); }, OPEN_WITHIN);
     }
@@ -558,6 +568,15 @@
       var es = new EventSource(liveURL(root.dataset.events));
       ws = es;
       es.onmessage = onFrame;
+      // A ping proves the stream alive, as a frame does, and says how
+      // often the next one comes (a server from before pings sends none:
+      // its streams are checked only on a wake, as they were).
+      es.addEventListener('ping', function (ev) {
+        if (ws !== es) return;
+        heard = Date.now();
+        pingMs = Number(ev.data) || 0;
+        if (got && conn.dataset.state !== 'live' && !reloading) setState('live');
+      });
       es.onerror = function () {
         if (ws !== es) return;
         ws = null;
@@ -644,8 +663,8 @@
     }
 
     // drop gives up on a connection that does not answer (a phone's
-    // connection that died while the tab slept keeps looking open) and
-    // resumes.
+    // connection that died while the tab slept keeps looking open), or a
+    // stream whose pings stopped, and resumes.
     function drop() { restart(false); }
 
     // wake checks the connection as soon as the tab is back: a closed one
@@ -669,13 +688,19 @@
 
     // A hidden tab is left alone (its timers are throttled, and wake
     // checks it when it is shown), and so is an offline one (the 'online'
-    // event checks it).
+    // event checks it). A quiet socket is probed; a stream silent past
+    // its pings is dropped (one that has not opened yet is left to
+    // OPEN_WITHIN).
     setInterval(function () {
-      if (reloading || !ws || !isSocket(ws) || document.visibilityState !== 'visible' || navigator.onLine === false) return;
+      if (reloading || !ws || document.visibilityState !== 'visible' || navigator.onLine === false) return;
+      if (!isSocket(ws)) {
+        if (got && pingMs && Date.now() - heard > 2 * pingMs + STALE_MARGIN) drop();
+        return;
+      }
       if (Date.now() - heard < QUIET) return;
       heard = Date.now();
       ask();
-    }, Math.min(QUIET / 3, 5000));
+    }, Math.min(QUIET / 3, 1000));
 
     document.addEventListener('visibilitychange', function () {
       if (document.visibilityState === 'visible') wake();

@@ -23,8 +23,8 @@ import (
 // viewers. Each frame is one event whose data is the frame's JSON; a line's
 // event also carries its seq as the event id, so a client that reconnects
 // by itself (an EventSource does) resumes from Last-Event-ID, which wins
-// over after. The page script uses it only when websockets fail
-// (docs/live-page.md).
+// over after. A ping event (pingEvent) comes first and every PingEvery.
+// The page script uses it only when websockets fail (docs/live-page.md).
 //
 // The std engine serves it on the request's goroutine; the nbio engine hands
 // it to its poller after the headers, as it does a websocket (pollstream.go).
@@ -76,7 +76,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	streamHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	es := &sseConn{s: s, w: w, rc: rc, game: game}
-	// The headers go at once: the EventSource opens before the backfill.
+	// The headers go at once, and a ping with them: the EventSource opens
+	// before the backfill, and the page knows the ping period from the start.
+	if err := es.put(s.ping); err != nil {
+		return
+	}
 	if err := es.flush(); err != nil {
 		return
 	}
@@ -175,8 +179,19 @@ type sseConn struct {
 var (
 	eventID   = []byte("id: ")
 	eventData = []byte("data: ")
-	pingEvent = []byte(": ping\n\n") // a comment: keeps idle proxies from closing the stream
 )
+
+// pingEvent is the event a stream carries when it opens and every period
+// after: "event: ping", its data the period in milliseconds. It keeps idle
+// proxies from closing the stream, and it lets the page tell a stream that
+// died without a word (a NAT that forgot it, the server's host cut off)
+// from a quiet game: a stream cannot be probed, and a comment, which this
+// was until 5 Dec 2026, never reaches a script. Named, it reaches only a
+// listener for "ping", never an EventSource's onmessage, which takes frames.
+func pingEvent(period time.Duration) []byte {
+	ms := max(period.Milliseconds(), 1)
+	return []byte("event: ping\ndata: " + strconv.FormatInt(ms, 10) + "\n\n")
+}
 
 // encodeEvent appends f as one server-sent event to b.
 func encodeEvent(b []byte, f frame) []byte {
@@ -275,7 +290,7 @@ func (es *sseConn) closedStuck(seq int64, err error) {
 }
 
 // pump is the stream's writer loop, as wsConn.pump is a websocket's: queued
-// hub frames (dropping lines the backfill sent), a comment every PingEvery,
+// hub frames (dropping lines the backfill sent), a ping every PingEvery,
 // and the ways to end: the client went away, it fell behind, or the server
 // shuts down. Each ends the response; the client resumes from its cursor.
 func (es *sseConn) pump(r *http.Request, c *client, last int64) {
@@ -300,7 +315,7 @@ func (es *sseConn) pump(r *http.Request, c *client, last int64) {
 				return
 			}
 		case <-ping.C:
-			if es.put(pingEvent) != nil || es.flush() != nil {
+			if es.put(s.ping) != nil || es.flush() != nil {
 				return
 			}
 		}

@@ -179,3 +179,41 @@ func TestBrowserStoreDownKeepsWebsockets(t *testing.T) {
 	}
 	b.noProblems()
 }
+
+// A visible page's event stream dies without a word (a NAT forgot it, the
+// server's host was cut off): nothing hides or shows the tab and the
+// network stays up, yet the page finds out once the stream has brought no
+// ping for two periods and the margin, and resumes from its cursor, every
+// line once, in order, without a reload. Before, it said "live" and showed
+// nothing new until a wake: a stream cannot be probed, and the server's
+// keep-alive was a comment no script sees.
+func TestBrowserSilentStreamDropped(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PingEvery = 200 * time.Millisecond })
+	g := e.gen("g1")
+	evs := g.chats(t, 6)
+	e.upsert(evs[:3]...)
+	// The page, a TCP relay that can go silent, then a proxy that refuses
+	// websockets: the page is on the event stream, and its connection can
+	// die without a word.
+	wall := wallproxy.Start(t, e.srv.URL())
+	px := mustStartProxy(t, strings.TrimPrefix(wall.URL(""), "http://"))
+	b := mustOpenBrowser(t)
+	b.openMarked(px.url("/games/g1"))
+	b.until("on the event stream", `document.getElementById('game').dataset.transport === 'sse'`)
+	if v := b.eval(`[document.visibilityState]`); v[0] != "visible" {
+		t.Fatalf("tab is %s, want visible", v[0])
+	}
+
+	px.cutAsked("/events?")
+	waitFor(t, 5*time.Second, "the server to see the stream end", func() bool { return e.srv.Stats().EventStreams == 0 })
+	e.upsert(evs[3:]...)
+	// The page cannot know yet: its stream still reads as open.
+	if v := b.eval(`[document.querySelector('#conn').dataset.state, String(document.querySelectorAll('#timeline > li').length)]`); v[0] != "live" || v[1] != "3" {
+		t.Fatalf("right after the cut: state %s, %s lines", v[0], v[1])
+	}
+	b.showsOnce(evs)
+	if v := b.eval(`[document.getElementById('game').dataset.transport, document.getElementById('game').dataset.woke || '0']`); v[0] != "sse" || v[1] != "0" {
+		t.Fatalf("resumed over %s after %s wakes, want the event stream and none", v[0], v[1])
+	}
+	b.noProblems()
+}

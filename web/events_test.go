@@ -24,6 +24,7 @@ import (
 
 // sseEvent is one server-sent event as a client parses it.
 type sseEvent struct {
+	name string // the event's type: "" for a frame, "ping" for a ping
 	id   string
 	data string
 }
@@ -122,6 +123,8 @@ func parseEvents(r io.Reader, fn func(sseEvent)) error {
 				field, value, _ := strings.Cut(l, ":")
 				value = strings.TrimPrefix(value, " ")
 				switch field {
+				case "event":
+					ev.name = value
 				case "id":
 					ev.id = value
 				case "data":
@@ -147,33 +150,39 @@ func (c *sseClient) next() (wireFrame, string) {
 }
 
 // readAny returns the next frame, board frames applied as readAny of a
-// websocket does, or the stream's end.
+// websocket does, or the stream's end. Pings are passed over: they are no
+// frames, and an EventSource's onmessage never sees them.
 func (c *sseClient) readAny(timeout time.Duration) (wireFrame, string, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	select {
-	case ev, ok := <-c.events:
-		if !ok {
-			return wireFrame{}, "", <-c.err
-		}
-		var f wireFrame
-		if err := json.Unmarshal([]byte(ev.data), &f); err != nil {
-			return wireFrame{}, "", fmt.Errorf("event data %q: %w", ev.data, err)
-		}
-		switch f.T {
-		case "board":
-			html, err := boardpatch.Apply(c.panel, f.HTML)
-			if err != nil {
-				return wireFrame{}, "", err
+	for {
+		select {
+		case ev, ok := <-c.events:
+			if !ok {
+				return wireFrame{}, "", <-c.err
 			}
-			f.T, f.HTML = "state", html
-			fallthrough
-		case "state":
-			c.panel = f.HTML
+			if ev.name == "ping" {
+				continue
+			}
+			var f wireFrame
+			if err := json.Unmarshal([]byte(ev.data), &f); err != nil {
+				return wireFrame{}, "", fmt.Errorf("event data %q: %w", ev.data, err)
+			}
+			switch f.T {
+			case "board":
+				html, err := boardpatch.Apply(c.panel, f.HTML)
+				if err != nil {
+					return wireFrame{}, "", err
+				}
+				f.T, f.HTML = "state", html
+				fallthrough
+			case "state":
+				c.panel = f.HTML
+			}
+			return f, ev.id, nil
+		case <-t.C:
+			return wireFrame{}, "", errors.New("no event within " + timeout.String())
 		}
-		return f, ev.id, nil
-	case <-t.C:
-		return wireFrame{}, "", errors.New("no event within " + timeout.String())
 	}
 }
 
@@ -365,6 +374,42 @@ func TestEventsRefused(t *testing.T) {
 	defer cancel()
 	if _, resp, err := websocket.Dial(ctx, e.wsURL("g1", 0), nil); err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("a websocket beside the stream: %v, want 429", err)
+	}
+}
+
+// A stream carries a ping event, "event: ping" with the period in
+// milliseconds as its data and no id, before its first frame and every
+// PingEvery after, however quiet the game: the page learns the period from
+// the first and drops a stream that brings nothing for about two periods
+// (docs/live-page.md). A comment, which it was, never reaches a script.
+func TestEventsPing(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PingEvery = 150 * time.Millisecond })
+	s := e.stream("g1", 0)
+	isPing := func(ev sseEvent) bool { return ev.name == "ping" && ev.data == "150" && ev.id == "" }
+	next := func() sseEvent {
+		t.Helper()
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				t.Fatalf("the stream ended: %v", <-s.err)
+			}
+			return ev
+		case <-time.After(5 * time.Second):
+			t.Fatal("no event within 5s")
+		}
+		return sseEvent{}
+	}
+	if ev := next(); !isPing(ev) {
+		t.Fatalf("first event %+v, want a ping of 150 ms before any frame", ev)
+	}
+	for pings := 0; pings < 3; {
+		ev := next()
+		switch {
+		case isPing(ev):
+			pings++
+		case ev.name != "":
+			t.Fatalf("event %+v, want a frame or a ping of 150 ms", ev)
+		}
 	}
 }
 

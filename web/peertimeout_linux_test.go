@@ -145,13 +145,15 @@ func TestVanishedStreamClientDropped(t *testing.T) {
 	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 200") {
 		t.Fatalf("status %q, %v", status, err)
 	}
-	for { // through the headers and the first ping: the stream is live
+	// Through the headers, the ping that comes with them and the first of
+	// the pings every PingEvery: the stream is live.
+	for pings := 0; pings < 2; {
 		line, err := br.ReadString('\n')
 		if err != nil {
 			t.Fatalf("reading the stream: %v", err)
 		}
-		if strings.HasPrefix(line, ": ping") {
-			break
+		if line == "event: ping\n" {
+			pings++
 		}
 	}
 	stay := e.stream("g", 0) // over loopback, never cut

@@ -192,7 +192,7 @@ type pollSocket struct {
 	conn *nbws.Conn // set by the upgrader's open handler; nil for a stream
 
 	// stream is the connection of an event stream (pollstream.go): frames
-	// go out as server-sent events, the sweep's pings are comments, and a
+	// go out as server-sent events, the sweep's pings are ping events, and a
 	// close is the connection's, once what was written has gone out.
 	stream *nbio.Conn
 

@@ -104,7 +104,7 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 		// A stream has no pong: a peer that is gone stops taking bytes
 		// (the stall above) or the kernel gives up on it (TCP_USER_TIMEOUT),
 		// as on the std engine.
-		if ping && ps.writeFrames(pingEvent) != nil {
+		if ping && ps.writeFrames(s.ping) != nil {
 			ps.hardClose()
 		}
 		return

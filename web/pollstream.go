@@ -143,7 +143,8 @@ func (s *Server) serveStream(ps *pollSocket, head []byte, after int64, rs resume
 			ps.hardClose()
 		}
 	}()
-	if err := ps.writeFrames(head); err != nil {
+	// A ping goes with the head, as on the std engine (events.go).
+	if err := ps.writeFrames(append(head, s.ping...)); err != nil {
 		return
 	}
 	if !ps.start() {

@@ -2,8 +2,10 @@ package web_test
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,7 +21,7 @@ type proxy struct {
 	ln   net.Listener
 	to   string
 	mu   sync.Mutex
-	cuts []func()
+	cuts []*relayed
 	all  []net.Conn // browser sides, closed when the test ends
 
 	// down closes every new connection once it has read the request's
@@ -85,6 +87,33 @@ func mustStartProxy(tb testing.TB, to string) *proxy {
 
 func (p *proxy) url(path string) string { return "http://" + p.ln.Addr().String() + path }
 
+// relayed is one connection the proxy relays.
+type relayed struct {
+	cut   func()
+	mu    sync.Mutex
+	asked string // the request line of the last request the browser sent on it
+}
+
+// sniffer is the browser's side of a relayed connection as the relay reads
+// it: it notes each request's line in rc. A browser sends a request (a GET,
+// no body) in one write, and the next one on the connection only once the
+// response came, so a read whose first line ends in the protocol's name
+// starts a request.
+type sniffer struct {
+	r  io.Reader
+	rc *relayed
+}
+
+func (s sniffer) Read(b []byte) (int, error) {
+	n, err := s.r.Read(b)
+	if line, _, ok := bytes.Cut(b[:n], []byte("\r\n")); ok && bytes.HasSuffix(line, []byte(" HTTP/1.1")) {
+		s.rc.mu.Lock()
+		s.rc.asked = string(line)
+		s.rc.mu.Unlock()
+	}
+	return n, err
+}
+
 func (p *proxy) relay(client net.Conn) {
 	server, err := net.Dial("tcp", p.to)
 	if err != nil {
@@ -93,13 +122,13 @@ func (p *proxy) relay(client net.Conn) {
 	}
 	var once sync.Once
 	silent := make(chan struct{})
-	cut := func() { once.Do(func() { close(silent); server.Close() }) }
+	rc := &relayed{cut: func() { once.Do(func() { close(silent); server.Close() }) }}
 	p.mu.Lock()
-	p.cuts = append(p.cuts, cut)
+	p.cuts = append(p.cuts, rc)
 	p.all = append(p.all, client)
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(server, client); done <- struct{}{} }()
+	go func() { io.Copy(server, sniffer{client, rc}); done <- struct{}{} }()
 	go func() { io.Copy(client, server); done <- struct{}{} }()
 	select {
 	case <-done:
@@ -114,13 +143,30 @@ func (p *proxy) relay(client net.Conn) {
 }
 
 // cut silences every connection relayed so far; new ones relay normally.
-func (p *proxy) cut() {
+func (p *proxy) cut() { p.cutAsked("") }
+
+// cutAsked silences the connections relayed so far whose last request's
+// line holds path: the one an event stream came on, say, and not the
+// idle ones the browser keeps for its next requests (silenced, they would
+// hold up those requests until the page gives up on them).
+func (p *proxy) cutAsked(path string) {
 	p.mu.Lock()
-	cuts := p.cuts
-	p.cuts = nil
+	var cuts []*relayed
+	kept := p.cuts[:0]
+	for _, rc := range p.cuts {
+		rc.mu.Lock()
+		hit := strings.Contains(rc.asked, path)
+		rc.mu.Unlock()
+		if hit {
+			cuts = append(cuts, rc)
+		} else {
+			kept = append(kept, rc)
+		}
+	}
+	p.cuts = kept
 	p.mu.Unlock()
-	for _, c := range cuts {
-		c()
+	for _, rc := range cuts {
+		rc.cut()
 	}
 }
 

@@ -97,6 +97,7 @@ type Server struct {
 	loopback bool          // the listener is on a loopback address
 	stats    counters
 	sampled  *logsample.Sampler // refusals a client can repeat at will
+	ping     []byte             // an event stream's ping event (pingEvent)
 
 	draining atomic.Bool // Drain was called: /readyz answers 503
 
@@ -169,6 +170,7 @@ func Open(cfg Config) (srv *Server, err error) {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, sampled: logsample.New(refusalLogEvery)}
+	s.ping = pingEvent(cfg.PingEvery)
 	s.hubs = newHubs()
 	s.handoff = newHandoff()
 	s.watch = newWatchers()

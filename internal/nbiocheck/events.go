@@ -11,8 +11,9 @@ import (
 // OnWrittenSize), as Frames checks a websocket's: a response head that
 // ends in a blank line, then only whole events of the renderer's form (an
 // optional "id: SEQ" line, one "data: " line holding one JSON object, a
-// blank line) and ": ping" comments. It reports the first bad line with
-// the event before it, and checks no further.
+// blank line) and pings ("event: ping", a "data: " line holding the period
+// in milliseconds, a blank line). It reports the first bad line with the
+// event before it, and checks no further.
 type Events struct {
 	report func(misuse string)
 
@@ -21,6 +22,7 @@ type Events struct {
 	line   []byte // the current line so far
 	id     bool   // the current event has its id line
 	data   bool   // the current event has its data line
+	ping   bool   // the current event is a ping
 	prev   string // the event before, described
 	events int64
 	bad    bool
@@ -72,24 +74,33 @@ func (e *Events) takeLine() {
 	l := e.line
 	switch {
 	case len(l) == 0:
-		if e.id && !e.data {
-			e.fail("an event with an id and no data", l)
+		if (e.id || e.ping) && !e.data {
+			e.fail("an event with an id or a name and no data", l)
 			return
 		}
 		if e.data {
 			e.events++
 		}
-		e.id, e.data = false, false
-	case string(l) == ": ping":
-		if e.id || e.data {
-			e.fail("a comment inside an event", l)
+		e.id, e.data, e.ping = false, false, false
+	case string(l) == "event: ping":
+		if e.id || e.data || e.ping {
+			e.fail("a misplaced event line", l)
 		}
+		e.ping = true
 	case bytes.HasPrefix(l, []byte("id: ")):
 		seq, err := strconv.ParseInt(string(l[4:]), 10, 64)
-		if e.id || e.data || err != nil || seq <= 0 {
+		if e.id || e.data || e.ping || err != nil || seq <= 0 {
 			e.fail("a misplaced or malformed id line", l)
 		}
 		e.id = true
+	case e.ping && bytes.HasPrefix(l, []byte("data: ")):
+		ms, err := strconv.ParseInt(string(l[6:]), 10, 64)
+		if e.data || err != nil || ms <= 0 {
+			e.fail("a ping whose data is not its period in milliseconds", l)
+			return
+		}
+		e.data = true
+		e.prev = describeLine(l)
 	case bytes.HasPrefix(l, []byte("data: ")):
 		d := l[6:]
 		if e.data || len(d) == 0 || d[0] != '{' || !json.Valid(d) {

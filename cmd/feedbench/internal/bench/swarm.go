@@ -223,16 +223,23 @@ func retryRefused(ctx context.Context, try func() (data []byte, status int, err 
 	}
 }
 
-// event reads an event stream up to its next event's data (the server's
-// frames are one data line each).
+// event reads an event stream up to its next frame's data (the server's
+// frames are one data line each), past pings (named events, which carry
+// no frame).
 func (c *wsClient) event() ([]byte, error) {
+	named := false
 	for {
 		line, err := c.stream.ReadBytes('\n')
 		if err != nil {
 			return nil, err
 		}
-		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-			return bytes.TrimSuffix(data, []byte("\n")), nil
+		switch {
+		case len(line) == 1: // the event's end
+			named = false
+		case bytes.HasPrefix(line, []byte("event: ")):
+			named = true
+		case !named && bytes.HasPrefix(line, []byte("data: ")):
+			return bytes.TrimSuffix(line[len("data: "):], []byte("\n")), nil
 		}
 	}
 }
