@@ -68,6 +68,7 @@
     // rather than resume it past lines it does not have.
     var last = root.dataset.last || '';
     var older = document.getElementById('older');
+    var announcer = document.getElementById('announce');
 
     filters();
     board();
@@ -141,11 +142,29 @@
     function add(li) {
       if (!li || li.tagName !== 'LI' || !li.id || known(li.id)) return;
       if (!gap && heldN === 0 && atNewest()) {
-        place(li);
+        if (place(li)) announce(li);
         return;
       }
       hold(li);
       pillText();
+    }
+
+    // announce says a live line to screen readers. The timeline is no
+    // live region: "older lines" puts pages of old lines into it, and a
+    // live region announces every addition (aria-busy only holds the
+    // announcement back until the region is no longer busy). So a copy of
+    // each live line the reader would see goes into a visually hidden log
+    // of its own, which keeps the last ANNOUNCED (its removals are not
+    // announced). Lines the pill shows are not: the reader asked for them,
+    // and the focus goes to them.
+    var ANNOUNCED = 10;
+    function announce(li) {
+      if (!announcer || !filterShows(li)) return;
+      var p = document.createElement('p');
+      var copy = li.cloneNode(true); // the id stays on the line
+      while (copy.firstChild) p.appendChild(copy.firstChild);
+      announcer.appendChild(p);
+      while (announcer.children.length > ANNOUNCED) announcer.firstElementChild.remove();
     }
 
     function hold(li) {
