@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,4 +122,57 @@ func TestUpsertCancelledWhileLocked(t *testing.T) {
 		t.Fatalf("Count = %d, %v; want nothing stored", n, err)
 	}
 	mustUpsert(t, db, evs)
+}
+
+// TestUpsertLockHeldTooLong: a write lock that another connection holds
+// for longer than Options.LockWait fails the batch whole with an error
+// that wraps ErrUnavailable and says the lock is held (the consumer pauses
+// on it and /readyz gives the reason), stores nothing, and blames no
+// entry; once the lock is let go the batch goes in.
+func TestUpsertLockHeldTooLong(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "feed.db")
+	db, err := store.OpenWith(ctx, path, store.Options{LockWait: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	holder, err := mustRaw(t, path).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	m := event.NewMinter(7)
+	evs := []store.Event{mkEvent(t, m.Next(time.Now()), "g", "chat", time.Now(), "player", "ada", "text", "hi")}
+	// The deadline only keeps a store that waits for good from hanging
+	// the test: it must give up long before it.
+	uctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := db.Upsert(uctx, evs)
+	took := time.Since(start)
+	if !errors.Is(err, store.ErrUnavailable) || !store.Unavailable(err) {
+		t.Fatalf("Upsert = %v, want ErrUnavailable", err)
+	}
+	if !errors.Is(res[0].Err, store.ErrUnavailable) {
+		t.Errorf("Result.Err = %v, want the batch's ErrUnavailable", res[0].Err)
+	}
+	if want := "write lock is held"; !strings.Contains(err.Error(), want) {
+		t.Errorf("Upsert = %v, want it to say %q", err, want)
+	}
+	if took < 300*time.Millisecond || took > 5*time.Second {
+		t.Errorf("Upsert gave up after %v, LockWait 300ms", took)
+	}
+	if _, err := holder.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.Count(ctx); err != nil || n != 0 {
+		t.Fatalf("Count = %d, %v; want nothing stored", n, err)
+	}
+	if res := mustUpsert(t, db, evs); !res[0].Inserted {
+		t.Fatalf("after the lock: %+v, want inserted", res[0])
+	}
 }

@@ -26,6 +26,11 @@ type Options struct {
 	// 250ms, so that a batch's ended context is seen that soon (see
 	// Upsert). Tests set it tiny to exercise the retry loop.
 	BusyTimeout time.Duration
+	// LockWait bounds how long, in all, Upsert waits for a write lock that
+	// another process holds before it gives up with ErrUnavailable: the
+	// consumer then pauses and says why, where a batch waited for good.
+	// Default DefaultLockWait.
+	LockWait time.Duration
 	// ReadConns caps the read-only pool. Default 4.
 	ReadConns int
 	// Logger receives retries and migrations. Default slog.Default().
@@ -43,6 +48,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
+	}
+	if o.LockWait <= 0 {
+		o.LockWait = DefaultLockWait
 	}
 	if o.ReadConns <= 0 {
 		o.ReadConns = 4
@@ -67,6 +75,9 @@ type DB struct {
 	stmts *writeStmts
 	fx    *effects // scratch for Upsert, under wmu
 	slow  bool     // Options.EntryByEntry
+	// lockWait is Options.LockWait: Upsert's bound on its wait for a lock
+	// another process holds.
+	lockWait time.Duration
 
 	ckpt     *sql.DB            // checkpoint connection (see checkpoint.go)
 	stopCkpt context.CancelFunc // stops checkpointLoop
@@ -107,7 +118,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), fx: newEffects(), boards: newBoardCache(), slow: opts.EntryByEntry}
+	db := &DB{path: abs, log: opts.Logger.With("db", abs), closed: make(chan struct{}), fx: newEffects(), boards: newBoardCache(), slow: opts.EntryByEntry, lockWait: opts.LockWait}
 
 	db.w, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, roleWriter))
 	if err != nil {

@@ -90,7 +90,7 @@ func (db *DB) UpsertBatch(ctx context.Context, b *Batch) ([]Result, error) {
 		return fail(res, err)
 	}
 	start := time.Now()
-	err := db.retryBusy(ctx, "upsert", func() error {
+	err := db.retryBusyFor(ctx, "upsert", db.lockWait, func() error {
 		return db.upsertTx(ctx, evs, rows, res)
 	})
 	if err != nil {

@@ -483,3 +483,70 @@ func TestStatusWithRedisDown(t *testing.T) {
 		return nil
 	})
 }
+
+// TestWriteLockHeldOutside: another process (an operator's sqlite3 left in
+// a transaction, a stuck tool) holds the store's write lock for longer than
+// the store waits for it. The renderer pauses and says so on /readyz, acks
+// nothing it has not stored and dead-letters nothing; once the lock is let
+// go it resumes by itself and every entry is shown once. Before 5 Dec 2026
+// the batch waited for the lock for good, /readyz said 200 and nothing was
+// logged above DEBUG.
+func TestWriteLockHeldOutside(t *testing.T) {
+	ctx := context.Background()
+	rs := redistest.MustStart(t)
+	rdb := rs.Client(t)
+	path := filepath.Join(t.TempDir(), "feed.db")
+	m := MustRunMain(t, rs.URL(), path, "r1", "-poison-after", "3", "-min-idle", "1s")
+	mint := event.NewMinter(8)
+	ids := chats(t, rdb, mint, "locked", 20, "before")
+	proctest.WaitFor(t, 10*time.Second, func() bool { return shownOnce(m.DB(), "locked", ids) == nil }, "first lines stored")
+
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	holder, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	held := time.Now()
+	ids = append(ids, chats(t, rdb, mint, "locked", 30, "while locked")...)
+	eventually(t, store.DefaultLockWait+20*time.Second, "/readyz 503 saying the store is locked", func() error {
+		if code, body := readyz(m.Addr()); code != http.StatusServiceUnavailable || !strings.Contains(body, "locked") {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
+	})
+	t.Logf("/readyz 503 %v after the lock was taken", time.Since(held).Round(time.Millisecond))
+	// Nothing of the locked batch may be acked: it is not stored.
+	p, err := rdb.XPending(ctx, event.StreamKey("locked"), "feed").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Count == 0 {
+		t.Fatal("nothing pending while the store is locked: entries acked before they were stored")
+	}
+	if n := deadCount(t, rdb, "locked"); n != 0 {
+		t.Fatalf("%d dead letters while the store is locked", n)
+	}
+	if _, err := holder.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "every entry shown once after the lock was let go", func() error { return shownOnce(m.DB(), "locked", ids) })
+	proctest.WaitFor(t, 10*time.Second, func() bool { code, _ := readyz(m.Addr()); return code == http.StatusOK }, "/readyz 200 again")
+	proctest.WaitFor(t, 10*time.Second, func() bool {
+		p, err := rdb.XPending(ctx, event.StreamKey("locked"), "feed").Result()
+		return err == nil && p.Count == 0
+	}, "nothing pending")
+	if n := deadCount(t, rdb, "locked"); n != 0 {
+		t.Fatalf("%d dead letters after the lock", n)
+	}
+	if s := m.Consumer().Stats(); s.Pauses == 0 {
+		t.Errorf("Stats.Pauses = 0 after a pause")
+	}
+}
