@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -85,13 +86,27 @@ var companionSuffixes = [...]string{"-wal", "-shm"}
 // unlinked WAL under the unlinked index's locks, a process that opens the
 // file now (a replica restarted) makes new ones and writes beside it
 // unaware, and whichever checkpoints last overwrites the other's lines.
-func (db *DB) CheckFile() error {
+//
+// A file truncated or written over in place (`: > feed.db`, a stray
+// redirection) keeps its identity, and SQLite goes on committing into its
+// WAL from the pages it has in memory while its checkpoints write them
+// into what is now another file: CheckFile reports ErrReplaced, too, once
+// the file no longer begins with SQLite's header, which SQLite never
+// rewrites. A valid database copied over it (a backup) is not seen.
+func (db *DB) CheckFile() error { return db.checkFile(false) }
+
+// checkFile is CheckFile; with all false, the header and the companions
+// are looked at only once every companionEvery (all: every time).
+func (db *DB) checkFile(all bool) error {
 	if err := checkID(db.path, db.file); err != nil {
 		return err
 	}
 	now := time.Now().UnixNano()
-	if now-db.companionsAt.Load() < int64(companionEvery) {
+	if !all && now-db.companionsAt.Load() < int64(companionEvery) {
 		return nil
+	}
+	if err := db.checkHeader(); err != nil {
+		return err
 	}
 	for i, suffix := range companionSuffixes {
 		if db.companions[i] == (fileID{}) {
@@ -121,10 +136,36 @@ func checkID(path string, opened fileID) error {
 	return nil
 }
 
-// companionEvery is how often CheckFile looks at the -wal and -shm: not at
-// every batch, as it does at the file itself. The two more stats took
-// 2–3 µs a commit, a sixth of a small commit's whole cost on the live
-// path (docs/benchmarks.md, the store's cost at a low rate), while a
-// replica that opens the file after they were removed takes far longer
-// than this to start.
+// sqliteHeader is how every SQLite database file begins.
+const sqliteHeader = "SQLite format 3\x00"
+
+// checkHeader reports ErrReplaced when the file opened no longer begins
+// with SQLite's header, and ErrUnavailable when it cannot be read: one
+// pread of the first bytes.
+func (db *DB) checkHeader() error {
+	if db.head == nil {
+		return nil // a read-only open: nothing is written into it
+	}
+	var b [len(sqliteHeader)]byte
+	n, err := db.head.ReadAt(b[:], 0)
+	switch {
+	case err != nil && !errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: read %s: %w", ErrUnavailable, db.path, err)
+	case n == 0:
+		return fmt.Errorf("%w: %s was truncated in place (it is empty)", ErrReplaced, db.path)
+	case string(b[:n]) != sqliteHeader:
+		return fmt.Errorf("%w: %s was overwritten in place (it begins %q, not SQLite's header)", ErrReplaced, db.path, b[:n])
+	}
+	return nil
+}
+
+// companionEvery is how often CheckFile looks at the -wal and -shm, and
+// at the file's header: not at every batch, as it does at the file's
+// identity. The two stats took 2–3 µs a commit, a sixth of a small
+// commit's whole cost on the live path (docs/benchmarks.md, the store's
+// cost at a low rate), while a replica that opens the file after they
+// were removed takes far longer than this to start, and the lines a batch
+// acknowledges into a file clobbered within it come back from the streams
+// with the rest after the restart. A failed look is not recorded, so once
+// one has failed every CheckFile looks again.
 const companionEvery = 100 * time.Millisecond

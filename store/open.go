@@ -93,6 +93,12 @@ type DB struct {
 	// companionsAt is when CheckFile last found the companions as opened
 	// (unix ns; see companionEvery).
 	companionsAt atomic.Int64
+	// head is the file as opened, for CheckFile to read its header: a file
+	// truncated or overwritten in place keeps its identity. It is closed
+	// only after the connections: closing a descriptor of the file drops
+	// every POSIX lock this process holds on it, SQLite's too. Nil for a
+	// read-only open.
+	head *os.File
 
 	boards *boardCache // scoreboards kept in memory (see ScoreboardAt)
 
@@ -138,9 +144,14 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if db.head, err = os.Open(abs); err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
 	if err := db.noteFile(ctx); err != nil && !readOnly(err) {
 		// A read-only file (a backup looked at) takes no lines either.
 		db.w.Close()
+		db.head.Close()
 		return nil, fmt.Errorf("store: open %s: file identity: %w", path, err)
 	}
 
@@ -355,9 +366,9 @@ func (db *DB) Close() error {
 		if db.readOnlyOpen() {
 			return // no writer to close
 		}
-		// CheckFile looks at the file itself every time (at its companions
-		// at most every companionEvery): replaced covers a moved file.
-		replaced := errors.Is(db.CheckFile(), ErrReplaced)
+		// Everything looked at now, not as CheckFile's cadence allows: a
+		// file clobbered in place just before must not be missed.
+		replaced := errors.Is(db.checkFile(true), ErrReplaced)
 		if replaced {
 			db.keepWAL()
 		}
@@ -367,6 +378,7 @@ func (db *DB) Close() error {
 		if replaced {
 			db.removeCompanions()
 		}
+		db.head.Close() // the connections are closed: no lock of theirs is left to drop
 	})
 	return err
 }

@@ -1,0 +1,105 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/store"
+)
+
+// TestFileOverwrittenInPlace: the store file is truncated or written over
+// in place while the store runs (`: > feed.db`, a stray redirection): it
+// keeps its device and inode, so the identity check passes, and SQLite
+// committed on into its WAL from the pages it held in memory, acking lines
+// its checkpoints then wrote into a malformed file. The store must refuse
+// to write from then on (ErrReplaced, as for a deleted file) and, once
+// closed, leave no WAL behind to be applied to what is at the path now: a
+// truncated file then opens as a new, sound, empty store.
+func TestFileOverwrittenInPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		clobber func(path string) error
+		want    string // in CheckFile's error
+	}{
+		{"truncated", func(path string) error { return os.Truncate(path, 0) }, "truncated in place"},
+		{"overwritten", func(path string) error {
+			return os.WriteFile(path, []byte("2026-12-05 not a database\n"), 0o644) // O_TRUNC: same inode
+		}, "overwritten in place"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "feed.db")
+			db, err := store.OpenWith(ctx, path, store.Options{Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			evs := genGames(t, 3, 2)
+			half := len(evs) / 2
+			for _, b := range inBatches(evs[:half], 50) {
+				mustUpsert(t, db, b)
+			}
+			// Quiet: every commit so far is in the main file, as it is a
+			// moment after the last batch of a running renderer.
+			raw := mustRaw(t, path)
+			if _, err := raw.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+				t.Fatal(err)
+			}
+			raw.Close()
+			before, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.clobber(path); err != nil {
+				t.Fatal(err)
+			}
+			if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) {
+				t.Fatalf("the clobbered file is not the one opened (%v): the test proves nothing", err)
+			}
+			// CheckFile reads the header at most every 100 ms.
+			waitFor(t, 5*time.Second, func() bool { return errors.Is(db.CheckFile(), store.ErrReplaced) })
+			if err := db.CheckFile(); !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("CheckFile = %v, want it to say %q", err, tc.want)
+			}
+			for _, b := range inBatches(evs[half:], 20) {
+				res, err := db.Upsert(ctx, b)
+				if !errors.Is(err, store.ErrReplaced) || !store.Unavailable(err) {
+					t.Fatalf("Upsert into the clobbered file = %v (first %+v), want an unavailable ErrReplaced", err, res[0])
+				}
+			}
+			if err := db.Close(); err != nil {
+				t.Logf("close: %v", err)
+			}
+			for _, suffix := range []string{"-wal", "-shm"} {
+				if _, err := os.Stat(path + suffix); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s left after close (%v): the next open would apply it to the file now there", suffix, err)
+				}
+			}
+			if tc.name != "truncated" {
+				// Not a database: the next open refuses it, saying so, and
+				// the operator removes it (docs/operations.md).
+				if again, err := store.OpenWith(ctx, path, store.Options{Logger: quiet}); err == nil {
+					again.Close()
+					t.Fatal("a file written over with text opened as a store")
+				} else if !strings.Contains(err.Error(), "not a database") {
+					t.Errorf("open of the overwritten file: %v, want it to say it is not a database", err)
+				}
+				return
+			}
+			again := MustOpen(t, path)
+			if n, err := again.Count(ctx); err != nil || n != 0 {
+				t.Fatalf("reopened truncated file: Count = %d, %v; want a new, empty store", n, err)
+			}
+			var ok string
+			if err := mustRaw(t, path).QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+				t.Fatalf("integrity_check: %q, %v", ok, err)
+			}
+			mustUpsert(t, again, evs[:10])
+		})
+	}
+}
