@@ -61,6 +61,7 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 		// reach the default address, someone's Redis, to print usage.
 		return g, fs.Args(), nil
 	}
+	redisconn.LogTo(stderr, "feedctl")
 	rdb, err := redisconn.Open(g.redisURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-redis: %w", err)

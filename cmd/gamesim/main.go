@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	redisconn.LogTo(stderr, "gamesim")
 	rdb, err := redisconn.Open(url)
 	if err != nil {
 		return fmt.Errorf("-redis: %w", err)
