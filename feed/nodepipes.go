@@ -45,14 +45,15 @@ func (c *Consumer) callCtx(parent context.Context, d time.Duration) (context.Con
 type nodePipes struct {
 	c     *Consumer
 	cc    *redis.ClusterClient // nil on a single node
+	one   redis.Pipeliner      // a single node's pipeline, made on first use
 	bySlt map[int]redis.Pipeliner
 	byAdr map[string]redis.Pipeliner
 }
 
 func (c *Consumer) pipes() *nodePipes {
-	p := &nodePipes{c: c, byAdr: map[string]redis.Pipeliner{}}
+	p := &nodePipes{c: c}
 	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
-		p.cc, p.bySlt = cc, map[int]redis.Pipeliner{}
+		p.cc, p.bySlt, p.byAdr = cc, map[int]redis.Pipeliner{}, map[string]redis.Pipeliner{}
 	}
 	return p
 }
@@ -60,12 +61,10 @@ func (c *Consumer) pipes() *nodePipes {
 // of returns the pipeline of key's node.
 func (p *nodePipes) of(key string) redis.Pipeliner {
 	if p.cc == nil {
-		if pipe := p.byAdr[""]; pipe != nil {
-			return pipe
+		if p.one == nil {
+			p.one = p.c.rdb.Pipeline()
 		}
-		pipe := p.c.rdb.Pipeline()
-		p.byAdr[""] = pipe
-		return pipe
+		return p.one
 	}
 	slot := event.Slot(key)
 	if pipe := p.bySlt[slot]; pipe != nil {
@@ -88,8 +87,8 @@ func (p *nodePipes) of(key string) redis.Pipeliner {
 // and returns when each has its replies or its error.
 func (p *nodePipes) exec(ctx context.Context) {
 	if p.cc == nil {
-		for _, pipe := range p.byAdr {
-			_, _ = pipe.Exec(ctx)
+		if p.one != nil {
+			_, _ = p.one.Exec(ctx)
 		}
 		return
 	}

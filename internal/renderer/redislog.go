@@ -5,17 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/logsample"
+	"github.com/codemojex/feed/internal/redisconn"
 )
-
-// redisLogEvery bounds go-redis's own lines: through an outage it reports
-// every failed dial, several a second, beside the renderer's own lines
-// that already say what failed.
-const redisLogEvery = 10 * time.Second
 
 // redisLog writes go-redis's own lines (a failed dial, a bad connection
 // dropped) through the renderer's logger, as every line a renderer writes
@@ -42,5 +37,5 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 // process: in a process that runs several replicas (tests, feedbench
 // -inproc) the last one started names them.
 func routeRedisLogs(log *slog.Logger) {
-	redis.SetLogger(redisLog{log: log, sample: logsample.New(redisLogEvery)})
+	redis.SetLogger(redisLog{log: log, sample: logsample.New(redisconn.LogEvery)})
 }
