@@ -46,6 +46,7 @@ func (db *DB) checkpointLoop(ctx context.Context) {
 	t := time.NewTicker(checkpointEvery)
 	defer t.Stop()
 	failures := 0
+	var failingSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -59,6 +60,13 @@ func (db *DB) checkpointLoop(ctx context.Context) {
 		err := db.ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done)
 		switch {
 		case err == nil:
+			if failures > 0 {
+				// Said once, as the failure was: until 5 Dec 2026 only
+				// codemojex_store_checkpoints_total told an operator who
+				// had read "store checkpoint failed" that it had passed.
+				db.log.Info("store checkpoint recovered", "attempts", failures,
+					"failing_for", time.Since(failingSince).Round(time.Millisecond))
+			}
 			failures = 0
 			checkpoints.Inc()
 			if done < logFrames {
@@ -70,7 +78,10 @@ func (db *DB) checkpointLoop(ctx context.Context) {
 			db.dirty.Store(true) // another process is checkpointing
 		default:
 			db.dirty.Store(true)
-			if failures++; failures == 1 || failures%100 == 0 {
+			if failures++; failures == 1 {
+				failingSince = time.Now()
+			}
+			if failures == 1 || failures%100 == 0 {
 				db.log.Warn("store checkpoint failed", "attempts", failures, "err", err)
 			}
 		}

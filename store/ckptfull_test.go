@@ -38,8 +38,8 @@ func (l *lockedBuffer) String() string {
 // batches commit and the background checkpoint, which must grow the main
 // file, fails instead. The committed lines stay readable (from the WAL),
 // the checkpointer retries on its tick and says so in one WARN (not one a
-// try), and once space returns it catches up: every line is in a sound
-// file, once.
+// try), and once space returns it catches up, says so in one INFO, and
+// every line is in a sound file, once.
 func TestCheckpointOnFullDisk(t *testing.T) {
 	tmpfs.Require(t)
 	ctx := context.Background()
@@ -93,6 +93,10 @@ func TestCheckpointOnFullDisk(t *testing.T) {
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "store checkpoint recovered") })
+	if n := strings.Count(logs.String(), "store checkpoint recovered"); n != 1 {
+		t.Errorf("%d recovery lines, want 1:\n%s", n, logs.String())
 	}
 	waitFor(t, 10*time.Second, func() bool {
 		var busy, frames, done int64
