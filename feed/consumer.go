@@ -106,6 +106,7 @@ type Consumer struct {
 	// The cluster nodes whose PING failed, by address, with their retry
 	// (setAsideNode).
 	downNodes map[string]*downNode
+	pings     pings // of cluster nodes, off the loop goroutine
 	// The registry's retry after its node did not answer the beat or the
 	// sweep, on a cluster (registryDown).
 	registryUntil time.Time

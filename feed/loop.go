@@ -260,7 +260,9 @@ const probeTimeout = 500 * time.Millisecond
 
 // probe PINGs, once per node and for at most probeTimeout, the nodes of
 // the streams set aside whose retry has come: the streams of a node that
-// answers go back to the steps, the others are set aside again. Were the
+// answers go back to the steps, the others are set aside again. A cluster
+// node's PING goes off the loop goroutine (ping), and its streams wait
+// for the answer, taken at a later turn. Were the
 // steps' own calls the retry, each would cost seconds while the node is
 // dead (go-redis dials it again and again, then retries the call), and
 // every other game would wait for them in the same turn.
@@ -286,10 +288,19 @@ func (c *Consumer) probe() {
 		}
 		err, seen := answers[addr]
 		if !seen {
-			ctx, cancel := context.WithTimeout(c.ctx, probeTimeout)
-			err = node.Ping(ctx).Err()
-			cancel()
+			if addr != "" {
+				err = c.ping(addr, node)
+			} else {
+				// A single node: nothing else to read while it is away.
+				ctx, cancel := context.WithTimeout(c.ctx, probeTimeout)
+				err = node.Ping(ctx).Err()
+				cancel()
+			}
 			answers[addr] = err
+		}
+		if err == errPingSent {
+			st.downUntil = now.Add(probeTimeout) // looked at again when it answered
+			continue
 		}
 		if err == nil || serverError(err) {
 			st.downUntil = time.Time{}
@@ -304,7 +315,7 @@ func (c *Consumer) probe() {
 		}
 	}
 	for addr, err := range answers {
-		if addr != "" && err != nil && !serverError(err) {
+		if addr != "" && err != nil && err != errPingSent && !serverError(err) {
 			c.setAsideNode(addr, now)
 		}
 	}
@@ -330,7 +341,8 @@ func (c *Consumer) registryDown(err error, now time.Time) {
 
 // registryUp reports whether the beat and the sweep may ask the registry
 // this turn: yes unless registryDown held them back, and then once its
-// retry has come and the registry's node answers a PING (probeTimeout).
+// retry has come and the registry's node has answered a PING (probeTimeout,
+// off the loop goroutine: see ping).
 func (c *Consumer) registryUp(now time.Time) bool {
 	if c.registryUntil.IsZero() {
 		return true
@@ -344,9 +356,10 @@ func (c *Consumer) registryUp(now time.Time) bool {
 			node = m
 		}
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, probeTimeout)
-	err := node.Ping(ctx).Err()
-	cancel()
+	err := c.ping("registry", node)
+	if err == errPingSent {
+		return false // asked again next turn
+	}
 	if err != nil && !serverError(err) {
 		if !c.stopping() {
 			c.fail("probe", err)
@@ -389,10 +402,11 @@ func (c *Consumer) probeNodes(now time.Time) map[string]error {
 			continue
 		}
 		if m, err := cc.MasterForKey(c.ctx, d.key); err == nil && m.Options().Addr == addr {
-			ctx, cancel := context.WithTimeout(c.ctx, probeTimeout)
-			err = m.Ping(ctx).Err()
-			cancel()
+			err = c.ping(addr, m)
 			answers[addr] = err
+			if err == errPingSent {
+				continue // its streams are held past the retry (setAsideNode)
+			}
 			if err != nil && !serverError(err) {
 				if c.stopping() {
 					return answers
