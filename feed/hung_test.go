@@ -267,3 +267,45 @@ func TestClusterHungRegistryMasterOthersReadOn(t *testing.T) {
 		t.Errorf("%d live entries waited more than %v while the registry's master hung; want the node's timeout once, and %d more at most (a loaded host)", slow, retryStall, slowMax-1)
 	}
 }
+
+// TestClusterInspectHungMaster: one master of three hangs (SIGSTOP). The
+// status (/status, /api/status, feedctl status) reports the other masters'
+// games within about the node's timeout, and the hung one's game with its
+// error. Until 5 Dec 2026 Inspect sent go-redis's cluster pipeline, which
+// waits for every node's share until its context ends and then fails the
+// replies of the nodes that answered too: the status took the caller's
+// whole deadline and then reported that no stream answered.
+func TestClusterInspectHungMaster(t *testing.T) {
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: noFailover}})
+	rdb := rc.Client(t)
+	hung := spareMaster(t, rc, "c1")
+	live, stuck := stream(gameOn(t, rc, "live", hung, false)), stream(gameOn(t, rc, "stuck", hung, true))
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1", live, stuck)
+	cfg.Handler = rec.handler
+	mustOpen(t, cfg)
+	ids := []string{add(t, rdb, live), add(t, rdb, stuck)}
+	waitFor(t, 10*time.Second, "both games read", func() bool { return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 })
+
+	hung.Pause(t)
+	defer hung.Resume(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	st, err := feed.Inspect(ctx, rdb, group, []string{live, stuck}, nil)
+	took := time.Since(start)
+	t.Logf("Inspect with one master of three hung took %v", took.Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("Inspect with one master of three hung: %v; want the others reported", err)
+	}
+	if took > hungStallMax {
+		t.Errorf("Inspect took %v; want at most %v", took.Round(time.Millisecond), hungStallMax)
+	}
+	if s := st.Streams[0]; s.Err != "" || s.Length != 1 || s.Lag != 0 || len(s.Consumers) != 1 || !s.Consumers[0].Alive {
+		t.Errorf("the live master's game: %+v; want length 1, lag 0, c1 alive, no error", s)
+	}
+	if s := st.Streams[1]; s.Err == "" || s.Lag != -1 {
+		t.Errorf("the hung master's game: %+v; want its error and lag -1", s)
+	}
+}

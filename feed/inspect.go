@@ -27,15 +27,17 @@ func Inspect(ctx context.Context, rdb redis.UniversalClient, group string, strea
 	}
 	st := Status{Group: group, At: time.Now().UTC(), Streams: make([]StreamStatus, len(streams))}
 	_, cluster := rdb.(*redis.ClusterClient)
-	live, err := liveLeases(ctx, rdb, group)
-	if err != nil {
-		return st, fmt.Errorf("feed: inspect: %w", err)
-	}
-	st.Renderers = live
-	alive := map[string]bool{}
-	for _, n := range live {
-		alive[n] = true
-	}
+	// The leases are read beside the streams: on a cluster each waits for
+	// a hung master up to nodeTimeout, once, not one after the other.
+	var (
+		live    []string
+		leasErr error
+		leases  = make(chan struct{})
+	)
+	go func() {
+		defer close(leases)
+		live, leasErr = liveLeases(ctx, rdb, group)
+	}()
 	type cmds struct {
 		xlen   *redis.IntCmd
 		groups *redis.XInfoGroupsCmd
@@ -46,22 +48,39 @@ func Inspect(ctx context.Context, rdb redis.UniversalClient, group string, strea
 	cs := make([]cmds, len(streams))
 	// One pipeline per page of maxKeys streams: a status over a whole
 	// registry (feedctl status -all) never has Redis buffer every reply for
-	// one client at once.
+	// one client at once. On a cluster each page is one pipeline per master, sent concurrently
+	// within nodeTimeout (nodePipes): go-redis's cluster pipeline waited
+	// for a hung master (SIGSTOPped, partitioned) until ctx ended and then
+	// failed every node's replies with its own (TestClusterInspectHungMaster).
 	for lo := 0; lo < len(streams); lo += maxKeys {
-		pipe := rdb.Pipeline()
+		p := newNodePipes(ctx, rdb)
 		for i := lo; i < min(lo+maxKeys, len(streams)); i++ {
 			key := streams[i]
+			pipe := p.of(key)
 			cs[i] = cmds{
 				xlen:   pipe.XLen(ctx, key),
 				groups: pipe.XInfoGroups(ctx, key),
 				cons:   pipe.XInfoConsumers(ctx, key, group),
 				oldest: pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: key, Group: group, Start: "-", End: "+", Count: 1}),
-				dead:   pipe.XLen(ctx, deadKey(key)),
+				dead:   p.of(deadKey(key)).XLen(ctx, deadKey(key)),
 			}
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !serverError(err) && !isNil(err) && !cluster {
-			return st, fmt.Errorf("feed: inspect: %w", err)
+		p.exec(ctx)
+		if !cluster {
+			if err := cs[lo].xlen.Err(); err != nil && !serverError(err) && !isNil(err) {
+				<-leases
+				return st, fmt.Errorf("feed: inspect: %w", err)
+			}
 		}
+	}
+	<-leases
+	if leasErr != nil {
+		return st, fmt.Errorf("feed: inspect: %w", leasErr)
+	}
+	st.Renderers = live
+	alive := map[string]bool{}
+	for _, n := range live {
+		alive[n] = true
 	}
 	// On a cluster, a stream whose node does not answer (a master down,
 	// before its replica takes over) shows the error in its own row and
@@ -190,9 +209,18 @@ func liveLeases(ctx context.Context, rdb redis.UniversalClient, group string) ([
 		if herr != nil {
 			return nil, herr
 		}
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			if err := scan(ctx, c); err != nil && c.Options().Addr == home.Options().Addr {
-				return err
+		// The others get nodeTimeout in all, their list included (go-redis
+		// may reload the slots first, asking a hung node): a hung master
+		// (SIGSTOPped, partitioned) held the status for the caller's whole
+		// deadline (TestClusterInspectHungMaster).
+		if err = scan(ctx, home); err != nil {
+			return nil, err
+		}
+		others, cancel := context.WithTimeout(ctx, nodeTimeout)
+		defer cancel()
+		_ = cc.ForEachMaster(others, func(ctx context.Context, c *redis.Client) error {
+			if c.Options().Addr != home.Options().Addr {
+				_ = scan(ctx, c)
 			}
 			return nil
 		})

@@ -43,16 +43,21 @@ func (c *Consumer) callCtx(parent context.Context, d time.Duration) (context.Con
 // a claim, MinIdle later (TestClusterHungMasterOthersReadOn). It is used
 // from one goroutine at a time; readKeys runs it off the loop goroutine.
 type nodePipes struct {
-	c     *Consumer
+	rdb   redis.UniversalClient
+	ctx   context.Context      // of the slot look-ups (MasterForKey)
 	cc    *redis.ClusterClient // nil on a single node
 	one   redis.Pipeliner      // a single node's pipeline, made on first use
 	bySlt map[int]redis.Pipeliner
 	byAdr map[string]redis.Pipeliner
 }
 
-func (c *Consumer) pipes() *nodePipes {
-	p := &nodePipes{c: c}
-	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+func (c *Consumer) pipes() *nodePipes { return newNodePipes(c.ctx, c.rdb) }
+
+// newNodePipes returns an empty step's pipeline on rdb; ctx bounds its
+// look-ups of slot owners, not its commands.
+func newNodePipes(ctx context.Context, rdb redis.UniversalClient) *nodePipes {
+	p := &nodePipes{rdb: rdb, ctx: ctx}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		p.cc, p.bySlt, p.byAdr = cc, map[int]redis.Pipeliner{}, map[string]redis.Pipeliner{}
 	}
 	return p
@@ -62,7 +67,7 @@ func (c *Consumer) pipes() *nodePipes {
 func (p *nodePipes) of(key string) redis.Pipeliner {
 	if p.cc == nil {
 		if p.one == nil {
-			p.one = p.c.rdb.Pipeline()
+			p.one = p.rdb.Pipeline()
 		}
 		return p.one
 	}
@@ -71,12 +76,12 @@ func (p *nodePipes) of(key string) redis.Pipeliner {
 		return pipe
 	}
 	addr := "" // not known: a share of its own, routed by go-redis
-	if m, err := p.cc.MasterForKey(p.c.ctx, key); err == nil {
+	if m, err := p.cc.MasterForKey(p.ctx, key); err == nil {
 		addr = m.Options().Addr
 	}
 	pipe := p.byAdr[addr]
 	if pipe == nil {
-		pipe = p.c.rdb.Pipeline()
+		pipe = p.rdb.Pipeline()
 		p.byAdr[addr] = pipe
 	}
 	p.bySlt[slot] = pipe
