@@ -603,10 +603,17 @@ func TestClusterLeaseMasterDownLogged(t *testing.T) {
 	if err := c.Ready(); !errors.Is(err, feed.ErrLeaseLost) {
 		t.Errorf("Ready = %v; want the lease lost", err)
 	}
-	// Six failed refreshes later (one every LeaseTTL/3), still one line.
+	// Six failed refreshes later (one every LeaseTTL/3), still one line,
+	// and Ready still says why: each failed refresh records a Redis error
+	// that the loop, reading nothing, never clears, and Ready gave that
+	// instead from the first refresh after the line on (read right after
+	// the line, the lease lost showed only when the test was quick).
 	errs := c.Stats().LoopErrors
 	waitFor(t, 10*time.Second, "more failed refreshes", func() bool { return c.Stats().LoopErrors >= errs+6 })
 	if n := logs.count(line); n != 1 {
 		t.Errorf("%d lines saying the consumer reads nothing; want one", n)
+	}
+	if err := c.Ready(); !errors.Is(err, feed.ErrLeaseLost) {
+		t.Errorf("six failed refreshes later, Ready = %v; want the lease lost", err)
 	}
 }

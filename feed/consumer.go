@@ -270,6 +270,20 @@ func (c *Consumer) Ready() error {
 		return fmt.Errorf("%w: loop not running", ErrNotReady)
 	case paused != nil:
 		return fmt.Errorf("%w: paused: %w", ErrNotReady, paused)
+	}
+	// Once Redis has answered, a lease not held comes before the last
+	// Redis error: a lease that cannot be refreshed (on a cluster, the
+	// master of the leases' slot down while the others answer) sets that
+	// error at every failed refresh, and the loop, reading nothing then,
+	// makes no call that clears it. Ready said "redis: context deadline
+	// exceeded", and ErrLeaseLost only between the lease's end and the
+	// next failed refresh, a third of LeaseTTL at most
+	// (TestClusterLeaseMasterDownLogged). The lease's error names the
+	// refresh's.
+	if err := c.lease.held(); err != nil && !lastOK.IsZero() {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	switch {
 	case lastErr != nil:
 		return fmt.Errorf("%w: redis: %w", ErrNotReady, lastErr)
 	case lastOK.IsZero():
