@@ -99,18 +99,41 @@ func TestUpsertCancelledWhileLocked(t *testing.T) {
 	retries := store.BusyRetries("upsert")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// Cancelled while BEGIN waits for the lock: the batch starts at once,
-	// and SQLite's first refusal comes after writerBusyMax (250ms).
-	stop := time.AfterFunc(100*time.Millisecond, cancel)
-	defer stop.Stop()
-	start := time.Now()
+	// Cancelled while the batch waits for the lock: once it has found the
+	// store busy (SQLite's first refusal comes after writerBusyMax, 250ms),
+	// during its backoff or its next BEGIN's wait. A timer of 100ms from
+	// the call, as here before, could end the context before the batch
+	// reached BEGIN when the goroutine was not run for that long (a loaded
+	// machine): Upsert then returned context.Canceled without a wait, and
+	// the test failed saying the batch never found the store busy.
+	done := make(chan struct{})
+	defer close(done)
+	cancelled := make(chan time.Time, 1)
+	go func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for store.BusyRetries("upsert") == retries {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+		cancelled <- time.Now()
+		cancel()
+	}()
 	_, err = db.Upsert(ctx, evs)
-	took := time.Since(start)
+	returned := time.Now()
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Upsert = %v, want context.Canceled", err)
 	}
-	if took > 3*time.Second {
-		t.Fatalf("Upsert returned %v after it began, its context ended after 100ms (busy timeout 5 s)", took)
+	select {
+	case at := <-cancelled:
+		if took := returned.Sub(at); took > 3*time.Second {
+			t.Fatalf("Upsert returned %v after its context ended (busy timeout 5 s)", took)
+		}
+	default:
+		t.Fatal("Upsert returned context.Canceled before its context was cancelled")
 	}
 	if store.BusyRetries("upsert") == retries {
 		t.Error("the batch never found the store busy: it did not wait for the lock")
