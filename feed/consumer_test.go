@@ -37,7 +37,7 @@ func TestConsumesAndAcks(t *testing.T) {
 			t.Errorf("message %+v", m)
 		}
 	}
-	waitFor(t, 2*time.Second, "everything acked", func() bool {
+	waitFor(t, 10*time.Second, "everything acked", func() bool {
 		return pending(t, rdb, a)+pending(t, rdb, b) == 0 && c.Stats().Acked == 20
 	})
 	if err := c.Ready(); err != nil {
@@ -133,7 +133,7 @@ func TestMalformedEntriesDeadLetteredAtOnce(t *testing.T) {
 		n, _ := rdb.XLen(context.Background(), event.DeadKey("bad")).Result()
 		return n == int64(len(cases))
 	})
-	waitFor(t, 2*time.Second, "good entry", func() bool { return rec.count(good) == 1 })
+	waitFor(t, 10*time.Second, "good entry", func() bool { return rec.count(good) == 1 })
 	if len(rec.all()) != 1 {
 		t.Errorf("handler saw %d entries, want only the good one", len(rec.all()))
 	}
@@ -152,7 +152,7 @@ func TestMalformedEntriesDeadLetteredAtOnce(t *testing.T) {
 			t.Errorf("dead %d keeps %d of %d original fields", i, len(d.Fields), len(cases[i].vals)/2)
 		}
 	}
-	waitFor(t, 2*time.Second, "all acked", func() bool { return pending(t, rdb, s) == 0 })
+	waitFor(t, 10*time.Second, "all acked", func() bool { return pending(t, rdb, s) == 0 })
 }
 
 func TestDiscoversNewStreams(t *testing.T) {

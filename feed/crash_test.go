@@ -239,7 +239,7 @@ func TestCrashRestartRecoversOwnPending(t *testing.T) {
 			t.Errorf("handled[%d] = %+v, want %+v", i, h, want)
 		}
 	}
-	waitFor(t, 2*time.Second, "all acked", func() bool { return pending(t, rdb, s) == 0 })
+	waitFor(t, 10*time.Second, "all acked", func() bool { return pending(t, rdb, s) == 0 })
 }
 
 // TestDeadPeerReclaimed is proof 2: a consumer is SIGKILLed and never
@@ -277,7 +277,7 @@ func TestDeadPeerReclaimed(t *testing.T) {
 	if st := b.Stats(); st.Claimed != 5 {
 		t.Errorf("claimed %d", st.Claimed)
 	}
-	waitFor(t, 2*time.Second, "nothing pending", func() bool { return pending(t, rdb, s) == 0 })
+	waitFor(t, 10*time.Second, "nothing pending", func() bool { return pending(t, rdb, s) == 0 })
 }
 
 // TestConsumerNameHeldByOneProcess is proof 6.

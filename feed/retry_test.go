@@ -33,7 +33,7 @@ func TestAttemptsPinned(t *testing.T) {
 	c := mustOpen(t, cfg)
 	id := add(t, rdb, s)
 	waitFor(t, 5*time.Second, "three deliveries", func() bool { return rec.count(id) == 3 })
-	waitFor(t, time.Second, "acked", func() bool { return pending(t, rdb, s) == 0 })
+	waitFor(t, 10*time.Second, "acked", func() bool { return pending(t, rdb, s) == 0 })
 	for i, m := range rec.all() {
 		if m.Attempts != int64(i+1) {
 			t.Errorf("delivery %d has attempts %d", i+1, m.Attempts)
@@ -59,7 +59,7 @@ func TestAttemptsPinned(t *testing.T) {
 	c = mustOpen(t, cfg)
 	id2 := add(t, rdb, s)
 	waitFor(t, 5*time.Second, "first delivery", func() bool { return rec2.count(id2) == 1 })
-	waitFor(t, 2*time.Second, "failure counted", func() bool { return c.Stats().Failed == 1 })
+	waitFor(t, 10*time.Second, "failure counted", func() bool { return c.Stats().Failed == 1 })
 	c.Close()
 	c = mustOpen(t, cfg)
 	waitFor(t, 5*time.Second, "recovered", func() bool { return rec2.count(id2) == 2 })
@@ -69,7 +69,7 @@ func TestAttemptsPinned(t *testing.T) {
 	if st := c.Stats(); st.Recovered != 1 {
 		t.Errorf("stats %+v, want one recovered", st)
 	}
-	waitFor(t, time.Second, "acked", func() bool { return pending(t, rdb, s) == 0 })
+	waitFor(t, 10*time.Second, "acked", func() bool { return pending(t, rdb, s) == 0 })
 }
 
 // TestFailuresRetriedThenDeadNoHotLoop is proof 3: errors and panics leave
@@ -128,7 +128,7 @@ func TestFailuresRetriedThenDeadNoHotLoop(t *testing.T) {
 			if len(dead) != 1 || dead[0].Attempts != 4 || !strings.Contains(dead[0].Reason, "failed 4 times") || !strings.Contains(dead[0].Reason, "boom") {
 				t.Errorf("dead letter %+v", dead)
 			}
-			waitFor(t, time.Second, "dead counted", func() bool { return c.Stats().Dead == 1 })
+			waitFor(t, 10*time.Second, "dead counted", func() bool { return c.Stats().Dead == 1 })
 			st := c.Stats()
 			if st.Failed != 3 || (mode == "panic" && st.Panics != 3) {
 				t.Errorf("stats %+v", st)
@@ -183,7 +183,7 @@ func TestTrimmedWhilePending(t *testing.T) {
 		if st.Trimmed != 2 || len(rec.all()) != 1 || rec.all()[0].Position != pos[2] {
 			t.Errorf("stats %+v, handled %v", st, rec.all())
 		}
-		waitFor(t, time.Second, "acked", func() bool { return pending(t, rdb, s) == 0 })
+		waitFor(t, 10*time.Second, "acked", func() bool { return pending(t, rdb, s) == 0 })
 		c.Close()
 	})
 
@@ -209,7 +209,7 @@ func TestTrimmedWhilePending(t *testing.T) {
 		cfg.Handler = rec.handler
 		c := mustOpen(t, cfg)
 		waitFor(t, 5*time.Second, "claimed", func() bool { return c.Stats().Acked == 1 })
-		waitFor(t, 2*time.Second, "deleted id counted", func() bool { return c.Stats().ClaimDeleted == 1 })
+		waitFor(t, 10*time.Second, "deleted id counted", func() bool { return c.Stats().ClaimDeleted == 1 })
 		if got := rec.all(); len(got) != 1 || got[0].Position != p[1].ID || got[0].Attempts != 2 {
 			t.Errorf("handled %+v", got)
 		}
