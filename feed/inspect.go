@@ -48,10 +48,11 @@ func Inspect(ctx context.Context, rdb redis.UniversalClient, group string, strea
 	cs := make([]cmds, len(streams))
 	// One pipeline per page of maxKeys streams: a status over a whole
 	// registry (feedctl status -all) never has Redis buffer every reply for
-	// one client at once. On a cluster each page is one pipeline per master, sent concurrently
-	// within nodeTimeout (nodePipes): go-redis's cluster pipeline waited
-	// for a hung master (SIGSTOPped, partitioned) until ctx ended and then
-	// failed every node's replies with its own (TestClusterInspectHungMaster).
+	// one client at once. On a cluster each page is one pipeline per
+	// master, sent concurrently within nodeTimeout (nodePipes): go-redis's
+	// cluster pipeline waited for a hung master (SIGSTOPped, partitioned)
+	// until ctx ended and then failed every node's replies with its own
+	// (TestClusterInspectHungMaster).
 	for lo := 0; lo < len(streams); lo += maxKeys {
 		p := newNodePipes(ctx, rdb)
 		for i := lo; i < min(lo+maxKeys, len(streams)); i++ {
