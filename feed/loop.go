@@ -291,10 +291,7 @@ func (c *Consumer) probe() {
 			if addr != "" {
 				err = c.ping(addr, node)
 			} else {
-				// A single node: nothing else to read while it is away.
-				ctx, cancel := context.WithTimeout(c.ctx, probeTimeout)
-				err = node.Ping(ctx).Err()
-				cancel()
+				err = c.pingNow(node) // a single node: nothing else to read while it is away
 			}
 			answers[addr] = err
 		}

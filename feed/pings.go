@@ -58,13 +58,18 @@ func (c *Consumer) ping(addr string, node redis.Cmdable) error {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(c.ctx, probeTimeout)
-		err := node.Ping(ctx).Err()
-		cancel()
+		err := c.pingNow(node)
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		delete(p.sent, addr)
 		p.got[addr] = pingAnswer{err, time.Now()}
 	}()
 	return errPingSent
+}
+
+// pingNow PINGs node within probeTimeout, on the caller's goroutine.
+func (c *Consumer) pingNow(node redis.Cmdable) error {
+	ctx, cancel := context.WithTimeout(c.ctx, probeTimeout)
+	defer cancel()
+	return node.Ping(ctx).Err()
 }
