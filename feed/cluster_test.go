@@ -297,6 +297,27 @@ func spareMaster(t *testing.T, rc *redistest.Cluster, consumer string) *redistes
 	return nil
 }
 
+// mustReadSpareMastersGame starts a cluster of three masters that do not
+// fail over, and opens consumer c1 on two games: one on a master that
+// serves neither the registry nor c1's lease (returned as spare, the one
+// a test then kills or hangs), the other on another master. It returns
+// once c1 has read an entry of each, with the two games' streams.
+func mustReadSpareMastersGame(t *testing.T, prefix string) (rdb *redis.ClusterClient, spare *redistest.Server, live, onSpare string) {
+	t.Helper()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: noFailover}})
+	rdb = rc.Client(t)
+	spare = spareMaster(t, rc, "c1")
+	live, onSpare = stream(gameOn(t, rc, "live", spare, false)), stream(gameOn(t, rc, prefix, spare, true))
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1", live, onSpare)
+	cfg.Handler = rec.handler
+	mustOpen(t, cfg)
+	ids := []string{add(t, rdb, live), add(t, rdb, onSpare)}
+	waitFor(t, 10*time.Second, "both games read", func() bool { return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 })
+	return rdb, spare, live, onSpare
+}
+
 // gameOn returns the first game prefix-N whose stream master serves, or
 // (on false) does not.
 func gameOn(t *testing.T, rc *redistest.Cluster, prefix string, master *redistest.Server, on bool) string {
@@ -498,21 +519,10 @@ func TestClusterDeadMasterColdGamesCostNoStall(t *testing.T) {
 // the leases, then its pipeline), so /status, /api/status and feedctl
 // status showed nothing while the renderers read the other games on.
 func TestClusterInspectDeadMaster(t *testing.T) {
-	ctx := context.Background()
-	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: noFailover}})
-	rdb := rc.Client(t)
-	doomed := spareMaster(t, rc, "c1")
-	live, dead := stream(gameOn(t, rc, "live", doomed, false)), stream(gameOn(t, rc, "dead", doomed, true))
-	rec := &recorder{}
-	cfg := baseConfig(t, rdb, "c1", live, dead)
-	cfg.Handler = rec.handler
-	mustOpen(t, cfg)
-	ids := []string{add(t, rdb, live), add(t, rdb, dead)}
-	waitFor(t, 10*time.Second, "both games read", func() bool { return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 })
+	rdb, doomed, live, dead := mustReadSpareMastersGame(t, "dead")
 
 	doomed.Kill(t)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := feed.Inspect(ctx, rdb, group, []string{live, dead}, nil)
 	if err != nil {

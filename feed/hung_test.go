@@ -276,17 +276,7 @@ func TestClusterHungRegistryMasterOthersReadOn(t *testing.T) {
 // replies of the nodes that answered too: the status took the caller's
 // whole deadline and then reported that no stream answered.
 func TestClusterInspectHungMaster(t *testing.T) {
-	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: noFailover}})
-	rdb := rc.Client(t)
-	hung := spareMaster(t, rc, "c1")
-	live, stuck := stream(gameOn(t, rc, "live", hung, false)), stream(gameOn(t, rc, "stuck", hung, true))
-	rec := &recorder{}
-	cfg := baseConfig(t, rdb, "c1", live, stuck)
-	cfg.Handler = rec.handler
-	mustOpen(t, cfg)
-	ids := []string{add(t, rdb, live), add(t, rdb, stuck)}
-	waitFor(t, 10*time.Second, "both games read", func() bool { return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 })
+	rdb, hung, live, stuck := mustReadSpareMastersGame(t, "stuck")
 
 	hung.Pause(t)
 	defer hung.Resume(t)
