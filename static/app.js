@@ -154,10 +154,15 @@
     // live region announces every addition (aria-busy only holds the
     // announcement back until the region is no longer busy). So a copy of
     // each live line the reader would see goes into a visually hidden log
-    // of its own, which keeps the last ANNOUNCED (its removals are not
-    // announced). Lines the pill shows are not: the reader asked for them,
-    // and the focus goes to them.
+    // of its own, which keeps the last ANNOUNCED, each for ANNOUNCE_MS (its
+    // removals are not announced): a reader browsing the page would
+    // otherwise meet the latest lines twice, the second time out of the
+    // timeline's order. 7 s is what React Aria's announcer keeps a message
+    // for, long enough for a screen reader to have been told of it. Lines
+    // the pill shows are not announced: the reader asked for them, and the
+    // focus goes to them.
     var ANNOUNCED = 10;
+    var ANNOUNCE_MS = 7000;
     function announce(li) {
       if (!announcer || !filterShows(li)) return;
       var p = document.createElement('p');
@@ -165,6 +170,7 @@
       while (copy.firstChild) p.appendChild(copy.firstChild);
       announcer.appendChild(p);
       while (announcer.children.length > ANNOUNCED) announcer.firstElementChild.remove();
+      setTimeout(function () { p.remove(); }, ANNOUNCE_MS);
     }
 
     function hold(li) {
