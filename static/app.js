@@ -159,8 +159,8 @@
     // otherwise meet the latest lines twice, the second time out of the
     // timeline's order. 7 s is what React Aria's announcer keeps a message
     // for, long enough for a screen reader to have been told of it. Lines
-    // the pill shows are not announced: the reader asked for them, and the
-    // focus goes to them.
+    // the pill shows are not announced (the reader asked for them, and the
+    // focus goes to them); the pill's appearance is.
     var ANNOUNCED = 10;
     var ANNOUNCE_MS = 7000;
     function announce(li) {
@@ -168,6 +168,19 @@
       var p = document.createElement('p');
       var copy = li.cloneNode(true); // the id stays on the line
       while (copy.firstChild) p.appendChild(copy.firstChild);
+      said(p);
+    }
+
+    function announceText(text) {
+      if (!announcer) return;
+      var p = document.createElement('p');
+      p.textContent = text;
+      said(p);
+    }
+
+    // said adds an announcement to the log, which keeps the last ANNOUNCED
+    // for ANNOUNCE_MS each.
+    function said(p) {
       announcer.appendChild(p);
       while (announcer.children.length > ANNOUNCED) announcer.firstElementChild.remove();
       setTimeout(function () { p.remove(); }, ANNOUNCE_MS);
@@ -208,10 +221,16 @@
       for (var id in held) if (filterShows(held[id])) n++;
       // Held lines the filter hides wait quietly; the pill shows with the first
       // one the reader would see.
+      var appears = pill.hidden && n > 0;
       pill.hidden = n === 0;
       pill.querySelector('.n').textContent = String(n);
       pill.lastChild.textContent = n === 1 ? ' new line' : ' new lines';
       root.dataset.held = String(heldN);
+      // A reader away from the newest sees the pill appear; a screen reader
+      // is told once, in the button's own words, so that it can be found.
+      // The count's later steps are not announced: in a busy game they would
+      // talk over every line being read.
+      if (appears) announceText(String(n) + pill.lastChild.textContent);
     }
 
     pill.addEventListener('click', function () {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -231,6 +232,8 @@ func TestBrowserOfflineShown(t *testing.T) {
 
 // While the reader is scrolled down into older lines, new lines do not
 // move the view: a pill counts them, and clicking it shows them at the top.
+// A screen reader is told when the pill appears: it was told nothing, and
+// its reader, away from the newest, never learnt that lines had come.
 func TestBrowserPillKeepsView(t *testing.T) {
 	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 60 })
 	g := e.gen("g1")
@@ -245,11 +248,20 @@ func TestBrowserPillKeepsView(t *testing.T) {
 		const li = Array.from(document.querySelectorAll('#timeline > li')).find(l => l.getBoundingClientRect().bottom > hb);
 		return [li.id, String(li.getBoundingClientRect().top), String(window.scrollY)]; })()`
 	before := b.eval(probe)
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
 
 	e.upsert(evs[60:]...)
 	b.until("pill", `!document.querySelector('#newer').hidden && document.querySelector('#newer').textContent.includes('3 new lines')`)
 	if after := b.eval(probe); !eq(after, before) {
 		t.Fatalf("the view moved: first line on screen, its top, scrollY were %v, now %v", before, after)
+	}
+	// A screen reader is told of the pill once, in its words (the lines
+	// came in one frame or several), and of none of the lines it holds.
+	if got := b.eval(`window.__announced`); len(got) != 1 || !regexp.MustCompile(`^[123] new lines?$`).MatchString(got[0]) {
+		t.Fatalf("announced %q, want the pill's appearance alone (N new lines)", got)
+	}
+	if live := b.liveIn(`document.querySelector('#announce > :last-child')`); live != "polite" {
+		t.Fatalf("the pill's announcement is in a live region %q of Chromium's accessibility tree, want polite", live)
 	}
 	if n := b.num(`document.querySelectorAll('#timeline > li').length`); n != 60 {
 		t.Fatalf("%v lines in the DOM while held, want 60", n)
