@@ -153,37 +153,13 @@
     // live region: "older lines" puts pages of old lines into it, and a
     // live region announces every addition (aria-busy only holds the
     // announcement back until the region is no longer busy). So a copy of
-    // each live line the reader would see goes into a visually hidden log
-    // of its own, which keeps the last ANNOUNCED, each for ANNOUNCE_MS (its
-    // removals are not announced): a reader browsing the page would
-    // otherwise meet the latest lines twice, the second time out of the
-    // timeline's order. 7 s is what React Aria's announcer keeps a message
-    // for, long enough for a screen reader to have been told of it. Lines
-    // the pill shows are not announced (the reader asked for them, and the
-    // focus goes to them); the pill's appearance is.
-    var ANNOUNCED = 10;
-    var ANNOUNCE_MS = 7000;
+    // each live line the reader would see goes into a log of its own
+    // (feed.announcer, common.js). Lines the pill shows are not announced
+    // (the reader asked for them, and the focus goes to them); the pill's
+    // appearance is.
+    var say = window.feed.announcer(announcer);
     function announce(li) {
-      if (!announcer || !filterShows(li)) return;
-      var p = document.createElement('p');
-      var copy = li.cloneNode(true); // the id stays on the line
-      while (copy.firstChild) p.appendChild(copy.firstChild);
-      said(p);
-    }
-
-    function announceText(text) {
-      if (!announcer) return;
-      var p = document.createElement('p');
-      p.textContent = text;
-      said(p);
-    }
-
-    // said adds an announcement to the log, which keeps the last ANNOUNCED
-    // for ANNOUNCE_MS each.
-    function said(p) {
-      announcer.appendChild(p);
-      while (announcer.children.length > ANNOUNCED) announcer.firstElementChild.remove();
-      setTimeout(function () { p.remove(); }, ANNOUNCE_MS);
+      if (filterShows(li)) say(li);
     }
 
     function hold(li) {
@@ -230,7 +206,7 @@
       // is told once, in the button's own words, so that it can be found.
       // The count's later steps are not announced: in a busy game they would
       // talk over every line being read.
-      if (appears) announceText(String(n) + pill.lastChild.textContent);
+      if (appears) say(String(n) + pill.lastChild.textContent);
     }
 
     pill.addEventListener('click', function () {

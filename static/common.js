@@ -34,6 +34,33 @@
     once();
   }
 
+  // --- announcements to screen readers (docs/live-page.md) -----------------
+  //
+  // announcer returns a function that says a line (an element, its words
+  // and emoji names copied) or a text to screen readers through log, a
+  // visually hidden role=log aria-live=polite aria-relevant=additions
+  // region. The log keeps the last KEPT announcements, each for KEEP_MS
+  // (its removals are not announced): a reader browsing the page would
+  // otherwise meet the latest lines a second time, after the timeline and
+  // out of its order. 7 s is what React Aria's announcer keeps a message
+  // for, long enough for a screen reader to have been told of it.
+  var KEPT = 10;
+  var KEEP_MS = 7000;
+  function announcer(log) {
+    return function (what) {
+      if (!log) return;
+      var p = document.createElement('p');
+      if (typeof what === 'string') p.textContent = what;
+      else {
+        var copy = what.cloneNode(true); // the id stays on the line
+        while (copy.firstChild) p.appendChild(copy.firstChild);
+      }
+      log.appendChild(p);
+      while (log.children.length > KEPT) log.firstElementChild.remove();
+      setTimeout(function () { p.remove(); }, KEEP_MS);
+    };
+  }
+
   // --- times: one rule on the server and here (docs/live-page.md) ----------
   //
   // A line's <time> shows the writer's clock as HH:MM:SS; a <time
@@ -75,5 +102,5 @@
     }
   }
 
-  window.feed = { parse: parse, pollFragment: pollFragment, times: times, zone: zone };
+  window.feed = { parse: parse, pollFragment: pollFragment, times: times, zone: zone, announcer: announcer };
 })();

@@ -29,6 +29,9 @@
   var maxGap = 5000;
 
   var parse = window.feed.parse; // common.js
+  // Lines played are said to screen readers as they appear; lines a seek
+  // puts in are not (the slider says where it is).
+  var say = window.feed.announcer(document.getElementById('announce'));
 
   function show(n) {
     n = Math.max(0, Math.min(entries.length, n));
@@ -71,6 +74,7 @@
       return;
     }
     show(shown + 1);
+    if (list.firstElementChild && list.firstElementChild.id) say(list.firstElementChild);
     timer = setTimeout(step, delay());
   }
 

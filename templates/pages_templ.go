@@ -711,7 +711,7 @@ func ReplayPage(g store.Game) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 50, "\"><span aria-hidden=\"true\">● </span>live</a></header><div class=\"controls\"><button id=\"play\" type=\"button\" data-state=\"paused\" disabled>▶ play</button> <label>speed <select id=\"speed\"><option value=\"1\">1×</option> <option value=\"2\">2×</option> <option value=\"5\" selected>5×</option> <option value=\"10\">10×</option> <option value=\"20\">20×</option> <option value=\"50\">50×</option></select></label> <input id=\"pos\" type=\"range\" min=\"0\" max=\"0\" value=\"0\" step=\"1\" aria-label=\"position\" disabled> <span id=\"postext\" class=\"postext\">loading…</span></div><ol id=\"timeline\" class=\"timeline\" reversed></ol></section>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 50, "\"><span aria-hidden=\"true\">● </span>live</a></header><div class=\"controls\"><button id=\"play\" type=\"button\" data-state=\"paused\" disabled>▶ play</button> <label>speed <select id=\"speed\"><option value=\"1\">1×</option> <option value=\"2\">2×</option> <option value=\"5\" selected>5×</option> <option value=\"10\">10×</option> <option value=\"20\">20×</option> <option value=\"50\">50×</option></select></label> <input id=\"pos\" type=\"range\" min=\"0\" max=\"0\" value=\"0\" step=\"1\" aria-label=\"position\" disabled> <span id=\"postext\" class=\"postext\">loading…</span></div><ol id=\"timeline\" class=\"timeline\" reversed></ol><div id=\"announce\" class=\"sr\" role=\"log\" aria-live=\"polite\" aria-relevant=\"additions\" aria-label=\"Lines played\"></div></section>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -762,7 +762,7 @@ func ErrorPage(code int, msg string) templ.Component {
 			var templ_7745c5c3_Var44 string
 			templ_7745c5c3_Var44, templ_7745c5c3_Err = templruntime.NewAttributeExpression(strconv.Itoa(code)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 153, Col: 55}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 154, Col: 55}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var44)
 			if templ_7745c5c3_Err != nil {
@@ -775,7 +775,7 @@ func ErrorPage(code int, msg string) templ.Component {
 			var templ_7745c5c3_Var45 string
 			templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 154, Col: 12}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 155, Col: 12}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var45))
 			if templ_7745c5c3_Err != nil {

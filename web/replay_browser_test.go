@@ -3,6 +3,7 @@ package web_test
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/page"
@@ -58,4 +59,32 @@ func holdFetch(tb testing.TB, b *browser, part string) {
 	if _, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: js}); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// A replay's lines are said to a screen reader as they are played, in
+// order, and the lines a seek puts in are not (the slider says where it
+// is). Playing put lines on screen without a word to a screen reader.
+func TestBrowserReplayPlayAnnounced(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	evs := e.gen("g1").chats(t, 4)
+	e.upsert(evs...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(e.url("/games/g1/replay")))
+	b.until("loaded", `document.querySelector('#replay').dataset.state === 'ready' && document.querySelector('#pos').max === '4'`)
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
+
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => { const p = document.getElementById('pos'); p.value = '2'; p.dispatchEvent(new Event('input')); })()`))
+	b.until("sought to 2", `document.querySelectorAll('#timeline > li').length === 2`)
+	b.do(chromedp.SetValue(chromedp.CSS("#speed"), "50"))
+	b.do(chromedp.Click(chromedp.CSS("#play")))
+	b.until("played to the end", `document.querySelectorAll('#timeline > li').length === 4 && document.querySelector('#play').dataset.state === 'paused'`)
+	b.until("both played lines announced", `window.__announced.length >= 2`)
+	got := b.eval(`window.__announced`)
+	if len(got) != 2 || !strings.HasSuffix(got[0], "message 2") || !strings.HasSuffix(got[1], "message 3") {
+		t.Fatalf("announced %q, want the two lines played (message 2, message 3), not the two a seek showed", got)
+	}
+	if live := b.liveIn(`document.querySelector('#announce > :last-child')`); live != "polite" {
+		t.Fatalf("a played line's announcement is in a live region %q of Chromium's accessibility tree, want polite", live)
+	}
+	b.noProblems()
 }
