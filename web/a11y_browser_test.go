@@ -1,0 +1,118 @@
+package web_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/codemojex/feed/web"
+)
+
+// announcedLines records, in window.__announced, the text of every element
+// added to the page inside a live region (aria-live other than off, or a
+// role that is live by default), as a screen reader would be told of it,
+// judged when the addition is seen.
+const announcedLines = `(() => {
+	window.__announced = [];
+	const live = (n) => {
+		for (let e = n.nodeType === 1 ? n : n.parentElement; e; e = e.parentElement) {
+			const a = e.getAttribute('aria-live');
+			if (a) return a !== 'off';
+			if (/^(log|status|alert)$/.test(e.getAttribute('role') || '')) return true;
+		}
+		return false;
+	};
+	new MutationObserver((ms) => {
+		for (const m of ms) for (const n of m.addedNodes) {
+			if (n.nodeType === 1 && live(n)) window.__announced.push(n.textContent.replace(/\s+/g, ' ').trim());
+		}
+	}).observe(document.body, { childList: true, subtree: true });
+})()`
+
+// liveIn returns the live region Chromium's accessibility tree puts the
+// element js evaluates to in, as a screen reader is told of it: the
+// politeness ("polite", "assertive") of the nearest of it and its
+// ancestors that is a live region, or "" for none.
+func (b *browser) liveIn(js string) string {
+	b.tb.Helper()
+	ev, err := chromedp.Call(b.ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: js})
+	if err != nil || ev.Result == nil || ev.Result.ObjectID == "" {
+		b.tb.Fatalf("%s: no element (%v)", js, err)
+	}
+	el, err := chromedp.Call(b.ctx, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: ev.Result.ObjectID})
+	if err != nil {
+		b.tb.Fatalf("%s: %v", js, err)
+	}
+	yes := true // its ancestors too
+	tree, err := chromedp.Call(b.ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{ObjectID: ev.Result.ObjectID, FetchRelatives: &yes})
+	if err != nil {
+		b.tb.Fatalf("%s: %v", js, err)
+	}
+	nodes := map[accessibility.NodeID]*accessibility.Node{}
+	var n *accessibility.Node
+	for _, x := range tree.Nodes {
+		nodes[x.NodeID] = x
+		if x.BackendDOMNodeID == el.Node.BackendNodeID {
+			n = x
+		}
+	}
+	if n == nil {
+		b.tb.Fatalf("%s: no accessibility node", js)
+	}
+	for ; n != nil; n = nodes[n.ParentID] {
+		for _, p := range n.Properties {
+			if p.Name == accessibility.PropertyNameLive {
+				if live := strings.Trim(string(p.Value.Value), `"`); live != "off" {
+					return live
+				}
+				return ""
+			}
+		}
+	}
+	return ""
+}
+
+// A page of "older lines" is old news: its lines go into the timeline
+// without a word to a screen reader, while a live line is announced, its
+// copy in the announcements' log removed after a while. The timeline was a
+// live region (role=log, aria-live=polite), so a page of old lines was
+// announced as if they had just happened.
+func TestBrowserOlderLinesNotAnnounced(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3 })
+	g := e.gen("g1")
+	evs := g.chats(t, 8)
+	e.upsert(evs[:6]...)
+	b := mustOpenBrowser(t)
+	b.openTall(e.url("/games/g1"))
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
+
+	b.do(chromedp.Click(chromedp.CSS("#older")))
+	b.untilOlderLines(evs[0].EvtID)
+	if got := b.eval(`window.__announced`); len(got) != 0 {
+		t.Fatalf("a page of older lines announced: %q", got)
+	}
+	if live := b.liveIn(fmt.Sprintf(`document.getElementById(%q)`, evs[0].EvtID)); live != "" {
+		t.Fatalf("an older line is in a %s live region of Chromium's accessibility tree", live)
+	}
+
+	e.upsert(evs[6])
+	b.until("the live line shown", fmt.Sprintf(`!!document.getElementById(%q)`, evs[6].EvtID))
+	b.until("the live line announced", `window.__announced.length > 0`)
+	got := b.eval(`window.__announced`)
+	if len(got) != 1 || !strings.Contains(got[0], "ada") || !strings.HasSuffix(got[0], "message 6") {
+		t.Fatalf("announced %q, want the live line (ada: message 6) alone", got)
+	}
+	if live := b.liveIn(`document.querySelector('#announce > :last-child')`); live != "polite" {
+		t.Fatalf("the live line's announcement is in a live region %q of Chromium's accessibility tree, want polite", live)
+	}
+	// The copy goes once a screen reader has been told of it (7 s), so that
+	// a reader browsing the page meets the line once, in the timeline: the
+	// last ten copies stayed for as long as the page was open.
+	b.until("the announcement's copy removed", fmt.Sprintf(`document.querySelector('#announce').children.length === 0 && !!document.getElementById(%q)`, evs[6].EvtID))
+	b.noProblems()
+}
