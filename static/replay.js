@@ -30,7 +30,10 @@
 
   var parse = window.feed.parse; // common.js
   // Lines played are said to screen readers as they appear; lines a seek
-  // puts in are not (the slider says where it is).
+  // puts in are not (the slider says where it is). So is a failure to load
+  // the timeline, or a timeline that changed under the page: the position's
+  // text, which says so on screen, is no live region, as it moves with
+  // every line played.
   var say = window.feed.announcer(document.getElementById('announce'));
 
   function show(n) {
@@ -163,6 +166,7 @@
       if (storeID && page && page.store && page.store !== storeID) {
         root.dataset.state = 'changed';
         posText.textContent = 'the timeline changed: reload to see it';
+        say(posText.textContent);
         return;
       }
       var got = page && Array.isArray(page.entries) ? page.entries : [];
@@ -195,5 +199,6 @@
   }).catch(function (e) {
     root.dataset.state = 'error';
     posText.textContent = 'could not load the timeline (' + e.message + ')';
+    say(posText.textContent);
   });
 })();

@@ -26,6 +26,15 @@ type browser struct {
 	ctx      context.Context
 	mu       sync.Mutex
 	problems []string
+	failing  []string // URL parts whose network failures the test causes
+}
+
+// allowFailing tells b that requests whose URL holds part are made to fail
+// by the test: their network errors in the console are no problem.
+func (b *browser) allowFailing(part string) {
+	b.mu.Lock()
+	b.failing = append(b.failing, part)
+	b.mu.Unlock()
 }
 
 func mustOpenBrowser(tb testing.TB) *browser {
@@ -50,6 +59,11 @@ func mustOpenBrowser(tb testing.TB) *browser {
 			// the page's /healthz while the server is down.
 			if (strings.Contains(ev.Entry.URL, "/events?") || strings.HasSuffix(ev.Entry.URL, "/healthz")) && strings.Contains(ev.Entry.Text, "net::ERR_") {
 				return
+			}
+			for _, part := range b.failing {
+				if strings.Contains(ev.Entry.URL, part) && strings.Contains(ev.Entry.Text, "net::ERR_") {
+					return
+				}
 			}
 			if ev.Entry.Level == log.EntryLevelError || strings.Contains(ev.Entry.Text, "Content Security Policy") {
 				b.problems = append(b.problems, "log: "+ev.Entry.Text)

@@ -19,8 +19,8 @@ import (
 type proxy struct {
 	tb   testing.TB
 	ln   net.Listener
-	to   string
 	mu   sync.Mutex
+	to   string // under mu
 	cuts []*relayed
 	all  []net.Conn // browser sides, closed when the test ends
 
@@ -87,6 +87,15 @@ func mustStartProxy(tb testing.TB, to string) *proxy {
 
 func (p *proxy) url(path string) string { return "http://" + p.ln.Addr().String() + path }
 
+// retarget sends the connections the proxy accepts from now on to addr, as
+// a balancer that moved the browser to another host does; those it relays
+// already stay where they are.
+func (p *proxy) retarget(addr string) {
+	p.mu.Lock()
+	p.to = addr
+	p.mu.Unlock()
+}
+
 // relayed is one connection the proxy relays.
 type relayed struct {
 	cut   func()
@@ -115,7 +124,10 @@ func (s sniffer) Read(b []byte) (int, error) {
 }
 
 func (p *proxy) relay(client net.Conn) {
-	server, err := net.Dial("tcp", p.to)
+	p.mu.Lock()
+	to := p.to
+	p.mu.Unlock()
+	server, err := net.Dial("tcp", to)
 	if err != nil {
 		client.Close()
 		return

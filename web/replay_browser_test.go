@@ -88,3 +88,55 @@ func TestBrowserReplayPlayAnnounced(t *testing.T) {
 	}
 	b.noProblems()
 }
+
+// A replay whose timeline cannot be loaded says so, on screen and to a
+// screen reader: the position's text said it to sighted readers alone.
+func TestBrowserReplayLoadFailsSaid(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	e.upsert(e.gen("g1").chats(t, 2)...)
+	px := mustStartProxy(t, e.srv.Addr())
+	b := mustOpenBrowser(t)
+	b.allowFailing("timeline.json")
+	holdFetch(t, b, "timeline.json")
+	b.do(chromedp.Navigate(px.url("/games/g1/replay")))
+	b.until("the timeline asked for", `!!window.__release`)
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
+	px.down.Store(true)
+	px.closeAll()
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__release()`))
+	b.until("the failure shown", `document.querySelector('#replay').dataset.state === 'error'`)
+	if got := b.eval(`[document.getElementById('postext').textContent]`); !strings.HasPrefix(got[0], "could not load the timeline") {
+		t.Fatalf("position text %q, want the failure", got[0])
+	}
+	b.until("the failure announced", `window.__announced.length > 0`)
+	if got := b.eval(`window.__announced`); len(got) != 1 || !strings.HasPrefix(got[0], "could not load the timeline") {
+		t.Fatalf("announced %q, want the failure alone", got)
+	}
+	b.noProblems()
+}
+
+// A replay moved to another host (a balancer) whose store holds another
+// timeline says that the timeline changed, on screen and to a screen
+// reader, rather than merge the other store's lines by their seqs.
+func TestBrowserReplayChangedSaid(t *testing.T) {
+	a := MustOpenEnv(t, func(c *web.Config) { c.StoreID = "store-a" })
+	other := MustOpenEnv(t, func(c *web.Config) { c.StoreID = "store-b" })
+	a.upsert(a.gen("g1").chats(t, 2)...)
+	other.upsert(other.gen("g1").chats(t, 3)...)
+	px := mustStartProxy(t, a.srv.Addr())
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(px.url("/games/g1/replay")))
+	b.until("loaded", `document.querySelector('#replay').dataset.state === 'ready' && document.querySelector('#pos').max === '2'`)
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
+	px.retarget(other.srv.Addr())
+	px.closeAll()
+	b.until("the change shown", `document.querySelector('#replay').dataset.state === 'changed'`)
+	if got := b.eval(`[document.getElementById('postext').textContent, document.getElementById('pos').max]`); got[0] != "the timeline changed: reload to see it" || got[1] != "2" {
+		t.Fatalf("position text %q, max %q; want the change said, the timeline left as loaded", got[0], got[1])
+	}
+	b.until("the change announced", `window.__announced.length > 0`)
+	if got := b.eval(`window.__announced`); len(got) != 1 || got[0] != "the timeline changed: reload to see it" {
+		t.Fatalf("announced %q, want the change alone", got)
+	}
+	b.noProblems()
+}
