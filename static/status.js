@@ -21,8 +21,26 @@
     history.replaceState(history.state, '', location.pathname + (rest ? '?' + rest : '') + location.hash);
   }
 
-  window.feed.pollFragment(root, root.dataset.fragment, 2000, init, function (html) {
+  // swap puts in a new fragment where the reader left the old one: each
+  // scrolled table (on a phone the streams' table scrolls sideways) keeps
+  // its scroll, and a table the keyboard was on keeps the focus. Swapped
+  // bare, every refresh threw a phone's reader back to the table's first
+  // column, and a keyboard's to the page's start.
+  function swap(html) {
+    var old = body.querySelectorAll('.scroll');
+    var lefts = [], focused = -1;
+    for (var i = 0; i < old.length; i++) {
+      lefts.push(old[i].scrollLeft);
+      if (old[i] === document.activeElement) focused = i;
+    }
     body.innerHTML = html;
+    var now = body.querySelectorAll('.scroll');
+    for (var j = 0; j < now.length && j < lefts.length; j++) now[j].scrollLeft = lefts[j];
+    if (focused >= 0 && now[focused]) now[focused].focus({ preventScroll: true });
+  }
+
+  window.feed.pollFragment(root, root.dataset.fragment, 2000, init, function (html) {
+    swap(html);
     off.hidden = true;
   }, function (e) {
     off.textContent = 'status unavailable: ' + e.message;

@@ -225,7 +225,7 @@ func StatusBody(v StatusView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<div class=\"scroll\"><table class=\"streams\"><thead><tr><th>game</th><th class=\"num\">length</th><th class=\"num\">lag</th><th class=\"num\">pending</th><th class=\"num\">oldest idle</th><th class=\"num\">dead</th><th>consumers (pending · idle)</th></tr></thead> <tbody id=\"streams\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<div class=\"scroll\" role=\"region\" aria-label=\"Streams\" tabindex=\"0\"><table class=\"streams\"><thead><tr><th>game</th><th class=\"num\">length</th><th class=\"num\">lag</th><th class=\"num\">pending</th><th class=\"num\">oldest idle</th><th class=\"num\">dead</th><th>consumers (pending · idle)</th></tr></thead> <tbody id=\"streams\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

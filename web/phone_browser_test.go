@@ -74,8 +74,8 @@ func TestBrowserPhone(t *testing.T) {
 }
 
 // axe-core finds no serious or critical accessibility problem on the live
-// game page (wide and narrow, all kinds of lines, live lines arrived) or on
-// the index.
+// game page (wide and narrow, all kinds of lines, live lines arrived), on
+// the index, on a replay while it plays, or on the status page.
 func TestBrowserAccessibility(t *testing.T) {
 	e := MustOpenEnv(t, nil)
 	seedLongGame(t, e)
@@ -89,6 +89,14 @@ func TestBrowserAccessibility(t *testing.T) {
 		b.do(chromedp.Navigate(e.url("/")))
 		b.until("index", `document.querySelector('#index').dataset.state === 'live'`)
 		check(t, b, "index", vp)
+		b.do(chromedp.Navigate(e.url("/games/g1/replay")))
+		b.until("replay loaded", `document.querySelector('#replay').dataset.state === 'ready'`)
+		b.do(chromedp.SetValue(chromedp.CSS("#speed"), "50"), chromedp.Click(chromedp.CSS("#play")))
+		b.until("lines played", `document.querySelectorAll('#timeline > li').length >= 3 && document.querySelector('#announce').children.length > 0`)
+		check(t, b, "replay", vp)
+		b.do(chromedp.Navigate(e.url("/status")))
+		b.until("status", `!!document.querySelector('#status')`)
+		check(t, b, "status", vp)
 	}
 	b.noProblems()
 }
