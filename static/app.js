@@ -231,7 +231,9 @@
         older.addEventListener('click', loadOlder);
       }
       older.dataset.before = before;
-      older.href = '/games/' + encodeURIComponent(root.dataset.game) + '/older?before=' + encodeURIComponent(before);
+      // Followed (a new tab), the link opens a page of those lines; a click
+      // here fetches them as a fragment (pageOlder).
+      older.href = '/games/' + encodeURIComponent(root.dataset.game) + '?before=' + encodeURIComponent(before);
     }
     if (older) older.addEventListener('click', loadOlder);
 
@@ -248,7 +250,8 @@
       if (!a || a.dataset.busy) return;
       a.dataset.busy = '1';
       var from = a.dataset.before, asked = flushes, again = false;
-      fetch(a.getAttribute('href'), { cache: 'no-store' }).then(function (r) {
+      var url = '/games/' + encodeURIComponent(root.dataset.game) + '/older?before=' + encodeURIComponent(from);
+      fetch(url, { cache: 'no-store' }).then(function (r) {
         if (!r.ok) throw new Error('status ' + r.status);
         var more = r.headers.get('X-More') === 'true';
         return r.text().then(function (html) { return { html: html, more: more }; });

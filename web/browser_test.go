@@ -30,7 +30,8 @@ type browser struct {
 }
 
 // allowFailing tells b that requests whose URL holds part are made to fail
-// by the test: their network errors in the console are no problem.
+// by the test: their network errors and error statuses in the console are
+// no problem.
 func (b *browser) allowFailing(part string) {
 	b.mu.Lock()
 	b.failing = append(b.failing, part)
@@ -61,7 +62,7 @@ func mustOpenBrowser(tb testing.TB) *browser {
 				return
 			}
 			for _, part := range b.failing {
-				if strings.Contains(ev.Entry.URL, part) && strings.Contains(ev.Entry.Text, "net::ERR_") {
+				if strings.Contains(ev.Entry.URL, part) && (strings.Contains(ev.Entry.Text, "net::ERR_") || strings.Contains(ev.Entry.Text, "the server responded with a status of")) {
 					return
 				}
 			}

@@ -528,7 +528,8 @@ func mustZone(tb testing.TB, name string) *time.Location {
 }
 
 // pageAllOlder clicks "older lines" until the link goes, each time waiting
-// for the page to be in (the link pages from elsewhere, or is gone).
+// for the page to be in (the link pages from elsewhere, or is gone), and
+// checks that the link, followed instead, would open that page.
 func pageAllOlder(tb testing.TB, b *browser) {
 	tb.Helper()
 	for i := 0; b.num(`document.querySelector('#older') ? 1 : 0`) == 1; i++ {
@@ -536,6 +537,11 @@ func pageAllOlder(tb testing.TB, b *browser) {
 			tb.Fatalf("still older lines after %d pages", i)
 		}
 		before := b.eval(`[document.querySelector('#older').dataset.before]`)[0]
+		// Followed rather than clicked (a new tab), the link opens the
+		// page of the lines it would fetch.
+		if href := b.eval(`[document.querySelector('#older').getAttribute('href')]`)[0]; href != "/games/"+b.eval(`[document.querySelector('#game').dataset.game]`)[0]+"?before="+before {
+			tb.Fatalf("older lines' link goes to %q; want the page of the lines before %s", href, before)
+		}
 		b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.body.scrollHeight)`))
 		b.do(chromedp.Click(chromedp.CSS("#older")))
 		b.until("a page of older lines", fmt.Sprintf(`!document.querySelector('#older') ||

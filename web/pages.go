@@ -92,6 +92,10 @@ func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if r.URL.Query().Has("before") {
+		s.olderPage(w, r, game)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
 	p, err := s.cfg.Store.Page(ctx, game, s.cfg.PageLines)

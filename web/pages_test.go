@@ -65,11 +65,12 @@ func TestOlderPagination(t *testing.T) {
 	if !eq(got, want[:3]) {
 		t.Fatalf("first page %v, want %v", got, want[:3])
 	}
-	link := regexp.MustCompile(`id="older"[^>]*href="([^"]+)"|href="([^"]+)"[^>]*id="older"`).FindStringSubmatch(page)
+	link := regexp.MustCompile(`<a id="older"[^>]*data-before="([^"]+)"`).FindStringSubmatch(page)
 	if link == nil {
 		t.Fatal("no older link")
 	}
-	href := strings.ReplaceAll(link[1]+link[2], "&amp;", "&")
+	// The script fetches the fragment from the link's data-before.
+	href := "/games/g1/older?before=" + link[1]
 	for _, step := range []struct {
 		want []string
 		more string
@@ -88,6 +89,61 @@ func TestOlderPagination(t *testing.T) {
 	}
 	if resp, _ := e.get("/games/g1/older?before=nope"); resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("bad cursor: %d, want 400", resp.StatusCode)
+	}
+}
+
+// The "older lines" link, followed rather than taken by the script (a new
+// tab, no script), leads to pages of the lines before it: each a whole page
+// (a title, the way back to the live timeline) of the next lines, newest
+// first, with a link to the page before it, the last without one. It led
+// to the fragment the script fetches, bare list items.
+func TestOlderPage(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3 })
+	evs := e.gen("g1").chats(t, 7)
+	e.upsert(evs...)
+	want := reverse(evtIDs(evs))
+	hrefRe := regexp.MustCompile(`<a id="older" class="older" href="([^"]+)"`)
+
+	_, page := e.get("/games/g1")
+	var got []string
+	for i := 0; ; i++ {
+		m := hrefRe.FindStringSubmatch(page)
+		if m == nil {
+			break
+		}
+		if i == 5 {
+			t.Fatalf("still an older link after %d pages", i)
+		}
+		href := strings.ReplaceAll(m[1], "&amp;", "&")
+		if !strings.HasPrefix(href, "/games/g1?before=evt_") {
+			t.Fatalf("older link %q, want /games/g1?before=EVT_ID", href)
+		}
+		resp, body := e.get(href)
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Fatalf("GET %s: %d %s", href, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		for _, part := range []string{"<title>Older lines: g1 · codemojex feed</title>", `href="/games/g1"`, "<h1>Older lines: g1</h1>"} {
+			if !strings.Contains(body, part) {
+				t.Fatalf("GET %s: no %q in\n%s", href, part, body)
+			}
+		}
+		got = append(got, pageLines(body)...)
+		page = body
+	}
+	if !eq(got, want[3:]) {
+		t.Fatalf("the older pages held %v, want %v", got, want[3:])
+	}
+
+	for _, tc := range []struct {
+		path string
+		code int
+	}{
+		{"/games/g1?before=nope", http.StatusBadRequest},
+		{"/games/nobody?before=" + evs[0].EvtID, http.StatusNotFound},
+	} {
+		if resp, _ := e.get(tc.path); resp.StatusCode != tc.code {
+			t.Errorf("GET %s: %d, want %d", tc.path, resp.StatusCode, tc.code)
+		}
 	}
 }
 

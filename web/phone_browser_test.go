@@ -75,17 +75,20 @@ func TestBrowserPhone(t *testing.T) {
 
 // axe-core finds no serious or critical accessibility problem on the live
 // game page (wide and narrow, all kinds of lines, live lines arrived), on
-// the index, on a replay while it plays, or on the status page.
+// the index, on a replay while it plays, on the status page, on the older
+// lines' page (the link's target without the script) or on an error page.
 func TestBrowserAccessibility(t *testing.T) {
 	e := MustOpenEnv(t, nil)
 	seedLongGame(t, e)
 	b := mustOpenBrowser(t)
+	b.allowFailing("/games/nobody/replay") // the error page's own 404
 	for _, vp := range [][2]int64{{1200, 900}, {375, 812}} {
 		b.do(chromedp.EmulateViewport(vp[0], vp[1]), chromedp.Navigate(e.url("/games/g1")))
 		b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
 		e.upsert(e.gen("g1").chats(t, 2)...)
 		b.until("watching", `document.querySelector('#watching').dataset.n === '1'`)
 		check(t, b, "game page", vp)
+		lastID := b.eval(domIDs)[0] // the newest line: the older lines' page has the rest
 		b.do(chromedp.Navigate(e.url("/")))
 		b.until("index", `document.querySelector('#index').dataset.state === 'live'`)
 		check(t, b, "index", vp)
@@ -97,6 +100,12 @@ func TestBrowserAccessibility(t *testing.T) {
 		b.do(chromedp.Navigate(e.url("/status")))
 		b.until("status", `!!document.querySelector('#status')`)
 		check(t, b, "status", vp)
+		b.do(chromedp.Navigate(e.url("/games/g1?before=" + lastID)))
+		b.until("older lines' page", `document.querySelectorAll('#timeline > li').length > 0`)
+		check(t, b, "older lines' page", vp)
+		b.do(chromedp.Navigate(e.url("/games/nobody/replay")))
+		b.until("error page", `!!document.querySelector('section.error')`)
+		check(t, b, "error page", vp)
 	}
 	b.noProblems()
 }
