@@ -2,11 +2,9 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/codemojex/feed/internal/event"
-	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
 )
 
@@ -24,13 +22,8 @@ func (s *Server) olderPage(w http.ResponseWriter, r *http.Request, game string) 
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	g, err := s.cfg.Store.Game(ctx, game)
-	if errors.Is(err, store.ErrNotFound) {
-		s.notFound(w, r)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, "older page", err)
+	g, ok := s.storedGame(ctx, w, r, game)
+	if !ok {
 		return
 	}
 	lines, err := s.cfg.Store.Before(ctx, game, before, s.cfg.PageLines)

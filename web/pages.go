@@ -162,16 +162,26 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	g, err := s.cfg.Store.Game(ctx, game)
-	if errors.Is(err, store.ErrNotFound) {
-		s.notFound(w, r)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, "game", err)
+	g, ok := s.storedGame(ctx, w, r, game)
+	if !ok {
 		return
 	}
 	s.render(w, r, http.StatusOK, templates.ReplayPage(g))
+}
+
+// storedGame reads game from the store for a page about it; a game the
+// store does not have is a 404. It reports whether it answered the request.
+func (s *Server) storedGame(ctx context.Context, w http.ResponseWriter, r *http.Request, game string) (store.Game, bool) {
+	g, err := s.cfg.Store.Game(ctx, game)
+	if errors.Is(err, store.ErrNotFound) {
+		s.notFound(w, r)
+		return g, false
+	}
+	if err != nil {
+		s.fail(w, r, "game", err)
+		return g, false
+	}
+	return g, true
 }
 
 // TimelineEntry is one line of /games/{game}/timeline.json, the replay
