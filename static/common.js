@@ -43,10 +43,24 @@
   // (its removals are not announced): a reader browsing the page would
   // otherwise meet the latest lines a second time, after the timeline and
   // out of its order. 7 s is what React Aria's announcer keeps a message
-  // for, long enough for a screen reader to have been told of it.
+  // for, long enough for a screen reader to have been told of it. One
+  // timer serves the log, due when its oldest copy is: a timer per copy
+  // would set 500 for a 500-line backfill, 490 of them for copies already
+  // pushed out.
   var KEPT = 10;
   var KEEP_MS = 7000;
   function announcer(log) {
+    var timer = 0;
+    function sweep() {
+      timer = 0;
+      var now = Date.now();
+      var first = log.firstElementChild;
+      while (first && now - first.feedSaid >= KEEP_MS) {
+        first.remove();
+        first = log.firstElementChild;
+      }
+      if (first) timer = setTimeout(sweep, first.feedSaid + KEEP_MS - now);
+    }
     return function (what) {
       if (!log) return;
       var p = document.createElement('p');
@@ -55,9 +69,10 @@
         var copy = what.cloneNode(true); // the id stays on the line
         while (copy.firstChild) p.appendChild(copy.firstChild);
       }
+      p.feedSaid = Date.now();
       log.appendChild(p);
       while (log.children.length > KEPT) log.firstElementChild.remove();
-      setTimeout(function () { p.remove(); }, KEEP_MS);
+      if (!timer) timer = setTimeout(sweep, KEEP_MS);
     };
   }
 

@@ -169,3 +169,56 @@ func (db *DB) checkHeader() error {
 // with the rest after the restart. A failed look is not recorded, so once
 // one has failed every CheckFile looks again.
 const companionEvery = 100 * time.Millisecond
+
+// removeCompanions removes the -wal and -shm at the path, still this
+// process's own, once the file they belong to was deleted or replaced
+// there and its last connection here is closed. SQLite leaves them then
+// (it neither checkpoints nor deletes a WAL on close when its database
+// file has moved), and the next process to open the path would take them
+// for the new file's: a backup moved into place under a running renderer
+// (mv backup feed.db), which it stopped for, would be opened by its
+// restart with the old file's WAL frames applied to it, a malformed or
+// mixed file (TestBackupMovedInUnderRunningStore). What they hold is the
+// old file's; the file now at the path is caught up from the streams.
+// A process of the old file that is still open goes on with them
+// unlinked, and refuses to write (CheckFile). It removes nothing unless
+// both are still this process's own, looked at now: a companion gone or
+// another process's means the path is another's to look after.
+func (db *DB) removeCompanions() {
+	for i, suffix := range companionSuffixes {
+		if id, err := statID(db.path + suffix); err != nil || id != db.companions[i] {
+			return
+		}
+	}
+	for _, suffix := range companionSuffixes {
+		p := db.path + suffix
+		if err := os.Remove(p); err != nil {
+			db.log.Warn("store file replaced: cannot remove its old companion", "path", p, "err", err)
+		}
+	}
+}
+
+// keepWAL stops the writer connection, the last of this process to
+// close, from deleting the -wal and -shm when it closes: SQLite deletes
+// them by their paths, which name another process's now (the file or
+// they were deleted or replaced under this one, see CheckFile, and a
+// process that opened the file since made new ones), and that process
+// would then write on into unlinked files beside the next one to open.
+func (db *DB) keepWAL() {
+	ctx := context.Background()
+	c, err := db.w.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	if err := c.Raw(func(dc any) error {
+		fc, ok := dc.(sqlite.FileControl)
+		if !ok {
+			return errors.New("no file control")
+		}
+		_, err := fc.FileControlPersistWAL("main", 1)
+		return err
+	}); err != nil {
+		db.log.Warn("store file replaced: cannot keep its -wal on close", "err", err)
+	}
+}

@@ -383,59 +383,6 @@ func (db *DB) Close() error {
 	return err
 }
 
-// removeCompanions removes the -wal and -shm at the path, still this
-// process's own, once the file they belong to was deleted or replaced
-// there and its last connection here is closed. SQLite leaves them then
-// (it neither checkpoints nor deletes a WAL on close when its database
-// file has moved), and the next process to open the path would take them
-// for the new file's: a backup moved into place under a running renderer
-// (mv backup feed.db), which it stopped for, would be opened by its
-// restart with the old file's WAL frames applied to it, a malformed or
-// mixed file (TestBackupMovedInUnderRunningStore). What they hold is the
-// old file's; the file now at the path is caught up from the streams.
-// A process of the old file that is still open goes on with them
-// unlinked, and refuses to write (CheckFile). It removes nothing unless
-// both are still this process's own, looked at now: a companion gone or
-// another process's means the path is another's to look after.
-func (db *DB) removeCompanions() {
-	for i, suffix := range companionSuffixes {
-		if id, err := statID(db.path + suffix); err != nil || id != db.companions[i] {
-			return
-		}
-	}
-	for _, suffix := range companionSuffixes {
-		p := db.path + suffix
-		if err := os.Remove(p); err != nil {
-			db.log.Warn("store file replaced: cannot remove its old companion", "path", p, "err", err)
-		}
-	}
-}
-
-// keepWAL stops the writer connection, the last of this process to
-// close, from deleting the -wal and -shm when it closes: SQLite deletes
-// them by their paths, which name another process's now (the file or
-// they were deleted or replaced under this one, see CheckFile, and a
-// process that opened the file since made new ones), and that process
-// would then write on into unlinked files beside the next one to open.
-func (db *DB) keepWAL() {
-	ctx := context.Background()
-	c, err := db.w.Conn(ctx)
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	if err := c.Raw(func(dc any) error {
-		fc, ok := dc.(sqlite.FileControl)
-		if !ok {
-			return errors.New("no file control")
-		}
-		_, err := fc.FileControlPersistWAL("main", 1)
-		return err
-	}); err != nil {
-		db.log.Warn("store file replaced: cannot keep its -wal on close", "err", err)
-	}
-}
-
 func (db *DB) isClosed() bool {
 	select {
 	case <-db.closed:
@@ -443,79 +390,6 @@ func (db *DB) isClosed() bool {
 	default:
 		return false
 	}
-}
-
-// copyLookback is how far back noteFile moves the positions of a file
-// found to be a copy: the feed's catch-up lookback (5 min of stream time),
-// the span within which entries are still in flight while newer ones
-// commit.
-const copyLookback = 5 * time.Minute
-
-// noteFile records in meta ("file") the device, inode and birth time this
-// file is opened as (fileID). A file last opened as another one is a copy (a backup moved
-// into place, a host started from a peer's file), and a copy may lack
-// lines below its positions: entries that were in flight when it was
-// taken (the replicas of a host, and a retried entry, commit out of
-// stream order) and were committed and acked into the original since.
-// When nothing above its position was acked after it, the group's cursor
-// is no further than the position and the catch-up would find nothing to
-// do. So the positions of a copy move back by copyLookback, in the
-// transaction that records its identity (a crash before the catch-up
-// leaves them back): the lines it has are then found acked past its
-// position, and the catch-up re-reads from there (docs/store.md).
-// A copy written into the original file (same inode) is not seen.
-func (db *DB) noteFile(ctx context.Context) error {
-	want := db.file.String()
-	// A record without the birth time (written before it was part of the
-	// identity) of this device and inode is taken for this file: its
-	// positions stay, and the record is rewritten in full.
-	legacy := db.file.legacy()
-	had := func(q querier) (string, error) {
-		var v string
-		err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'file'`).Scan(&v)
-		if errors.Is(err, sql.ErrNoRows) {
-			return "", nil
-		}
-		return v, err
-	}
-	if v, err := had(db.w); err != nil || v == want {
-		return err // the file it was: nothing to write
-	}
-	return db.retryBusy(ctx, "file identity", func() error {
-		tx, err := db.w.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		was, err := had(tx)
-		if err != nil || was == want {
-			return err // another process noted it first
-		}
-		if was != "" && was != legacy {
-			r, err := tx.ExecContext(ctx, `UPDATE positions SET ms = max(ms - ?, 0), seq = 0`, copyLookback.Milliseconds())
-			if err != nil {
-				return fmt.Errorf("positions: %w", err)
-			}
-			if n, _ := r.RowsAffected(); n > 0 {
-				db.log.Warn("store file is a copy of another; its positions move back to be caught up from the streams",
-					"was", was, "now", want, "games", n, "back", copyLookback)
-			}
-			// What it stores from now on is numbered its own way, and a
-			// game's lines may come in another order than in the file it
-			// was copied from: a browser's cursor from that file could
-			// name a line both hold last (docs/contracts.md, last) with
-			// one it never had below it here. A name of its own resets
-			// such cursors (TestLiveResetCopiedStore).
-			if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'store_id'`); err != nil {
-				return fmt.Errorf("store id: %w", err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('file', ?)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, want); err != nil {
-			return err
-		}
-		return tx.Commit()
-	})
 }
 
 // readOnly reports whether err is SQLite's refusal to write the file.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/templates"
 )
 
@@ -15,25 +16,38 @@ import (
 // tab, a bookmark or a browser without the script gets, where the link led
 // to that bare fragment.
 func (s *Server) olderPage(w http.ResponseWriter, r *http.Request, game string) {
-	before := r.URL.Query().Get("before")
-	if !event.ValidID(before) {
-		http.Error(w, "before: want an EVT id", http.StatusBadRequest)
-		return
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
+	lines, more, ok := s.olderLines(ctx, w, r, game, "older page")
+	if !ok {
+		return
+	}
 	g, ok := s.storedGame(ctx, w, r, game)
 	if !ok {
 		return
 	}
-	lines, err := s.cfg.Store.Before(ctx, game, before, s.cfg.PageLines)
-	if err != nil {
-		s.fail(w, r, "older page", err)
-		return
-	}
 	v := templates.OlderView{Game: g, Items: items(lines)}
-	if n := len(lines); n >= s.cfg.PageLines {
-		v.Next = lines[n-1].EvtID
+	if more {
+		v.Next = lines[len(lines)-1].EvtID
 	}
 	s.render(w, r, http.StatusOK, templates.OlderPage(v))
+}
+
+// olderLines reads, for older and olderPage, the page of game's lines
+// before the request's ?before= EVT id, newest first, and whether a page
+// before it may exist: a full page says so, and the next request finds
+// out. When ok is false it has answered the request itself (a 400 for a
+// cursor that is not an EVT id, or the store's failure as what).
+func (s *Server) olderLines(ctx context.Context, w http.ResponseWriter, r *http.Request, game, what string) (lines []store.Line, more, ok bool) {
+	before := r.URL.Query().Get("before")
+	if !event.ValidID(before) {
+		http.Error(w, "before: want an EVT id", http.StatusBadRequest)
+		return nil, false, false
+	}
+	lines, err := s.cfg.Store.Before(ctx, game, before, s.cfg.PageLines)
+	if err != nil {
+		s.fail(w, r, what, err)
+		return nil, false, false
+	}
+	return lines, len(lines) >= s.cfg.PageLines, true
 }

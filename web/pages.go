@@ -131,16 +131,10 @@ func (s *Server) older(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	before := r.URL.Query().Get("before")
-	if !event.ValidID(before) {
-		http.Error(w, "before: want an EVT id", http.StatusBadRequest)
-		return
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	lines, err := s.cfg.Store.Before(ctx, game, before, s.cfg.PageLines)
-	if err != nil {
-		s.fail(w, r, "older", err)
+	lines, more, ok := s.olderLines(ctx, w, r, game, "older")
+	if !ok {
 		return
 	}
 	var b bytes.Buffer
@@ -150,7 +144,7 @@ func (s *Server) older(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("X-More", strconv.FormatBool(len(lines) >= s.cfg.PageLines))
+	h.Set("X-More", strconv.FormatBool(more))
 	revalidate(h) // a late line can still land below the cursor
 	w.Write(b.Bytes())
 }
