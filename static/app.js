@@ -192,15 +192,22 @@
       pillText();
     }
 
+    // pillText counts the held lines the filter shows on the pill: "new"
+    // while they all came live, "newer" once "older lines" pushed some the
+    // reader was shown behind it (they are not new, only above the view).
     function pillText() {
-      var n = 0;
-      for (var id in held) if (filterShows(held[id])) n++;
+      var n = 0, shown = false;
+      for (var id in held) {
+        if (!filterShows(held[id])) continue;
+        n++;
+        if (held[id].feedShown) shown = true;
+      }
       // Held lines the filter hides wait quietly; the pill shows with the first
       // one the reader would see.
       var appears = pill.hidden && n > 0;
       pill.hidden = n === 0;
       pill.querySelector('.n').textContent = String(n);
-      pill.lastChild.textContent = n === 1 ? ' new line' : ' new lines';
+      pill.lastChild.textContent = (shown ? ' newer line' : ' new line') + (n === 1 ? '' : 's');
       root.dataset.held = String(heldN);
       // A reader away from the newest sees the pill appear; a screen reader
       // is told once, in the button's own words, so that it can be found.
@@ -286,6 +293,7 @@
           while (list.children.length >= cap && list.firstElementChild) {
             var newest = list.firstElementChild;
             newest.remove();
+            newest.feedShown = true; // the pill calls it newer, not new
             hold(newest);
           }
           // At its place, not at the end: a line that came late (a new

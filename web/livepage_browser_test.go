@@ -364,7 +364,8 @@ func TestBrowserLiveLineDuringOlder(t *testing.T) {
 // held newest lines back, pushing the oldest out: the page no longer joins
 // the list and is dropped, and not asked for again, since the reader went
 // to the newest lines; the list stays whole and the link pages from its
-// oldest line.
+// oldest line. The pill calls the lines it holds "newer": the reader was
+// shown them; it said "new lines", as of lines that had just come.
 func TestBrowserPillDuringOlder(t *testing.T) {
 	const cap = 6
 	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3; c.DOMLines = cap })
@@ -373,13 +374,19 @@ func TestBrowserPillDuringOlder(t *testing.T) {
 	e.upsert(evs...)
 	b := mustOpenBrowser(t)
 	b.openTall(e.url("/games/g1"))
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
 	// Two pages of older lines: the second pushes the newest three out,
 	// behind the pill.
 	for _, want := range []int{6, 3} {
 		b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#older').click()`))
 		b.untilOlderLines(evs[want].EvtID)
 	}
-	b.until("pill", `!document.querySelector('#newer').hidden`)
+	// The lines behind the pill were shown before: they are newer than the
+	// view, not new, and the pill (and a screen reader told of it) says so.
+	b.until("pill", `!document.querySelector('#newer').hidden && document.querySelector('#newer').textContent.includes('3 newer lines')`)
+	if got := b.eval(`window.__announced`); len(got) != 1 || got[0] != "3 newer lines" {
+		t.Fatalf("announced %q, want the pill's appearance alone (3 newer lines)", got)
+	}
 	if got, want := b.eval(domIDs), reverse(evtIDs(evs[3:9])); !eq(got, want) {
 		t.Fatalf("timeline %v, want %v", got, want)
 	}
