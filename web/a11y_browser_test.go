@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,5 +119,32 @@ func TestBrowserOlderLinesNotAnnounced(t *testing.T) {
 	e.upsert(evs[7])
 	b.until("the second live line announced", `window.__announced.length === 2`)
 	b.until("the announcements' copies removed", fmt.Sprintf(`document.querySelector('#announce').children.length === 0 && !!document.getElementById(%q) && !!document.getElementById(%q)`, evs[6].EvtID, evs[7].EvtID))
+	b.noProblems()
+}
+
+// A burst of live lines (here twenty in one commit, as a resume's backfill
+// brings them) is said as one, its count and its newest line: said each,
+// it was twenty announcements in a screen reader's queue.
+func TestBrowserBurstAnnouncedOnce(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 21)
+	e.upsert(evs[0])
+	b := mustOpenBrowser(t)
+	b.openTall(e.url("/games/g1"))
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
+
+	e.upsert(evs[1:]...)
+	b.until("the burst shown", fmt.Sprintf(`document.querySelectorAll('#timeline > li').length === 21 && document.querySelector('#timeline > li').id === %q`, evs[20].EvtID))
+	b.until("the burst announced", `window.__announced.some(a => a.endsWith('message 20'))`)
+	got := b.eval(`window.__announced`)
+	// The frames may come on both sides of the burst's window on a busy
+	// machine: a few announcements, never one a line.
+	if len(got) > 4 {
+		t.Fatalf("a burst of 20 lines made %d announcements, want its count and newest line: %q", len(got), got)
+	}
+	if !slices.ContainsFunc(got, func(a string) bool { return strings.HasSuffix(a, "new lines, the newest:") }) {
+		t.Fatalf("announced %q, want the burst's count (N new lines, the newest:)", got)
+	}
 	b.noProblems()
 }
