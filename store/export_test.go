@@ -24,3 +24,6 @@ func Conflicts() float64 { return testutil.ToFloat64(upsertConflicts) }
 
 // ReadOnlyMinSchema is the oldest schema OpenReadOnly accepts.
 const ReadOnlyMinSchema = readOnlyMinSchema
+
+// SeenSize is the largest size CheckFile has seen db's file at.
+func SeenSize(db *DB) int64 { return db.headSize.Load() }

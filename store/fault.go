@@ -88,11 +88,13 @@ var companionSuffixes = [...]string{"-wal", "-shm"}
 // unaware, and whichever checkpoints last overwrites the other's lines.
 //
 // A file truncated or written over in place (`: > feed.db`, a stray
-// redirection) keeps its identity, and SQLite goes on committing into its
-// WAL from the pages it has in memory while its checkpoints write them
-// into what is now another file: CheckFile reports ErrReplaced, too, once
-// the file no longer begins with SQLite's header, which SQLite never
-// rewrites. A valid database copied over it (a backup) is not seen.
+// redirection, `truncate -s`) keeps its identity, and SQLite goes on
+// committing into its WAL from the pages it has in memory while its
+// checkpoints write them into what is now another file: CheckFile reports
+// ErrReplaced, too, once the file no longer begins with SQLite's header,
+// which SQLite never rewrites, or is shorter than it was seen at before
+// (SQLite never shrinks it without a VACUUM, which nothing here runs). A
+// valid database copied over it (a backup) at least as long is not seen.
 func (db *DB) CheckFile() error { return db.checkFile(false) }
 
 // checkFile is CheckFile; with all false, the header and the companions
@@ -140,8 +142,8 @@ func checkID(path string, opened fileID) error {
 const sqliteHeader = "SQLite format 3\x00"
 
 // checkHeader reports ErrReplaced when the file opened no longer begins
-// with SQLite's header, and ErrUnavailable when it cannot be read: one
-// pread of the first bytes.
+// with SQLite's header or is shorter than it was, and ErrUnavailable when
+// it cannot be read: one pread of the first bytes and one fstat.
 func (db *DB) checkHeader() error {
 	if db.head == nil {
 		return nil // a read-only open: nothing is written into it
@@ -156,7 +158,19 @@ func (db *DB) checkHeader() error {
 	case string(b[:n]) != sqliteHeader:
 		return fmt.Errorf("%w: %s was overwritten in place (it begins %q, not SQLite's header)", ErrReplaced, db.path, b[:n])
 	}
-	return nil
+	fi, err := db.head.Stat()
+	if err != nil {
+		return fmt.Errorf("%w: stat %s: %w", ErrUnavailable, db.path, err)
+	}
+	for {
+		seen := db.headSize.Load()
+		switch size := fi.Size(); {
+		case size < seen:
+			return fmt.Errorf("%w: %s was truncated in place (%d bytes, it was %d)", ErrReplaced, db.path, size, seen)
+		case size == seen || db.headSize.CompareAndSwap(seen, size):
+			return nil
+		}
+	}
 }
 
 // companionEvery is how often CheckFile looks at the -wal and -shm, and

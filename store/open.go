@@ -99,6 +99,10 @@ type DB struct {
 	// every POSIX lock this process holds on it, SQLite's too. Nil for a
 	// read-only open.
 	head *os.File
+	// headSize is the largest size CheckFile saw the file at: SQLite never
+	// shrinks it (no VACUUM runs here, and freed pages stay in the file),
+	// so a smaller one was cut short in place (see CheckFile).
+	headSize atomic.Int64
 
 	boards *boardCache // scoreboards kept in memory (see ScoreboardAt)
 

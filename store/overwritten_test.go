@@ -13,7 +13,8 @@ import (
 )
 
 // TestFileOverwrittenInPlace: the store file is truncated or written over
-// in place while the store runs (`: > feed.db`, a stray redirection): it
+// in place while the store runs (`: > feed.db`, a stray redirection,
+// `truncate -s`): it
 // keeps its device and inode, so the identity check passes, and SQLite
 // committed on into its WAL from the pages it held in memory, acking lines
 // its checkpoints then wrote into a malformed file. The store must refuse
@@ -25,11 +26,21 @@ func TestFileOverwrittenInPlace(t *testing.T) {
 		name    string
 		clobber func(path string) error
 		want    string // in CheckFile's error
+		reopen  string // in the next open's error; "" when it opens a new, empty store
 	}{
-		{"truncated", func(path string) error { return os.Truncate(path, 0) }, "truncated in place"},
+		{"truncated", func(path string) error { return os.Truncate(path, 0) }, "truncated in place", ""},
+		// Cut short, the header kept (`truncate -s`): it began as SQLite's
+		// file does, and it was taken for sound.
+		{"cut", func(path string) error {
+			fi, err := os.Stat(path)
+			if err != nil {
+				return err
+			}
+			return os.Truncate(path, fi.Size()/2)
+		}, "truncated in place", "malformed"},
 		{"overwritten", func(path string) error {
 			return os.WriteFile(path, []byte("2026-12-05 not a database\n"), 0o644) // O_TRUNC: same inode
-		}, "overwritten in place"},
+		}, "overwritten in place", "not a database"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -55,6 +66,8 @@ func TestFileOverwrittenInPlace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A running renderer's checks see the file grow as it does.
+			waitFor(t, 5*time.Second, func() bool { return db.CheckFile() == nil && store.SeenSize(db) == before.Size() })
 			if err := tc.clobber(path); err != nil {
 				t.Fatal(err)
 			}
@@ -80,14 +93,14 @@ func TestFileOverwrittenInPlace(t *testing.T) {
 					t.Errorf("%s left after close (%v): the next open would apply it to the file now there", suffix, err)
 				}
 			}
-			if tc.name != "truncated" {
-				// Not a database: the next open refuses it, saying so, and
-				// the operator removes it (docs/operations.md).
+			if tc.reopen != "" {
+				// Not a sound database: the next open refuses it, saying
+				// so, and the operator removes it (docs/operations.md).
 				if again, err := store.OpenWith(ctx, path, store.Options{Logger: quiet}); err == nil {
 					again.Close()
-					t.Fatal("a file written over with text opened as a store")
-				} else if !strings.Contains(err.Error(), "not a database") {
-					t.Errorf("open of the overwritten file: %v, want it to say it is not a database", err)
+					t.Fatal("the clobbered file opened as a store")
+				} else if !strings.Contains(err.Error(), tc.reopen) {
+					t.Errorf("open of the clobbered file: %v, want it to say %q", err, tc.reopen)
 				}
 				return
 			}
