@@ -156,34 +156,12 @@
     // each live line the reader would see goes into a log of its own
     // (feed.announcer, common.js). Lines the pill shows are not announced
     // (the reader asked for them, and the focus goes to them); the pill's
-    // appearance is.
-    //
-    // A burst of live lines (a resume's backfill, a busy moment of the
-    // game) is said as one: the lines that come within BURST_MS of the
-    // first are said each when they are at most BURST_LINES, else as their
-    // count and the newest of them. Said each, a backfill of a hundred
-    // lines after a reconnect was a hundred announcements in the screen
-    // reader's queue.
+    // appearance is. A burst (a resume's backfill) is said as one
+    // (feed.bursts).
     var say = window.feed.announcer(announcer);
-    var BURST_MS = 250, BURST_LINES = 3;
-    var burst = [], burstTimer = 0;
+    var sayLine = window.feed.bursts(say, 'new lines');
     function announce(li) {
-      if (!filterShows(li)) return;
-      burst.push(li);
-      if (!burstTimer) burstTimer = setTimeout(sayBurst, BURST_MS);
-    }
-    function sayBurst() {
-      var lines = burst;
-      burst = [];
-      burstTimer = 0;
-      if (lines.length <= BURST_LINES) {
-        lines.forEach(function (li) { say(li); });
-        return;
-      }
-      var newest = lines[0];
-      lines.forEach(function (li) { if (li.id > newest.id) newest = li; });
-      say(lines.length + ' new lines, the newest:');
-      say(newest);
+      if (filterShows(li)) sayLine(li);
     }
 
     function hold(li) {

@@ -76,6 +76,36 @@
     };
   }
 
+  // bursts returns a function that says lines through say, a burst of
+  // them as one: the lines that come within BURST_MS of the first are said
+  // each when they are at most BURST_LINES, else as their count, in what's
+  // words ("12 new lines, the newest:"), and the newest of them by EVT id.
+  // Said each, a resume's backfill of a hundred lines, or a replay played
+  // fast, was a hundred announcements in the screen reader's queue.
+  var BURST_MS = 250;
+  var BURST_LINES = 3;
+  function bursts(say, what) {
+    var lines = [];
+    var timer = 0;
+    function flush() {
+      var ls = lines;
+      lines = [];
+      timer = 0;
+      if (ls.length <= BURST_LINES) {
+        ls.forEach(function (li) { say(li); });
+        return;
+      }
+      var newest = ls[0];
+      ls.forEach(function (li) { if (li.id > newest.id) newest = li; });
+      say(ls.length + ' ' + what + ', the newest:');
+      say(newest);
+    }
+    return function (li) {
+      lines.push(li);
+      if (!timer) timer = setTimeout(flush, BURST_MS);
+    };
+  }
+
   // --- times: one rule on the server and here (docs/live-page.md) ----------
   //
   // A line's <time> shows the writer's clock as HH:MM:SS; a <time
@@ -117,5 +147,5 @@
     }
   }
 
-  window.feed = { parse: parse, pollFragment: pollFragment, times: times, zone: zone, announcer: announcer };
+  window.feed = { parse: parse, pollFragment: pollFragment, times: times, zone: zone, announcer: announcer, bursts: bursts };
 })();

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,6 +86,30 @@ func TestBrowserReplayPlayAnnounced(t *testing.T) {
 	}
 	if live := b.liveIn(`document.querySelector('#announce > :last-child')`); live != "polite" {
 		t.Fatalf("a played line's announcement is in a live region %q of Chromium's accessibility tree, want polite", live)
+	}
+	b.noProblems()
+}
+
+// Lines played in a burst (written within the same second, played at 50×)
+// are said as one, their count and the newest: said each, they were twelve
+// announcements in a screen reader's queue.
+func TestBrowserReplayBurstAnnouncedOnce(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	evs := e.gen("g1").chats(t, 12)
+	e.upsert(evs...)
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(e.url("/games/g1/replay")))
+	b.until("loaded", `document.querySelector('#replay').dataset.state === 'ready' && document.querySelector('#pos').max === '12'`)
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
+	b.do(chromedp.SetValue(chromedp.CSS("#speed"), "50"))
+	b.do(chromedp.Click(chromedp.CSS("#play")))
+	b.until("played to the end", `document.querySelectorAll('#timeline > li').length === 12 && document.querySelector('#play').dataset.state === 'paused'`)
+	b.until("the newest played line announced", `window.__announced.some(a => a.endsWith('message 11'))`)
+	got := b.eval(`window.__announced`)
+	// A line written in the next second is played 20 ms later: the burst
+	// may be cut in two, never into a line each.
+	if len(got) > 4 || !slices.ContainsFunc(got, func(a string) bool { return strings.HasSuffix(a, "lines played, the newest:") }) {
+		t.Fatalf("announced %q, want the burst as one (N lines played, the newest: …)", got)
 	}
 	b.noProblems()
 }
