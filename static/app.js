@@ -68,6 +68,7 @@
     // rather than resume it past lines it does not have.
     var last = root.dataset.last || '';
     var older = document.getElementById('older');
+    var gamePath = '/games/' + encodeURIComponent(root.dataset.game);
     var announcer = document.getElementById('announce');
 
     filters();
@@ -242,7 +243,7 @@
       older.dataset.before = before;
       // Followed (a new tab), the link opens a page of those lines; a click
       // here fetches them as a fragment (pageOlder).
-      older.href = '/games/' + encodeURIComponent(root.dataset.game) + '?before=' + encodeURIComponent(before);
+      older.href = gamePath + '?before=' + encodeURIComponent(before);
     }
     if (older) older.addEventListener('click', loadOlder);
 
@@ -259,7 +260,7 @@
       if (!a || a.dataset.busy) return;
       a.dataset.busy = '1';
       var from = a.dataset.before, asked = flushes, again = false;
-      var url = '/games/' + encodeURIComponent(root.dataset.game) + '/older?before=' + encodeURIComponent(from);
+      var url = gamePath + '/older?before=' + encodeURIComponent(from);
       fetch(url, { cache: 'no-store' }).then(function (r) {
         if (!r.ok) throw new Error('status ' + r.status);
         var more = r.headers.get('X-More') === 'true';

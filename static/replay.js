@@ -31,10 +31,10 @@
   var parse = window.feed.parse; // common.js
   // Lines played are said to screen readers as they appear, those played
   // in a burst (a fast speed, lines written together) as one (feed.bursts);
-  // lines a seek puts in are not (the slider says where it is). So is a failure to load
-  // the timeline, or a timeline that changed under the page: the position's
-  // text, which says so on screen, is no live region, as it moves with
-  // every line played.
+  // lines a seek puts in are not (the slider says where it is). So is a
+  // failure to load the timeline, or a timeline that changed under the
+  // page: the position's text, which says so on screen, is no live region,
+  // as it moves with every line played.
   var say = window.feed.announcer(document.getElementById('announce'));
   var sayPlayed = window.feed.bursts(say, 'lines played');
 
