@@ -30,6 +30,15 @@ func SetTestHookReader(f func()) (restore func()) {
 	return func() { testHookReader = nil }
 }
 
+// SetTestHookPing installs f to run when the nbio engine's sweep has
+// decided to ping a websocket, before it writes the ping, and returns a
+// func that removes it. Set it before opening the server and remove it
+// after closing it.
+func SetTestHookPing(f func()) (restore func()) {
+	testHookPing = f
+	return func() { testHookPing = nil }
+}
+
 // Mailbox is a websocket client's queue, for tests of its bound, order and
 // memory.
 type Mailbox struct{ c *client }

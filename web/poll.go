@@ -208,8 +208,12 @@ type pollSocket struct {
 	progress atomic.Int64  // unix ns: unsent bytes last moved (or started)
 	room     chan struct{} // one slot: bytes were written (the backfill waits on it)
 
-	busy     atomic.Bool // a writer holds the socket
-	closing  atomic.Bool // a close frame went out: nothing more is written
+	busy    atomic.Bool // a writer holds the socket
+	closing atomic.Bool // a close frame went out: nothing more is written
+	// ctl orders the frames written beside the writer (the sweep's ping,
+	// the answer to the peer's close) with the close frame: one written
+	// after it fails the connection in a browser (see closeNow).
+	ctl      sync.Mutex
 	counted  atomic.Bool // counted in SlowCloses
 	closeReq atomic.Pointer[pollClose]
 
@@ -262,6 +266,12 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 	})
 	up.OnMessage(ps.onMessage)
 	up.SetPongHandler(func(*nbws.Conn, string) { ps.pingAt.Store(0) })
+	up.SetPingHandler(func(c *nbws.Conn, data string) {
+		// nbio's own answer would not wait for ctl (see closeNow).
+		if ps.control(nbws.PongMessage, []byte(data)) != nil {
+			c.Close()
+		}
+	})
 	up.SetCloseHandler(ps.onClose)
 	up.OnClose(func(_ *nbws.Conn, err error) { ps.end(err, release) })
 	conn, err := up.UpgradeAndTransferConnToPoller(w, r, nil)
@@ -325,7 +335,9 @@ func (ps *pollSocket) onMessage(c *nbws.Conn, typ nbws.MessageType, b []byte) {
 // fails the connection, so the page saw 1006 and no reason for every close
 // the server began.
 func (ps *pollSocket) onClose(c *nbws.Conn, code int, reason string) {
-	if ps.closing.Load() {
+	ps.ctl.Lock()
+	defer ps.ctl.Unlock()
+	if ps.closing.Swap(true) {
 		return
 	}
 	if code == int(websocket.StatusNoStatusRcvd) {

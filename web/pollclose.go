@@ -27,6 +27,10 @@ type pollClose struct {
 // errPollClosed is a write to a socket that has ended.
 var errPollClosed = errors.New("web: connection closed")
 
+// testHookPing, when set by a test, runs when the sweep has decided to
+// ping a poller websocket, before the ping is written.
+var testHookPing func()
+
 // closeSlow closes a client that fell behind, with the reason that tells
 // the page to resume from its cursor.
 func (ps *pollSocket) closeSlow(err error) {
@@ -56,8 +60,14 @@ func (ps *pollSocket) requestClose(code websocket.StatusCode, reason string, gra
 
 // closeNow sends the close frame and drops the connection after grace if
 // the peer has not answered by then (nbio closes it when the answer
-// comes). Only the socket's writer calls it.
+// comes). Only the socket's writer calls it. Nothing is written after the
+// close frame: every write of the socket (writeFrames, the sweep's ping,
+// a pong, the answer to the peer's close) takes ctl and looks at closing
+// first. Chromium fails the connection on a frame after the close ("Ping
+// received after close"), and the page sees 1006, not the code sent.
 func (ps *pollSocket) closeNow(code websocket.StatusCode, reason string, grace time.Duration) {
+	ps.ctl.Lock()
+	defer ps.ctl.Unlock()
 	if ps.closing.Swap(true) {
 		return
 	}
@@ -124,11 +134,31 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 	}
 	if ping && ps.pingAt.CompareAndSwap(0, now.UnixNano()) {
 		ps.pingWait.mark = ps.delivered()
-		ps.queued.Add(2)
-		if err := ps.conn.WriteMessage(nbws.PingMessage, nil); err != nil {
+		if testHookPing != nil {
+			testHookPing()
+		}
+		if err := ps.ping(); err != nil {
 			ps.hardClose()
 		}
 	}
+}
+
+// ping writes a ping unless the close frame went out (see closeNow).
+func (ps *pollSocket) ping() error {
+	return ps.control(nbws.PingMessage, nil)
+}
+
+// control writes a control frame of nbio's framing (a ping, a pong)
+// unless the close frame went out (see closeNow); then it writes nothing
+// and the close handshake goes on.
+func (ps *pollSocket) control(typ nbws.MessageType, b []byte) error {
+	ps.ctl.Lock()
+	defer ps.ctl.Unlock()
+	if ps.closing.Load() {
+		return nil
+	}
+	ps.queued.Add(wireSize(b))
+	return ps.conn.WriteMessage(typ, b)
 }
 
 // delivered is the bytes of this socket that reached the peer (see

@@ -77,10 +77,16 @@ func (ps *pollSocket) appendFrame(b []byte, f frame) []byte {
 // in one write: the frames a writer drained together cost one system call
 // (docs/benchmarks-journal.md, "one write per wake-up"). The write
 // goes to the connection under the websocket: one Write of the nbio
-// connection is atomic against the others (its lock), and nbio's own
-// frames (pongs, close replies) and the sweep's pings are single Writes
-// too, so no frame is split by another.
+// connection is atomic against the others (its lock), and the frames of
+// nbio's framing (pongs, pings, close frames) are single Writes too, so no
+// frame is split by another. It writes nothing once the close frame went
+// out (closeNow).
 func (ps *pollSocket) writeFrames(b []byte) error {
+	ps.ctl.Lock()
+	defer ps.ctl.Unlock()
+	if ps.closing.Load() {
+		return errPollClosed // nothing follows the close frame (closeNow)
+	}
 	if ps.unsent() <= 0 {
 		ps.progress.Store(time.Now().UnixNano()) // the stall clock starts now
 	}

@@ -18,9 +18,10 @@ var flateTail = []byte{0, 0, 0xff, 0xff}
 // OnWrittenSize): every websocket frame of a server well formed (no mask,
 // no reserved bit but a compressed message's RSV1 where permessage-deflate
 // was negotiated, a known opcode, a control frame whole and at most 125
-// bytes) and every text message, inflated if need be, one JSON object. It reports the first bad
-// frame with its header, its ends and the frame before it, and checks no
-// further: past a bad header the stream has no frames to find.
+// bytes), every text message, inflated if need be, one JSON object, and
+// nothing after a close frame. It reports the first bad frame with its
+// header, its ends and the frame before it, and checks no further: past a
+// bad header the stream has no frames to find.
 type Frames struct {
 	report  func(misuse string)
 	deflate bool // permessage-deflate negotiated: RSV1 marks a compressed message
@@ -37,6 +38,7 @@ type Frames struct {
 	out    bytes.Buffer  // an inflated message
 	prev   string        // the frame before, described
 	frames int64
+	closed bool // a close frame went out: nothing may follow it
 	bad    bool
 }
 
@@ -88,6 +90,13 @@ func (f *Frames) header() {
 	}
 	f.op, f.fin = h[0]&0x0f, h[0]&0x80 != 0
 	f.ctl = f.op >= 8
+	if f.closed {
+		// A browser fails the connection on any frame after the close
+		// (Chromium: "Ping received after close"): the page sees 1006,
+		// not the code the server sent.
+		f.fail("a frame after the close frame")
+		return
+	}
 	var n int64
 	switch h[1] & 0x7f {
 	case 126:
@@ -128,6 +137,7 @@ func (f *Frames) header() {
 // end checks a frame whose payload is whole.
 func (f *Frames) end() {
 	f.frames++
+	f.closed = f.op == 8
 	if !f.ctl && (f.op == 1 || f.op == 0) && f.fin {
 		m := f.msg
 		if f.z {

@@ -64,7 +64,7 @@ func TestFramesChecked(t *testing.T) {
 		want    string // "" for sound output
 	}{
 		{"sound", sound, false, ""},
-		{"sound, compressed", join(frame(0xc1, string(z)), sound, frame(0xc1, string(z))), true, ""},
+		{"sound, compressed", join(frame(0xc1, string(z)), frame(0xc1, string(z)), sound), true, ""},
 		{"compressed, then one cut", join(frame(0xc1, string(z)), frame(0xc1, string(z[:len(z)/2]))), true, "JSON"},
 		{"compressed, not negotiated", frame(0xc1, string(z)), false, "reserved bit"},
 		{"compressed, cut", frame(0xc1, string(z[:len(z)/2])), true, "JSON"},
@@ -74,6 +74,8 @@ func TestFramesChecked(t *testing.T) {
 		{"reserved bit", frame(0xa1, "{}"), true, "reserved bit"},
 		{"compressed ping", frame(0xc9, ""), true, "reserved bit"},
 		{"long ping", frame(0x89, strings.Repeat("p", 126)), false, "control frame"},
+		{"ping after close", join(frame(0x88, "\x03\xe9"), frame(0x89, "")), false, "after the close"},
+		{"line after close", join(frame(0x88, ""), frame(0x81, `{"t":"line"}`)), false, "after the close"},
 	} {
 		for _, step := range []int{1, 7, 4096} {
 			var got []string
