@@ -81,8 +81,10 @@ type frameSeen struct {
 
 func (f frameSeen) String() string { return fmt.Sprintf("opcode %d %q", f.op, f.payload) }
 
-// dialRaw opens game's live websocket from the start, without compression.
-func dialRaw(tb testing.TB, e *env, game string) *rawSocket {
+// rawUpgrade opens game's live websocket from the start on a bare
+// connection, its handshake with the header lines extra (each ending in
+// CRLF), and returns the connection, its reader and the server's 101.
+func rawUpgrade(tb testing.TB, e *env, game, extra string) (net.Conn, *bufio.Reader, *http.Response) {
 	tb.Helper()
 	conn, err := net.DialTimeout("tcp", e.srv.Addr(), 5*time.Second)
 	if err != nil {
@@ -91,16 +93,23 @@ func dialRaw(tb testing.TB, e *env, game string) *rawSocket {
 	tb.Cleanup(func() { conn.Close() })
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	fmt.Fprintf(conn, "GET /games/%s/live?after=0 HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", game, e.srv.Addr())
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n%s\r\n", game, e.srv.Addr(), extra)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("%q: %v", extra, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		tb.Fatalf("HTTP %d, want 101", resp.StatusCode)
+		tb.Fatalf("%q: HTTP %d, want 101", extra, resp.StatusCode)
 	}
+	return conn, br, resp
+}
+
+// dialRaw opens game's live websocket from the start, without compression.
+func dialRaw(tb testing.TB, e *env, game string) *rawSocket {
+	tb.Helper()
+	conn, br, _ := rawUpgrade(tb, e, game, "")
 	c := &rawSocket{tb: tb, conn: conn, closed: make(chan struct{}), frames: make(chan frameSeen, 1024), err: make(chan error, 1)}
 	go c.read(br)
 	return c

@@ -1,10 +1,8 @@
 package web_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -234,21 +232,7 @@ func TestOffersDeflateAgreesWithHandshake(t *testing.T) {
 // permessage-deflate.
 func handshakeAccepts(t *testing.T, e *env, ext string) bool {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", e.srv.Addr(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _, resp := rawUpgrade(t, e, "g1", "Sec-WebSocket-Extensions: "+ext+"\r\n")
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(c, "GET /games/g1/live?after=0 HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Extensions: %s\r\n\r\n", e.srv.Addr(), ext)
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("%q: %v", ext, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("%q: HTTP %d, want 101", ext, resp.StatusCode)
-	}
 	return strings.Contains(resp.Header.Get("Sec-WebSocket-Extensions"), "permessage-deflate")
 }

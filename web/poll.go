@@ -210,9 +210,8 @@ type pollSocket struct {
 
 	busy    atomic.Bool // a writer holds the socket
 	closing atomic.Bool // a close frame went out: nothing more is written
-	// ctl orders the frames written beside the writer (the sweep's ping,
-	// the answer to the peer's close) with the close frame: one written
-	// after it fails the connection in a browser (see closeNow).
+	// ctl is taken by every write of the socket with a look at closing,
+	// so that nothing follows the close frame (see closeNow).
 	ctl      sync.Mutex
 	counted  atomic.Bool // counted in SlowCloses
 	closeReq atomic.Pointer[pollClose]

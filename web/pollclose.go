@@ -137,15 +137,10 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 		if testHookPing != nil {
 			testHookPing()
 		}
-		if err := ps.ping(); err != nil {
+		if err := ps.control(nbws.PingMessage, nil); err != nil {
 			ps.hardClose()
 		}
 	}
-}
-
-// ping writes a ping unless the close frame went out (see closeNow).
-func (ps *pollSocket) ping() error {
-	return ps.control(nbws.PingMessage, nil)
 }
 
 // control writes a control frame of nbio's framing (a ping, a pong)
