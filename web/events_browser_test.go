@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,14 +205,33 @@ func TestBrowserSilentStreamDropped(t *testing.T) {
 		t.Fatalf("tab is %s, want visible", v[0])
 	}
 
+	// Every state the page shows from here, with when (the page's clock)
+	// and its lines then: whether the page knew of the cut before the
+	// stream's silence told it is read from these, not from a look after
+	// the upsert below, which a slow host can delay past the silence.
+	cut := b.eval(`window.__left = [];
+		new MutationObserver(() => window.__left.push([document.querySelector('#conn').dataset.state,
+				String(Date.now()), String(document.querySelectorAll('#timeline > li').length)]))
+			.observe(document.querySelector('#conn'), {attributeFilter: ['data-state']});
+		[String(Date.now())]`)[0]
 	px.cutAsked("/events?")
 	waitFor(t, 5*time.Second, "the server to see the stream end", func() bool { return e.srv.Stats().EventStreams == 0 })
 	e.upsert(evs[3:]...)
-	// The page cannot know yet: its stream still reads as open.
-	if v := b.eval(`[document.querySelector('#conn').dataset.state, String(document.querySelectorAll('#timeline > li').length)]`); v[0] != "live" || v[1] != "3" {
-		t.Fatalf("right after the cut: state %s, %s lines", v[0], v[1])
-	}
 	b.showsOnce(evs)
+	// The page could not know before the silence: its stream read as
+	// open, with the three lines, until two pings' periods and the margin
+	// had passed (5.4 s after the last byte it got, a ping 0.2 s or so
+	// before the cut; 3 s leaves a late ping room). An error or end event
+	// would have told it at once.
+	left := b.eval(`window.__left.find(s => s[0] !== 'live') || []`)
+	if len(left) != 3 {
+		t.Fatalf("the page never left live, yet resumed: %q", left)
+	}
+	at, _ := strconv.ParseInt(left[1], 10, 64)
+	from, _ := strconv.ParseInt(cut, 10, 64)
+	if after := time.Duration(at-from) * time.Millisecond; after < 3*time.Second || left[2] != "3" {
+		t.Fatalf("the page went %s %v after the cut with %s lines, want not before the stream's silence (about 5.2 s) and with 3", left[0], after, left[2])
+	}
 	if v := b.eval(`[document.getElementById('game').dataset.transport, document.getElementById('game').dataset.woke || '0']`); v[0] != "sse" || v[1] != "0" {
 		t.Fatalf("resumed over %s after %s wakes, want the event stream and none", v[0], v[1])
 	}
