@@ -258,3 +258,5 @@ func describe(ids []string) string {
 func sortStrings(s []string) { sort.Strings(s) }
 
 type redisXReadGroupArgs = redis.XReadGroupArgs
+
+type redisXClaimArgs = redis.XClaimArgs

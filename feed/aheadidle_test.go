@@ -80,9 +80,10 @@ func TestReadAheadPastMinIdle(t *testing.T) {
 	}
 	// Everything is delivered to a now: the first batch in its handler
 	// (kept alive), the second read ahead. A live peer claims what goes
-	// idle.
+	// idle: after 2 s, so that only a stall of 1.5 s in a's keep-alive
+	// (every 500 ms) could let it take the first batch too.
 	cfgB := baseConfig(t, rdb, "b", key)
-	cfgB.MinIdle = time.Second
+	cfgB.MinIdle = 2 * time.Second
 	cfgB.Handler = func(ctx context.Context, m feed.Message) error {
 		record("b", m)
 		return nil

@@ -306,15 +306,21 @@ func TestConsumerNameHeldByOneProcess(t *testing.T) {
 
 	a.sigkill(t)
 	killed := time.Now()
+	// The name is free once the dead process's lease lapses, within its
+	// TTL (1 s) of the kill: read off the key itself, since the restart's
+	// own time holds a process start, slow on a loaded host.
+	pttl, err := rdb.PTTL(context.Background(), event.LeaseKey(group, "dup")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pttl != -2*time.Nanosecond && (pttl <= 0 || pttl > time.Second) { // -2: gone already
+		t.Errorf("the killed process's lease lives %v more, want at most its 1s TTL", pttl)
+	}
 	c := startChild(t, srv.Addr, "dup", "FEED_STREAMS="+s, "FEED_RETRY=1")
 	if l := c.line(t, 10*time.Second); l != "READY" {
 		t.Fatalf("restart said %q", l)
 	}
-	took := time.Since(killed)
-	t.Logf("name free again %v after SIGKILL (lease TTL 1s)", took)
-	if took > 3*time.Second {
-		t.Errorf("restart took %v, want within the 1s lease (plus process start)", took)
-	}
+	t.Logf("lease left %v at the SIGKILL; name taken again %v after it (lease TTL 1s)", pttl, time.Since(killed))
 	// Graceful exit releases the lease at once.
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	<-c.done

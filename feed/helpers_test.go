@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -212,3 +213,34 @@ func commandCalls(tb testing.TB, rdb redis.UniversalClient) map[string]int64 {
 }
 
 func stream(game string) string { return event.StreamKey(game) }
+
+// deliveredScript reads the server's clock and an entry's idle time in one
+// step: TIME, then the entry's line of XPENDING.
+var deliveredScript = redis.NewScript(`
+local t = redis.call('TIME')
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
+if #p == 0 then return redis.error_reply('not pending') end
+return {t[1], t[2], p[1][3]}
+`)
+
+// deliveredAt returns when the server last delivered m, by its own clock
+// (its TIME less the entry's idle time, to the millisecond). Retry tests
+// measure their gaps with it rather than with the handler's start, which
+// also holds how long the delivery took to reach the handler: a slow
+// reply on a loaded host made a retry look sooner than MinIdle.
+func deliveredAt(ctx context.Context, rdb redis.UniversalClient, m feed.Message) (time.Time, error) {
+	v, err := deliveredScript.Run(ctx, rdb, []string{m.Stream}, m.Group, m.Position).Slice()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("delivered %s: %w", m.Position, err)
+	}
+	if len(v) != 3 {
+		return time.Time{}, fmt.Errorf("delivered %s: reply %v", m.Position, v)
+	}
+	sec, err1 := strconv.ParseInt(fmt.Sprint(v[0]), 10, 64)
+	usec, err2 := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
+	idle, ok := v[2].(int64)
+	if err1 != nil || err2 != nil || !ok {
+		return time.Time{}, fmt.Errorf("delivered %s: reply %v", m.Position, v)
+	}
+	return time.Unix(sec, usec*1000).Add(-time.Duration(idle) * time.Millisecond), nil
+}

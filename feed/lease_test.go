@@ -20,6 +20,7 @@ func TestLeaseLostStopsReading(t *testing.T) {
 	var rec recorder
 	cfg := baseConfig(t, rdb, "r1", s)
 	cfg.Handler = rec.handler
+	logs := captureLogs(t, &cfg)
 	c := mustOpen(t, cfg)
 	first := add(t, rdb, s)
 	waitFor(t, 5*time.Second, "first entry", func() bool { return rec.count(first) == 1 })
@@ -27,15 +28,15 @@ func TestLeaseLostStopsReading(t *testing.T) {
 	key := event.LeaseKey(group, "r1")
 	rdb.Set(ctx, key, "someone-else", time.Minute)
 	waitFor(t, 5*time.Second, "lease lost", func() bool { return errors.Is(c.Ready(), feed.ErrLeaseLost) })
-	// A turn already under way may still finish its read. Two lease
-	// refreshes later (EVALSHA calls; every turn would call XREADGROUP
-	// within a Block) the loop has settled into waiting.
+	// A turn already under way may still finish its read. Once the loop
+	// has said it reads nothing (a turn that found the lease not held)
+	// no turn is under way: the loop is one goroutine.
+	waitFor(t, 5*time.Second, "the loop to see the lease lost", func() bool { return logs.count("lease not held; reading nothing") >= 1 })
 	refreshes := func() int64 { return commandCalls(t, rdb)["evalsha"] }
 	twoRefreshes := func() {
 		e0 := refreshes()
 		waitFor(t, 5*time.Second, "two lease refreshes", func() bool { return refreshes() >= e0+2 })
 	}
-	twoRefreshes()
 	reads := commandCalls(t, rdb)["xreadgroup"]
 	during := add(t, rdb, s)
 	twoRefreshes()

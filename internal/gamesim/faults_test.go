@@ -138,7 +138,10 @@ func TestRunWritesOnceWhenRepliesAreLost(t *testing.T) {
 	proxy := startCutProxy(t, s.Addr)
 	rdb := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String()})
 	t.Cleanup(func() { rdb.Close() })
-	cfg := gamesim.Config{Games: 2, Events: 3000, Rate: 3000, Seed: 12, Bad: 0.01}
+	// 6 s of writing: the cut at 900 entries of game-1 must come while
+	// the writer still writes, even when this goroutine lags on a loaded
+	// host (at 3,000 a second the run was over 1.4 s after it).
+	cfg := gamesim.Config{Games: 2, Events: 3000, Rate: 1000, Seed: 12, Bad: 0.01}
 	type result struct {
 		sum gamesim.Summary
 		err error
@@ -200,7 +203,9 @@ func TestRunSurvivesRedisPause(t *testing.T) {
 	direct := s.Client(t)
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	cfg := gamesim.Config{Games: 2, Events: 3000, Rate: 3000, Seed: 13, Bad: 0.01}
+	// 6 s of writing: the pause must come while the writer still writes
+	// (see TestRunWritesOnceWhenRepliesAreLost).
+	cfg := gamesim.Config{Games: 2, Events: 3000, Rate: 1000, Seed: 13, Bad: 0.01}
 	var progress syncBuffer
 	type result struct {
 		sum gamesim.Summary

@@ -67,8 +67,9 @@ func TestSyncOnCluster(t *testing.T) {
 	if len(slots) < 2 {
 		t.Fatalf("the keys share a slot: the test proves nothing")
 	}
-	a := mustNew(t, presence.Config{Client: cc, Replica: ra, TTL: 500 * time.Millisecond})
-	b := mustNew(t, presence.Config{Client: cc, Replica: rb, TTL: 500 * time.Millisecond})
+	const ttl = 3 * time.Second // the counting checks cannot see a count expire
+	a := mustNew(t, presence.Config{Client: cc, Replica: ra, TTL: ttl})
+	b := mustNew(t, presence.Config{Client: cc, Replica: rb, TTL: ttl})
 	mustSync(t, a, map[string]int{"g1": 2})
 	if got, want := mustSync(t, b, map[string]int{"g1": 1}), map[string]int{"g1": 2}; !maps.Equal(got, want) {
 		t.Fatalf("b sees %v, want %v", got, want)
@@ -76,7 +77,7 @@ func TestSyncOnCluster(t *testing.T) {
 	if got, want := mustSync(t, a, map[string]int{"g1": 2}), map[string]int{"g1": 1}; !maps.Equal(got, want) {
 		t.Fatalf("a sees %v, want %v", got, want)
 	}
-	wait.For(t, 5*time.Second, "b to expire", func() bool { return len(mustSync(t, a, map[string]int{"g1": 2})) == 0 })
+	wait.For(t, ttl+5*time.Second, "b to expire", func() bool { return len(mustSync(t, a, map[string]int{"g1": 2})) == 0 })
 	if err := a.Leave(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,9 @@ func mustSync(tb testing.TB, p *presence.Redis, local map[string]int) map[string
 func TestSyncCountsOthersAndExpires(t *testing.T) {
 	srv := redistest.MustStart(t)
 	rdb := srv.Client(t)
-	const ttl = 400 * time.Millisecond
+	// Long enough that the counting checks below, each a sync or two
+	// apart, cannot see a count expire on a loaded host.
+	const ttl = 3 * time.Second
 	a := mustNew(t, presence.Config{Client: rdb, Replica: presence.ReplicaID("a"), TTL: ttl})
 	b := mustNew(t, presence.Config{Client: rdb, Replica: presence.ReplicaID("b"), TTL: ttl})
 
@@ -55,14 +57,14 @@ func TestSyncCountsOthersAndExpires(t *testing.T) {
 
 	// b goes silent: a keeps beating and stops counting b within the TTL.
 	start := time.Now()
-	wait.For(t, 5*time.Second, "b's count to expire", func() bool {
+	wait.For(t, ttl+5*time.Second, "b's count to expire", func() bool {
 		return len(mustSync(t, a, map[string]int{"g1": 2})) == 0
 	})
 	if d := time.Since(start); d > ttl+time.Second {
 		t.Errorf("b expired after %v, TTL %v", d, ttl)
 	}
 	// Nothing outlives the replicas: with a silent too, every key expires.
-	wait.For(t, 5*time.Second, "every presence key to expire", func() bool {
+	wait.For(t, ttl+5*time.Second, "every presence key to expire", func() bool {
 		n, err := rdb.DBSize(context.Background()).Result()
 		return err == nil && n == 0
 	})
