@@ -110,7 +110,11 @@ func TestCloseDuringBackfill(t *testing.T) {
 // backfill went on waiting for room until WriteTimeout, then counted and
 // logged the closed tab as slow.
 func TestBackfillPeerGoneNotSlow(t *testing.T) {
-	e := backfillEnv(t, time.Second)
+	// 3 s: the server must see the close before the stalled write's
+	// timeout would count the tab as slow, and the stall is seen some
+	// time after it began; with 1 s a loaded host could leave it less
+	// than that.
+	e := backfillEnv(t, 3*time.Second)
 	c := e.dialSmallBuffer("g1", 0)
 	waitStalled(t, e)
 	c.c.CloseNow() // the tab is closed

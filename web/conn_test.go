@@ -37,10 +37,10 @@ func TestLivePings(t *testing.T) {
 	// starved for 300 ms on a loaded 2-core host under -race, once missed
 	// its pong (the timeout, not a sleep, is the margin).
 	alive := e.dial("g1", 0)
-	mute := e.dial("g1", 0)
-	waitFor(t, 5*time.Second, "two clients", func() bool { return e.srv.Stats().Clients == 2 })
 	// Reading answers pings (coder/websocket replies while a Read is in
-	// progress); the mute client never reads, so its pongs never come.
+	// progress), from its dial on: its pings start then, and the mute
+	// client's handshake must not be the reading client's second without
+	// a pong. The mute client never reads, so its pongs never come.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -50,6 +50,8 @@ func TestLivePings(t *testing.T) {
 			}
 		}
 	}()
+	mute := e.dial("g1", 0)
+	waitFor(t, 5*time.Second, "two clients", func() bool { return e.srv.Stats().Clients == 2 })
 	waitFor(t, 5*time.Second, "the mute client closed", func() bool { return e.srv.Stats().Clients == 1 })
 	_ = mute
 	if st := e.srv.Stats(); st.PongTimeouts != 1 || st.SlowCloses != 0 {

@@ -479,8 +479,11 @@ func (ps *pollSocket) unsubscribe() {
 	ps.p.mu.Lock()
 	delete(ps.p.socks, ps)
 	ps.p.mu.Unlock()
-	ps.count().Add(-1)
+	// Out of the hub before out of the count, as on the std engine (its
+	// defers): a socket no longer counted gets no frame of a pass that
+	// began after (TestBoardFramesOnlyWhenEverySocketAsks).
 	s.hubs.unsubscribe(ps.h, ps.c)
+	ps.count().Add(-1)
 	s.changed()
 }
 
