@@ -254,10 +254,10 @@ func TestStatusShowsDeadConsumer(t *testing.T) {
 	}
 	// A consumer takes the entries and dies without acking them.
 	ctx := context.Background()
-	if err := c.rdb.XGroupCreateMkStream(ctx, "codemojex:{status}:events", c.group, "0").Err(); err != nil {
+	const key = "codemojex:{status}:events"
+	if err := c.rdb.XGroupCreateMkStream(ctx, key, c.group, "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	const key = "codemojex:{status}:events"
 	got, err := c.rdb.XReadGroup(ctx, &redisXReadGroupArgs{Group: c.group, Consumer: "ghost", Streams: []string{key, ">"}, Count: 100}).Result()
 	if err != nil || len(got) != 1 || len(got[0].Messages) != 5 {
 		t.Fatalf("ghost read %v, %v; want its 5 entries", got, err)
