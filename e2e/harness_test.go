@@ -68,24 +68,24 @@ func newCluster(tb testing.TB, opts ...redistest.Options) *cluster {
 // it serves. Extra flags override the defaults.
 func (c *cluster) start(name string, extra ...string) *renderer {
 	c.tb.Helper()
-	addr := proctest.FreeAddr(c.tb)
-	args := []string{
-		"-redis", c.redisURL(),
-		"-db", c.dbPath,
-		"-http", addr,
-		"-group", c.group,
-		"-consumer", name,
-		"-min-idle", "1s",
-		"-claim-every", "200ms",
-		"-games-refresh", "200ms",
-		"-log-level", "debug",
+	flags := func(addr string) []string {
+		args := []string{
+			"-redis", c.redisURL(),
+			"-db", c.dbPath,
+			"-http", addr,
+			"-group", c.group,
+			"-consumer", name,
+			"-min-idle", "1s",
+			"-claim-every", "200ms",
+			"-games-refresh", "200ms",
+			"-log-level", "debug",
+		}
+		return append(args, extra...)
 	}
-	args = append(args, extra...)
 	// No load balancer probes them: a SIGTERMed renderer need not wait for
 	// one to drain (the environment, so a test's -shutdown-delay wins).
-	p := proctest.Start(c.tb, name, "renderer", args, "FEED_SHUTDOWN_DELAY=0")
+	p, addr := proctest.StartHTTP(c.tb, name, "renderer", "/healthz", 200, 20*time.Second, flags, "FEED_SHUTDOWN_DELAY=0")
 	r := &renderer{Proc: p, name: name, addr: addr}
-	proctest.WaitHTTP(c.tb, r.url("/healthz"), 200, 20*time.Second)
 	c.mu.Lock()
 	c.renderers[name] = r
 	c.mu.Unlock()

@@ -65,15 +65,15 @@ func TestTermDrains(t *testing.T) {
 	c := newCluster(t)
 	w := c.writer("drain")
 	w.chat("ada", "before the stop")
-	addr := proctest.FreeAddr(t)
 	// The harness's renderers stop without a delay (FEED_SHUTDOWN_DELAY);
 	// this one has the default.
-	p := proctest.Start(t, "r1", "renderer", []string{
-		"-redis", c.redisURL(), "-db", c.dbPath, "-http", addr,
-		"-group", c.group, "-consumer", "r1", "-log-level", "debug",
+	p, addr := proctest.StartHTTP(t, "r1", "renderer", "/readyz", http.StatusOK, 20*time.Second, func(addr string) []string {
+		return []string{
+			"-redis", c.redisURL(), "-db", c.dbPath, "-http", addr,
+			"-group", c.group, "-consumer", "r1", "-log-level", "debug",
+		}
 	})
 	r := &renderer{Proc: p, name: "r1", addr: addr}
-	proctest.WaitHTTP(t, r.url("/readyz"), http.StatusOK, 20*time.Second)
 	c.waitStored("drain", w.ids, 10*time.Second)
 	ws := mustDial(t, r, "drain", 0)
 	if err := ws.readUntil(w.ids, 10*time.Second); err != nil {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -245,17 +246,46 @@ func FreeAddr(tb testing.TB) string {
 	return addr
 }
 
+// StartHTTP starts bin as Start does, listening on a free address that
+// args puts in its flags, and waits until GET http://ADDR+path answers
+// want. A free address can be taken between the probe and the child's bind
+// (by any process's listener or outgoing connection); a child that exits
+// saying so is started again on another address, up to five times. It
+// returns the process and its address.
+func StartHTTP(tb testing.TB, name, bin string, path string, want int, timeout time.Duration, args func(addr string) []string, env ...string) (*Proc, string) {
+	tb.Helper()
+	for try := 1; ; try++ {
+		addr := FreeAddr(tb)
+		p := Start(tb, name, bin, args(addr), env...)
+		url := "http://" + addr + path
+		WaitFor(tb, timeout, func() bool { return p.Exited() || httpStatus(url) == want }, "GET %s to answer %d", url, want)
+		if !p.Exited() {
+			return p, addr
+		}
+		if try == 5 || !strings.Contains(p.Output(), "address already in use") {
+			tb.Fatalf("%s exited before it served:\n%s", name, tailString(p.Output(), 6000))
+		}
+		tb.Logf("%s: %s was taken before it bound it; another address", name, addr)
+	}
+}
+
+// probeClient bounds each probe: whatever else holds the port may accept
+// and never answer.
+var probeClient = &http.Client{Timeout: 2 * time.Second}
+
+func httpStatus(url string) int {
+	resp, err := probeClient.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // WaitHTTP waits until GET url answers with status want.
 func WaitHTTP(tb testing.TB, url string, want int, timeout time.Duration) {
 	tb.Helper()
-	WaitFor(tb, timeout, func() bool {
-		resp, err := http.Get(url)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == want
-	}, "GET %s to answer %d", url, want)
+	WaitFor(tb, timeout, func() bool { return httpStatus(url) == want }, "GET %s to answer %d", url, want)
 }
 
 // WaitFor polls cond until it holds or timeout passes, then fails the test

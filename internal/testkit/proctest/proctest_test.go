@@ -2,6 +2,9 @@ package proctest_test
 
 import (
 	"context"
+	"net"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +51,32 @@ func TestMisuseFailsTest(t *testing.T) {
 				t.Fatalf("test failed: %v (%q), want %v", got, r.errs, tc.fail)
 			}
 		})
+	}
+}
+
+// StartHTTP starts a server again on another address when its first one is
+// taken before the child binds it: here by the test, which listens on it
+// first.
+func TestStartHTTPAddressTaken(t *testing.T) {
+	var taken []string
+	flags := func(addr string) []string {
+		if len(taken) == 0 {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			taken = append(taken, addr)
+		}
+		// Nothing listens on port 1: the renderer serves /healthz without
+		// Redis.
+		return []string{"-redis", "redis://127.0.0.1:1/0", "-db", filepath.Join(t.TempDir(), "feed.db"), "-http", addr}
+	}
+	p, addr := proctest.StartHTTP(t, "renderer", "renderer", "/healthz", http.StatusOK, 30*time.Second, flags)
+	if len(taken) != 1 || addr == taken[0] {
+		t.Fatalf("served on %s, taken %v: want a second address", addr, taken)
+	}
+	if p.Exited() {
+		t.Fatalf("exited:\n%s", p.Output())
 	}
 }
