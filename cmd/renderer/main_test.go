@@ -42,21 +42,21 @@ func TestLogsOneFormatAndLevel(t *testing.T) {
 		{"redis down", "info", true, []string{`msg="redis client"`, `msg="shutting down"`}, "level=DEBUG"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			addr, url := proctest.FreeAddr(t), rs.URL()
+			url, ready := rs.URL(), "/readyz"
 			if tt.redisDown {
 				url = "redis://" + proctest.FreeAddr(t) + "/0" // nothing listens there
+				ready = "/healthz"                             // alive, never ready
 			}
-			p := proctest.Start(t, "renderer", "renderer", []string{
-				"-redis", url, "-db", filepath.Join(t.TempDir(), "feed.db"), "-http", addr,
-				"-consumer", "r1", "-shutdown-delay", "100ms", "-log-level", tt.level,
+			p, _ := proctest.StartHTTP(t, "renderer", "renderer", ready, 200, 30*time.Second, func(addr string) []string {
+				return []string{
+					"-redis", url, "-db", filepath.Join(t.TempDir(), "feed.db"), "-http", addr,
+					"-consumer", "r1", "-shutdown-delay", "100ms", "-log-level", tt.level,
+				}
 			})
 			if tt.redisDown {
-				proctest.WaitHTTP(t, "http://"+addr+"/healthz", 200, 30*time.Second)
 				proctest.WaitFor(t, 30*time.Second, func() bool {
 					return strings.Contains(p.Output(), `msg="registry beat failed`)
 				}, "no failed registry beat logged")
-			} else {
-				proctest.WaitHTTP(t, "http://"+addr+"/readyz", 200, 30*time.Second)
 			}
 			if err := p.Term(20 * time.Second); err != nil {
 				t.Fatalf("SIGTERM: %v, want exit status 0", err)
