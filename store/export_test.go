@@ -1,6 +1,10 @@
 package store
 
-import "github.com/prometheus/client_golang/prometheus/testutil"
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
 
 // Exported to the tests.
 var (
@@ -27,3 +31,9 @@ const ReadOnlyMinSchema = readOnlyMinSchema
 
 // SeenSize is the largest size CheckFile has seen db's file at.
 func SeenSize(db *DB) int64 { return db.headSize.Load() }
+
+// Checkpoint runs one pass of db's background checkpointer now.
+func Checkpoint(ctx context.Context, db *DB) error {
+	_, err := db.checkpoint(ctx)
+	return err
+}

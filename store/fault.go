@@ -98,8 +98,21 @@ var companionSuffixes = [...]string{"-wal", "-shm"}
 func (db *DB) CheckFile() error { return db.checkFile(false) }
 
 // checkFile is CheckFile; with all false, the header and the companions
-// are looked at only once every companionEvery (all: every time).
+// are looked at only once every companionEvery (all: every time). Once a
+// look has found the file deleted, replaced or clobbered, every later one
+// says so: the evidence of a clobber does not always last (see gone).
 func (db *DB) checkFile(all bool) error {
+	if gone := db.gone.Load(); gone != nil {
+		return *gone
+	}
+	err := db.lookAtFile(all)
+	if errors.Is(err, ErrReplaced) {
+		db.gone.CompareAndSwap(nil, &err)
+	}
+	return err
+}
+
+func (db *DB) lookAtFile(all bool) error {
 	if err := checkID(db.path, db.file); err != nil {
 		return err
 	}

@@ -118,6 +118,12 @@ func (db *DB) migrateStep(ctx context.Context, ms []migration, known int) (done 
 		applied[v] = true
 		newest = max(newest, v)
 	}
+	// A failed Next keeps its error for Err alone (Close says nil): the
+	// set would be short, and a migration applied run again.
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return false, err
+	}
 	if err := rows.Close(); err != nil {
 		return false, err
 	}

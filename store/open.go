@@ -103,6 +103,10 @@ type DB struct {
 	// shrinks it (no VACUUM runs here, and freed pages stay in the file),
 	// so a smaller one was cut short in place (see CheckFile).
 	headSize atomic.Int64
+	// gone is the first ErrReplaced a look at the file found. It is kept:
+	// a checkpoint can make a file clobbered in place look sound again
+	// (it writes page 1 back and grows the file to the database's size).
+	gone atomic.Pointer[error]
 
 	boards *boardCache // scoreboards kept in memory (see ScoreboardAt)
 

@@ -67,6 +67,12 @@ func (db *DB) Snapshot(ctx context.Context, games ...string) (Snapshot, error) {
 				s.Lines = append(s.Lines, l)
 			}
 		}
+		// A failed Next closes the rows and keeps its error for Err
+		// alone: Close would say nil, and the list would end short.
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return err
+		}
 		if err := rows.Close(); err != nil {
 			return err
 		}
@@ -84,6 +90,12 @@ func (db *DB) Snapshot(ctx context.Context, games ...string) (Snapshot, error) {
 			if only(g.Name) {
 				s.Games = append(s.Games, g)
 			}
+		}
+		// A failed Next closes the rows and keeps its error for Err
+		// alone: Close would say nil, and the list would end short.
+		if err := grows.Err(); err != nil {
+			grows.Close()
+			return err
 		}
 		if err := grows.Close(); err != nil {
 			return err
