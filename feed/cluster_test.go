@@ -330,6 +330,20 @@ func gameOn(t *testing.T, rc *redistest.Cluster, prefix string, master *redistes
 	}
 }
 
+// registryCluster starts a 3-master cluster without failover, its client,
+// and the master of the registry, which is not the master of consumer c1's
+// lease (else the consumer could not read at all with it down).
+func registryCluster(t *testing.T) (*redistest.Cluster, *redis.ClusterClient, *redistest.Server) {
+	t.Helper()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: noFailover}})
+	registry := rc.MasterOfSlot(t, rc.Slot(t, event.RegistryKey))
+	if registry.Addr == rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, "c1"))).Addr {
+		t.Fatal("the registry and the lease share a master: the consumer could not read at all")
+	}
+	return rc, rc.Client(t), registry
+}
+
 // TestClusterDeadMasterProbedOncePerRetry: many hot games on a master that
 // dies. Each stream set aside draws its own retry (jittered), so without a
 // retry of the node's own their retries fall due in nearly every turn, and
@@ -552,13 +566,7 @@ func TestClusterInspectDeadMaster(t *testing.T) {
 // several lines a second, for the length of the outage.
 func TestClusterRegistryMasterDownLogSampled(t *testing.T) {
 	ctx := context.Background()
-	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: noFailover}})
-	rdb := rc.Client(t)
-	doomed := rc.MasterOfSlot(t, rc.Slot(t, event.RegistryKey))
-	if doomed.Addr == rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, "c1"))).Addr {
-		t.Fatal("the registry and the lease share a master: the consumer could not read at all")
-	}
+	rc, rdb, doomed := registryCluster(t)
 	game := gameOn(t, rc, "live", doomed, false)
 	live := stream(game)
 	rec := &recorder{}
@@ -584,6 +592,54 @@ func TestClusterRegistryMasterDownLogSampled(t *testing.T) {
 	}
 	if n := logs.count("registry beat failed"); n > 1 {
 		t.Errorf("%d lines of a failed beat in 4s; want one per LogEvery", n)
+	}
+}
+
+// TestClusterRegistryMasterDownNoSpin: while the registry's master is down
+// the loop turns no faster than with it up. The beat's and the sweep's
+// deadlines, left in the past, cut every blocking read to 1 ms: with hot
+// games in two slots (a non-blocking read of each slot every turn) the live
+// master got five times the reads for the length of the outage.
+func TestClusterRegistryMasterDownNoSpin(t *testing.T) {
+	ctx := context.Background()
+	rc, rdb, doomed := registryCluster(t)
+	a := gameOn(t, rc, "live", doomed, false)
+	master := rc.MasterOfSlot(t, rc.Slot(t, stream(a)))
+	b := ""
+	for i := 0; b == ""; i++ {
+		g := fmt.Sprintf("other-%d", i)
+		if rc.Slot(t, stream(g)) != rc.Slot(t, stream(a)) && rc.MasterOfSlot(t, rc.Slot(t, stream(g))).Addr == master.Addr {
+			b = g
+		}
+	}
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1")
+	cfg.Streams, cfg.Registry = nil, event.RegistryKey
+	cfg.WakeEvery, cfg.SweepEvery, cfg.ActiveWindow = 100*time.Millisecond, time.Minute, time.Minute
+	cfg.LogEvery = time.Minute
+	cfg.Handler = rec.handler
+	mustOpen(t, cfg)
+	var ids []string
+	for _, g := range []string{a, b} {
+		ids = append(ids, add(t, rdb, stream(g)))
+		if err := rdb.ZAddGT(ctx, event.RegistryKey, redisZ(g)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "both games read", func() bool { return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 })
+	node := master.Client(t)
+	reads := func() int64 {
+		before := commandCalls(t, node)["xreadgroup"]
+		<-time.After(2 * time.Second) // a measured window
+		return commandCalls(t, node)["xreadgroup"] - before
+	}
+	up := reads()
+	doomed.Kill(t)
+	<-time.After(time.Second) // past the first failed beat and its probe
+	down := reads()
+	t.Logf("XREADGROUP on the live games' master in 2 s: %d with the registry's master up, %d with it down", up, down)
+	if down > 2*up+100 {
+		t.Errorf("%d reads in 2 s with the registry's master down against %d with it up: the loop spins", down, up)
 	}
 }
 

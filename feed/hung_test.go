@@ -206,13 +206,7 @@ func handled1(rec *recorder, id string) func() bool { return func() bool { retur
 // entries waited about 5 s for as long as the master hung.
 func TestClusterHungRegistryMasterOthersReadOn(t *testing.T) {
 	ctx := context.Background()
-	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
-		Node: redistest.Options{NodeTimeout: noFailover}})
-	rdb := rc.Client(t)
-	hung := rc.MasterOfSlot(t, rc.Slot(t, event.RegistryKey))
-	if hung.Addr == rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, "c1"))).Addr {
-		t.Fatal("the registry and the lease share a master: the consumer could not read at all")
-	}
+	rc, rdb, hung := registryCluster(t)
 	live := gameOn(t, rc, "live", hung, false)
 	rec := &recorder{}
 	cfg := baseConfig(t, rdb, "c1")

@@ -84,6 +84,15 @@ func (c *Consumer) steps() error {
 		// Neither asks a registry whose node did not answer, on a
 		// cluster, before its retry (registryDown).
 		up := c.registryUp(now)
+		if !up {
+			// Looked at again a beat on: left in the past, these
+			// deadlines cut every blocking read to 1 ms (blockFor), and
+			// the loop turned every millisecond, each turn a read of
+			// every slot of the hot games, for the length of the outage
+			// (until 5 Dec 2026; TestClusterRegistryMasterDownNoSpin).
+			c.nextWake = later(c.nextWake, now.Add(c.cfg.WakeEvery))
+			c.sweep.next = later(c.sweep.next, now.Add(c.cfg.WakeEvery))
+		}
 		if up && !now.Before(c.sweep.next) {
 			if err := c.sweepNext(now); err != nil {
 				if ok, skipped := c.sample.Allow("sweep failed"); ok {
@@ -202,6 +211,14 @@ func (c *Consumer) steps() error {
 		wait = time.Millisecond
 	}
 	return c.readHot(now, wait)
+}
+
+// later returns a, or b when a is not after it.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // blockFor is how long the blocking read may wait: Block, and with a

@@ -247,7 +247,11 @@ func (c *Consumer) collect(batch []delivery, sts []*streamState, res []redis.XSt
 }
 
 // readDone updates the streams of a ">" read: a full read leaves the stream
-// due, a read that delivered keeps a hot stream hot.
+// due, in the read set, a read that delivered keeps a hot stream hot. A
+// full read by the poll, of a stream out of the read set, left it due
+// outside it until 5 Dec 2026: the drain picks due streams from the read
+// set only and the poll skips due ones, so the rest of its backlog waited
+// for the sweep, minutes (TestPollBacklogPastCountFollows).
 func (c *Consumer) readDone(sts []*streamState, res []redis.XStream, now time.Time) {
 	got := make(map[string]int, len(res))
 	for _, s := range res {
@@ -256,7 +260,9 @@ func (c *Consumer) readDone(sts []*streamState, res []redis.XStream, now time.Ti
 	for _, st := range sts {
 		n := got[st.key]
 		st.downBackoff.Reset()
-		st.due = int64(n) >= c.cfg.Count
+		if st.due = int64(n) >= c.cfg.Count; st.due {
+			c.track(st)
+		}
 		if n > 0 && now.Before(st.hotUntil) {
 			st.hotUntil = now.Add(c.cfg.ActiveWindow)
 		}

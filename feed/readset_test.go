@@ -128,6 +128,34 @@ func TestPollReachesEveryStreamPastOnePage(t *testing.T) {
 		func() bool { return c.Stats().Polled > 0 })
 }
 
+// TestPollBacklogPastCountFollows: a game out of the read set gets more
+// entries than one read holds, with no score the beat sees (a writer
+// resending old entries with their old times). The poll reads Count of
+// them; the rest must follow at once, not wait for the sweep, an hour away
+// here. They waited: the poll's full read left the stream due but out of
+// the read set, where the drain does not look, and the poll skips due
+// streams.
+func TestPollBacklogPastCountFollows(t *testing.T) {
+	_, rdb := mustStart(t)
+	register(t, rdb, []string{"quiet"})
+	rec := &recorder{}
+	cfg := registryConfig(t, rdb, "c1")
+	cfg.SweepEvery = time.Hour
+	cfg.PollEvery = 100 * time.Millisecond
+	cfg.Count = 10
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	waitFor(t, 20*time.Second, "the first entry handled", func() bool { return len(rec.ids()) == 1 })
+	waitFor(t, 10*time.Second, "the game out of the read set", func() bool { return c.Stats().Working == 0 })
+	for range 35 {
+		add(t, rdb, stream("quiet"))
+	}
+	waitFor(t, 10*time.Second, "all 35 entries handled, past the poll's first read of 10", func() bool { return len(rec.ids()) == 36 })
+	// Counted once the poll's batch is acked, after the handler saw it.
+	waitFor(t, 5*time.Second, "a poll that found entries (else they came another way, and the test proves nothing)",
+		func() bool { return c.Stats().Polled > 0 })
+}
+
 // TestManyHotGamesStillBlock: with more hot games than one read holds
 // (700 > 500), the loop still blocks on the most recently active ones and
 // wakes on their entries, instead of polling them once a beat. The beat
