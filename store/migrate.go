@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -118,13 +119,8 @@ func (db *DB) migrateStep(ctx context.Context, ms []migration, known int) (done 
 		applied[v] = true
 		newest = max(newest, v)
 	}
-	// A failed Next keeps its error for Err alone (Close says nil): the
-	// set would be short, and a migration applied run again.
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return false, err
-	}
-	if err := rows.Close(); err != nil {
+	// Err too: a failed Next closes the rows and leaves Close nil.
+	if err := errors.Join(rows.Close(), rows.Err()); err != nil {
 		return false, err
 	}
 	if newest > known {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -67,13 +68,8 @@ func (db *DB) Snapshot(ctx context.Context, games ...string) (Snapshot, error) {
 				s.Lines = append(s.Lines, l)
 			}
 		}
-		// A failed Next closes the rows and keeps its error for Err
-		// alone: Close would say nil, and the list would end short.
-		if err := rows.Err(); err != nil {
-			rows.Close()
-			return err
-		}
-		if err := rows.Close(); err != nil {
+		// Err too: a failed Next closes the rows and leaves Close nil.
+		if err := errors.Join(rows.Close(), rows.Err()); err != nil {
 			return err
 		}
 		grows, err := tx.QueryContext(ctx, `SELECT `+gameCols+` FROM games ORDER BY name`)
@@ -91,13 +87,8 @@ func (db *DB) Snapshot(ctx context.Context, games ...string) (Snapshot, error) {
 				s.Games = append(s.Games, g)
 			}
 		}
-		// A failed Next closes the rows and keeps its error for Err
-		// alone: Close would say nil, and the list would end short.
-		if err := grows.Err(); err != nil {
-			grows.Close()
-			return err
-		}
-		if err := grows.Close(); err != nil {
+		// Err too: a failed Next closes the rows and leaves Close nil.
+		if err := errors.Join(grows.Close(), grows.Err()); err != nil {
 			return err
 		}
 		for _, g := range s.Games {
