@@ -33,9 +33,11 @@ type Renderer struct {
 	Args RendererArgs
 	Addr string // host:port of its HTTP server
 
-	bin  string
-	proc *proc.Process
-	log  *os.File
+	bin      string
+	proc     *proc.Process
+	log      *os.File
+	logStart int64 // the log's size when the process was last started
+	rebinds  int   // restarts on another address (see WaitReady)
 }
 
 // StartRenderer starts bin with args on a free loopback port; it does not
@@ -78,6 +80,9 @@ func (r *Renderer) Start() error {
 		}
 		r.log = f
 	}
+	if fi, err := r.log.Stat(); err == nil {
+		r.logStart = fi.Size()
+	}
 	cmd := exec.Command(r.bin, argv...)
 	cmd.Stdout, cmd.Stderr = r.log, r.log
 	p, err := proc.Start(cmd)
@@ -98,7 +103,15 @@ func (r *Renderer) URL() string { return "http://" + r.Addr }
 // Exited reports whether the process has exited.
 func (r *Renderer) Exited() bool { return r.proc.Exited() }
 
+// maxRebinds bounds WaitReady's restarts on another address.
+const maxRebinds = 5
+
 // WaitReady polls /readyz until it answers 200.
+//
+// A free port can be taken between FreeAddr's probe and the renderer's
+// bind (another listener, an outgoing connection's local port): a renderer
+// that exited saying so is started again on another free address, up to
+// maxRebinds times, rather than failing a run of many minutes.
 func (r *Renderer) WaitReady(ctx context.Context, timeout time.Duration) error {
 	c := &http.Client{Timeout: time.Second}
 	_, err := proc.Poll(ctx, timeout, "renderer "+r.Args.Consumer+" ready", func() (bool, error) {
@@ -110,11 +123,31 @@ func (r *Renderer) WaitReady(ctx context.Context, timeout time.Duration) error {
 			}
 		}
 		if r.Exited() {
+			if r.rebinds < maxRebinds && r.addrTaken() {
+				r.rebinds++
+				addr, err := proc.FreeAddr()
+				if err != nil {
+					return false, err
+				}
+				fmt.Fprintf(r.log, "=== feedbench: %s was taken; starting again on %s\n", r.Addr, addr)
+				r.Addr = addr
+				return false, r.Start()
+			}
 			return false, fmt.Errorf("bench: renderer %s exited (see %s)", r.Args.Consumer, r.log.Name())
 		}
 		return false, nil
 	})
 	return err
+}
+
+// addrTaken reports whether the log of the process's last start says its
+// address was in use.
+func (r *Renderer) addrTaken() bool {
+	b, err := os.ReadFile(r.log.Name())
+	if err != nil || int64(len(b)) < r.logStart {
+		return false
+	}
+	return strings.Contains(string(b[r.logStart:]), "address already in use")
 }
 
 // Signal sends sig to the process.
