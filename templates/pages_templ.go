@@ -22,7 +22,7 @@ type GameView struct {
 	Seq      int64    // the store's max seq read with the lines: the websocket cursor
 	Items    []string // wrapped lines (<li id data-seq data-kind>…</li>), newest first
 	OldestID string   // EVT id of the last item, the "older lines" cursor
-	More     bool     // there may be older lines
+	More     bool     // there are older lines
 	Board    store.Scoreboard
 	StoreID  string // identity of the store Seq belongs to; sent back on connect
 	Last     string // EVT id of the game's line with the greatest seq at or below Seq; sent back on connect

@@ -35,8 +35,8 @@ func (s *Server) olderPage(w http.ResponseWriter, r *http.Request, game string) 
 
 // olderLines reads, for older and olderPage, the page of game's lines
 // before the request's ?before= EVT id, newest first, and whether a page
-// before it may exist: a full page says so, and the next request finds
-// out. When ok is false it has answered the request itself (a 400 for a
+// before it exists (one line more than a page is read to tell: a full
+// last page linked to a page with no lines). When ok is false it has answered the request itself (a 400 for a
 // cursor that is not an EVT id, or the store's failure as what).
 func (s *Server) olderLines(ctx context.Context, w http.ResponseWriter, r *http.Request, game, what string) (lines []store.Line, more, ok bool) {
 	before := r.URL.Query().Get("before")
@@ -44,10 +44,13 @@ func (s *Server) olderLines(ctx context.Context, w http.ResponseWriter, r *http.
 		http.Error(w, "before: want an EVT id", http.StatusBadRequest)
 		return nil, false, false
 	}
-	lines, err := s.cfg.Store.Before(ctx, game, before, s.cfg.PageLines)
+	lines, err := s.cfg.Store.Before(ctx, game, before, s.cfg.PageLines+1)
 	if err != nil {
 		s.fail(w, r, what, err)
 		return nil, false, false
 	}
-	return lines, len(lines) >= s.cfg.PageLines, true
+	if more = len(lines) > s.cfg.PageLines; more {
+		lines = lines[:s.cfg.PageLines]
+	}
+	return lines, more, true
 }

@@ -98,7 +98,9 @@ func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	p, err := s.cfg.Store.Page(ctx, game, s.cfg.PageLines)
+	// One line more than the page tells whether an older one exists: a
+	// game of exactly one page offers no "older lines".
+	p, err := s.cfg.Store.Page(ctx, game, s.cfg.PageLines+1)
 	if err != nil {
 		s.fail(w, r, "page", err)
 		return
@@ -106,12 +108,15 @@ func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {
 	if p.Board.Game.Name == "" {
 		p.Board.Game.Name = game
 	}
+	more := len(p.Lines) > s.cfg.PageLines
+	if more {
+		p.Lines = p.Lines[:s.cfg.PageLines]
+	}
 	v := templates.GameView{Name: game, Seq: p.Seq, Last: p.Last, Board: p.Board, Items: items(p.Lines), StoreID: s.cfg.StoreID,
 		Watching: s.watchingOf(game), Cap: s.cfg.DOMLines, UpgradeMs: s.cfg.UpgradeRetry.Milliseconds(),
-		QuietMs: s.cfg.QuietProbe.Milliseconds()}
+		QuietMs: s.cfg.QuietProbe.Milliseconds(), More: more}
 	if n := len(p.Lines); n > 0 {
 		v.OldestID = p.Lines[n-1].EvtID
-		v.More = n >= s.cfg.PageLines
 	}
 	s.render(w, r, http.StatusOK, templates.GamePage(v))
 }

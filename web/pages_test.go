@@ -516,3 +516,45 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestOlderLastFullPageHasNoLink: a page of exactly PageLines lines with
+// none before it offers no "older lines": not the game page, not the older
+// page, not the fragment's X-More. A full last page did, whatever followed,
+// and led to a page with no lines ("No older lines."), as timeline.json's
+// next did until TestTimelineLastPageHasNoNext.
+func TestOlderLastFullPageHasNoLink(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3 })
+	evs := e.gen("g1").chats(t, 6)
+	e.upsert(evs...)
+	want := reverse(evtIDs(evs))
+	linkRe := regexp.MustCompile(`<a id="older"[^>]*href="([^"]+)"`)
+
+	_, page := e.get("/games/g1")
+	if got := pageLines(page); !eq(got, want[:3]) {
+		t.Fatalf("game page %v, want %v", got, want[:3])
+	}
+	if linkRe.FindStringSubmatch(page) == nil {
+		t.Fatal("game page: no older link, with 3 lines before its last")
+	}
+	resp, frag := e.get("/games/g1/older?before=" + want[2])
+	if got := pageLines(frag); !eq(got, want[3:]) {
+		t.Fatalf("fragment %v, want %v", got, want[3:])
+	}
+	if m := resp.Header.Get("X-More"); m != "false" {
+		t.Errorf("fragment of the last 3 lines: X-More %q, want false", m)
+	}
+	_, older := e.get("/games/g1?before=" + want[2])
+	if got := pageLines(older); !eq(got, want[3:]) {
+		t.Fatalf("older page %v, want %v", got, want[3:])
+	}
+	if m := linkRe.FindStringSubmatch(older); m != nil {
+		t.Errorf("the last older page links to %s", m[1])
+	}
+
+	// A game of exactly one page has nothing older.
+	f := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3 })
+	f.upsert(f.gen("g2").chats(t, 3)...)
+	if _, page := f.get("/games/g2"); linkRe.FindStringSubmatch(page) != nil {
+		t.Error("a game of 3 lines, one page: its page offers older lines")
+	}
+}
