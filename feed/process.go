@@ -201,7 +201,13 @@ streams:
 					continue streams
 				}
 				if st := c.streams[stream]; st != nil && c.setAside([]*streamState{st}, err) == nil {
-					continue streams // its entries stay pending, for a claim or recovery
+					// Its entries stay pending, for a claim or recovery:
+					// marked, as a failure marks them, so that the claim
+					// looks at the stream once it answers. Unmarked, a game
+					// out of the read set waited for the sweep's next pass
+					// (TestReadAheadCountsUnreadClaimed).
+					c.markPending(stream)
+					continue streams
 				}
 				return nil, err
 			}
