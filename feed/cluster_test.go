@@ -683,3 +683,80 @@ func TestClusterLeaseMasterDownLogged(t *testing.T) {
 		t.Errorf("six failed refreshes later, Ready = %v; want the lease lost", err)
 	}
 }
+
+// TestClusterForgottenStreamAckKept: an ack fails because its master died
+// (no replica to take over), and the stream is then forgotten: dropped
+// from the static list here, as a game removed from the registry is at the
+// end of a sweep pass. Its failed ack must stay in hand without costing
+// the other masters' games their reads: the retry of an ack whose stream
+// was no longer known returned its connection error as the turn's, so
+// every turn ended at its second step, and no game of the cluster was read
+// for as long as that one master was down. Once the master is back, the
+// ack is sent (each entry handled once, nothing pending) and the stream
+// forgotten.
+func TestClusterForgottenStreamAckKept(t *testing.T) {
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: noFailover, AOF: true}})
+	rdb := rc.Client(t)
+	doomed := spareMaster(t, rc, "c1")
+	live, lost := stream(gameOn(t, rc, "live", doomed, false)), stream(gameOn(t, rc, "lost", doomed, true))
+
+	var dropped atomic.Bool
+	entered, killed := make(chan struct{}), make(chan struct{})
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1")
+	cfg.Streams = func(context.Context) ([]string, error) {
+		if dropped.Load() {
+			return []string{live}, nil
+		}
+		return []string{live, lost}, nil
+	}
+	logs := captureLogs(t, &cfg)
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.Payload["last"] != "" && rec.count(m.ID) == 0 {
+			close(entered)
+			<-killed // its ack goes to a dead master
+		}
+		return rec.handler(ctx, m)
+	}
+	c := mustOpen(t, cfg)
+	want := []string{add(t, rdb, live), add(t, rdb, lost)}
+	waitFor(t, 10*time.Second, "both games read", func() bool { return rec.count(want[0]) == 1 && rec.count(want[1]) == 1 })
+
+	last := add(t, rdb, lost, "last", "yes")
+	want = append(want, last)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lost game's last entry not handed to the handler")
+	}
+	doomed.Kill(t)
+	close(killed)
+	waitFor(t, 15*time.Second, "the ack to the dead master failed", func() bool { return logs.count("ack failed; will retry") > 0 })
+	dropped.Store(true)
+
+	// For 4 s, many times the static list's period (200 ms): the lost
+	// stream is dropped from the list meanwhile, and the retries of its
+	// ack must not hold the live game up.
+	for i, end := 0, time.Now().Add(4*time.Second); time.Now().Before(end); i++ {
+		id := add(t, rdb, live)
+		waitFor(t, 5*time.Second, fmt.Sprintf("live entry %d read while the forgotten stream's master is down", i), handled1(rec, id))
+		want = append(want, id)
+		<-time.After(200 * time.Millisecond) // the pace of a game, not a wait for the consumer
+	}
+
+	doomed.Start(t)
+	waitFor(t, 30*time.Second, "the kept ack sent once the master is back", func() bool {
+		p, err := rdb.XPending(context.Background(), lost, group).Result()
+		return err == nil && p.Count == 0
+	})
+	waitFor(t, 10*time.Second, "the lost stream forgotten", func() bool { return c.Stats().Known == 1 })
+	id := add(t, rdb, live)
+	waitFor(t, 5*time.Second, "the live game still read", handled1(rec, id))
+	want = append(want, id)
+	for _, id := range want {
+		if n := rec.count(id); n != 1 {
+			t.Errorf("%s handled %d times, want once", id, n)
+		}
+	}
+}

@@ -258,7 +258,9 @@ func (c *Consumer) discover() error {
 		}
 	}
 	for k, st := range c.streams {
-		if !seen[k] {
+		// A stream with acks in hand is kept until they are sent
+		// (keptForAcks).
+		if !seen[k] && !c.keptForAcks(st) {
 			c.forget(st)
 			gone = append(gone, k)
 		}

@@ -246,6 +246,16 @@ func (c *Consumer) retryAcks() error {
 	return connErr
 }
 
+// keptForAcks reports whether st, no longer listed (by the static list or
+// the registry), must still be kept: it has failed acks in hand. Their
+// retry needs its state (set aside while its node does not answer, and
+// sent once the probe has its answer); forgotten, the retry went out every
+// turn whatever its node, and a connection error of an unknown stream
+// failed the turn at its second step, so while that one master of a
+// cluster was down no game was read (TestClusterForgottenStreamAckKept).
+// It is forgotten once they are sent.
+func (c *Consumer) keptForAcks(st *streamState) bool { return c.unacked[st.key] != nil }
+
 // setAsideKey is setAside for the stream of key, which returns err if the
 // stream is no longer known.
 func (c *Consumer) setAsideKey(key string, err error) error {
