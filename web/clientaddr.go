@@ -23,6 +23,13 @@ func ParsePrefixes(list string) ([]netip.Prefix, error) {
 			if err != nil {
 				return nil, fmt.Errorf("web: trusted proxy %q: %w", f, err)
 			}
+			// Peers and hops are unmapped to IPv4 before they are looked
+			// up, so an IPv4-mapped prefix (::ffff:10.0.0.0/104) is kept as
+			// the IPv4 one it names: kept as written, it matched no one,
+			// and the proxy it was meant to trust was not.
+			if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+				p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+			}
 			out = append(out, p.Masked())
 			continue
 		}

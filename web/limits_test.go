@@ -172,6 +172,21 @@ func TestClientKey(t *testing.T) {
 	if _, err := web.ParsePrefixes("10.0.0.0/33"); err == nil {
 		t.Fatal("ParsePrefixes accepted 10.0.0.0/33")
 	}
+	// A proxy named by its IPv4-mapped IPv6 form is the IPv4 one: peers
+	// and hops are unmapped before they are looked up.
+	mapped, err := web.ParsePrefixes("::ffff:10.0.0.0/104, ::ffff:192.0.2.7/128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaMapped := MustOpenEnv(t, func(c *web.Config) { c.TrustedProxies = mapped })
+	for _, remote := range []string{"10.1.2.3:5000", "192.0.2.7:5000", "[::ffff:10.1.2.3]:5000"} {
+		r, _ := http.NewRequest(http.MethodGet, "http://localhost/", nil)
+		r.RemoteAddr = remote
+		r.Header.Set("X-Forwarded-For", "203.0.113.5")
+		if got := web.ClientKey(viaMapped.srv, r); got != "203.0.113.5" {
+			t.Errorf("proxy %s trusted as ::ffff:10.0.0.0/104 or ::ffff:192.0.2.7/128: client key %q, want 203.0.113.5", remote, got)
+		}
+	}
 }
 
 // TestTrustedProxySocketCap: behind a trusted proxy each forwarded client
