@@ -366,3 +366,38 @@ func TestTimelineBytesEscapes(t *testing.T) {
 		t.Fatalf("paged timeline: %d lines, want the game's %d in order", len(got), len(evs))
 	}
 }
+
+// TestProfileWithinResponseTimeout: every admin response has
+// ResponseTimeout to be written, and pprof checks a duration only against
+// the server's WriteTimeout, which is unset. A CPU profile asked without
+// ?seconds= (pprof's 30 s, against the default 30 s deadline) was always
+// cut off: it now takes the longest that fits, and a longer duration asked
+// for is refused with 400 rather than cut off.
+func TestProfileWithinResponseTimeout(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.ResponseTimeout = 3 * time.Second })
+	client := &http.Client{Timeout: 15 * time.Second}
+	get := func(path string) (int, []byte, error) {
+		resp, err := client.Get(e.url(path))
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, body, err
+	}
+	code, body, err := get("/debug/pprof/profile")
+	if err != nil || code != http.StatusOK || len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b {
+		t.Fatalf("CPU profile without seconds: HTTP %d, %d bytes, %v; want a whole (gzipped) profile", code, len(body), err)
+	}
+	for _, path := range []string{"/debug/pprof/profile?seconds=5", "/debug/pprof/trace?seconds=3", "/debug/pprof/heap?seconds=30"} {
+		code, body, err := get(path)
+		if err != nil || code != http.StatusBadRequest || !strings.Contains(string(body), "response-timeout") {
+			t.Errorf("%s with a 3 s deadline: HTTP %d %q %v; want 400 naming -response-timeout", path, code, body, err)
+		}
+	}
+	for _, path := range []string{"/debug/pprof/trace?seconds=0.5", "/debug/pprof/heap?seconds=1", "/debug/pprof/goroutine?debug=1"} {
+		if code, body, err := get(path); err != nil || code != http.StatusOK || len(body) == 0 {
+			t.Errorf("%s: HTTP %d, %d bytes, %v; want it served", path, code, len(body), err)
+		}
+	}
+}
