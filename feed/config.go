@@ -152,6 +152,9 @@ type Config struct {
 	CatchUpLookback time.Duration
 }
 
+// MinIdleFloor is the shortest MinIdle Open takes.
+const MinIdleFloor = 2 * time.Millisecond
+
 // withDefaults returns c with every zero field set to the default its doc
 // comment names. Each Config and Options of the feed fills defaults this way,
 // once, where it is opened.
@@ -213,8 +216,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: LeaseTTL %v is under 30ms", ErrConfig, c.LeaseTTL)
 	case c.Linger < 0 || c.Linger > time.Second:
 		return fmt.Errorf("%w: Linger %v is not within 0 and 1s", ErrConfig, c.Linger)
-	case c.MinIdle < 2*time.Millisecond:
-		return fmt.Errorf("%w: MinIdle %v is under 2ms", ErrConfig, c.MinIdle)
+	case c.MinIdle < MinIdleFloor:
+		return fmt.Errorf("%w: MinIdle %v is under %v", ErrConfig, c.MinIdle, MinIdleFloor)
 	}
 	return nil
 }

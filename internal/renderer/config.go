@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/presence"
 	"github.com/codemojex/feed/internal/redisconn"
@@ -141,6 +142,10 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-db must not be empty")
 	case c.MinIdle <= 0 || c.ClaimEvery <= 0 || c.GamesRefresh <= 0 || c.ActiveWindow <= 0 || c.SweepEvery <= 0:
 		return fmt.Errorf("-min-idle, -claim-every, -games-refresh, -active-window and -sweep-every must be positive")
+	case c.MinIdle < feed.MinIdleFloor:
+		// feed.Open refuses it: Run failed on it (exit 1) after it had
+		// created and migrated the store file.
+		return fmt.Errorf("-min-idle %v: want at least %v", c.MinIdle, feed.MinIdleFloor)
 	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*max(c.PresenceEvery, web.PresenceMinGap):
 		// The web's beats are at least PresenceMinGap apart, whatever
 		// -presence-every says: a shorter TTL would let this replica's

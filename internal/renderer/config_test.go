@@ -183,6 +183,10 @@ func TestParseFlagsRefusesUnusableValues(t *testing.T) {
 		{"-redis", "redis://127.0.0.1:6380/x"},
 		{"-redis", "redis://127.0.0.1:6380?addr=127.0.0.1:6381&dial_timeout=soon"},
 		{"-peer-timeout", "-1s"}, // was taken for 0, the kernel's 15 minutes
+		// Positive, but under the consumer's floor (feed.MinIdleFloor):
+		// feed.Open refused it, so Run failed (exit 1) after it had
+		// created and migrated the store file.
+		{"-min-idle", "1ms"},
 	} {
 		if err := renderer.NewMain().ParseFlags(append([]string{"-consumer", "x"}, args...)); err == nil {
 			t.Errorf("%q accepted", args)
