@@ -1,8 +1,11 @@
 package web
 
 import (
+	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/codemojex/feed/internal/untrusted"
@@ -46,6 +49,42 @@ func parseHostPatterns(list []string) []hostPattern {
 		out = append(out, hostPattern{host: canonHost(host), port: port})
 	}
 	return out
+}
+
+// CheckPublicHosts reports the first entry of a PublicHosts list that is
+// no host pattern: a host name or address ("*.example.com" for its
+// subdomains; an IPv6 address with or without brackets) with an optional
+// numeric ":port". parseHostPatterns takes anything, and an entry such as
+// "https://feed.example.com" or "feed.example.com/" matched no Host ever:
+// every request that must carry a public host was refused (421).
+func CheckPublicHosts(list []string) error {
+	for _, h := range list {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		if strings.ContainsAny(h, "/\\@?# \t") {
+			return fmt.Errorf("web: public host %q: want host, host:port or *.domain, not a URL", h)
+		}
+		host, port := h, ""
+		if hp, pp, err := net.SplitHostPort(h); err == nil {
+			host, port = hp, pp
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+				return fmt.Errorf("web: public host %q: port %q is not a port number", h, port)
+			}
+		} else if strings.Contains(h, ":") {
+			// A bare IPv6 address, or nothing.
+			if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err != nil {
+				return fmt.Errorf("web: public host %q: want host, host:port or *.domain", h)
+			}
+			host = strings.Trim(h, "[]")
+		}
+		if host == "" || strings.Contains(strings.TrimPrefix(host, "*."), "*") ||
+			strings.ContainsAny(strings.Trim(host, "[]"), "[]") {
+			return fmt.Errorf("web: public host %q: want host, host:port or *.domain", h)
+		}
+	}
+	return nil
 }
 
 func canonHost(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }

@@ -182,6 +182,9 @@ func (m *Main) ParseFlags(args []string) error {
 	if err := redisconn.Check(c.RedisURL); err != nil {
 		return fmt.Errorf("-redis: %w", err)
 	}
+	if err := web.CheckPublicHosts(c.publicHosts()); err != nil {
+		return fmt.Errorf("-public-hosts: %w", err)
+	}
 	var err error
 	if c.proxies, err = web.ParsePrefixes(c.TrustedProxies); err != nil {
 		return fmt.Errorf("-trusted-proxies: %w", err)

@@ -205,3 +205,37 @@ func TestParseFlagsRefusesUnusableValues(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicHostsFlag: -public-hosts takes host, host:port and *.domain
+// names, IPv6 addresses with or without brackets; an entry that is no such
+// name (a URL, a path, userinfo, a port that is no number) is refused at
+// parse time. It used to be taken as it was and matched no Host ever: a
+// renderer started with -public-hosts https://feed.example.com answered
+// 421 to every websocket, event stream and admin request of its site.
+func TestPublicHostsFlag(t *testing.T) {
+	for _, tt := range []struct {
+		hosts   string
+		wantErr bool
+	}{
+		{"feed.example.com", false},
+		{"feed.example.com:8443, *.example.com", false},
+		{"127.0.0.1,::1,[::1]:8080,FEED.example.com.", false},
+		{"https://feed.example.com", true},
+		{"feed.example.com/", true},
+		{"feed.example.com/live", true},
+		{"user@feed.example.com", true},
+		{"feed.example.com:https", true},
+		{"feed.example.com:99999", true},
+		{"feed.example.com:", true},
+		{":8080", true},
+		{"feed example.com", true},
+	} {
+		err := renderer.NewMain().ParseFlags([]string{"-db", "x.db", "-public-hosts", tt.hosts})
+		if (err != nil) != tt.wantErr {
+			t.Errorf("-public-hosts %q: %v, want error %v", tt.hosts, err, tt.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), "-public-hosts") {
+			t.Errorf("-public-hosts %q: error %q does not name the flag", tt.hosts, err)
+		}
+	}
+}
