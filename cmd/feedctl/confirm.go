@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ var errNotConfirmed = errors.New("not confirmed")
 // terminal is the operator's side of a command: where a question is asked
 // and where its answer comes from.
 type terminal struct {
+	// ctx ends with a Ctrl-C or a SIGTERM: a question is given up then.
+	ctx context.Context
 	in  io.Reader
 	out io.Writer // questions go to stderr: stdout may be piped
 }
@@ -51,9 +54,29 @@ func (c *care) confirm(t terminal, what string) error {
 		return fmt.Errorf("%s: refused: stdin is not a terminal to confirm on; pass -yes to do it, or -dry-run to see what it would do", what)
 	}
 	fmt.Fprintf(t.out, "%s? [y/N] ", what)
-	line, err := bufio.NewReader(t.in).ReadString('\n')
-	if err != nil && line == "" {
-		return fmt.Errorf("%s: %w", what, errNotConfirmed)
+	// The answer is waited for beside the context: feedctl catches
+	// SIGINT and SIGTERM, so a Ctrl-C at the question did nothing while
+	// the read waited for a line (TestConfirmStopsOnSignal). The read left
+	// behind ends with the process.
+	type answer struct {
+		line string
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(t.in).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	var line string
+	select {
+	case <-t.ctx.Done():
+		fmt.Fprintln(t.out)
+		return fmt.Errorf("%s: %w: %w", what, errNotConfirmed, t.ctx.Err())
+	case a := <-got:
+		if a.err != nil && a.line == "" {
+			return fmt.Errorf("%s: %w", what, errNotConfirmed)
+		}
+		line = a.line
 	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":

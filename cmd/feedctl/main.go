@@ -84,7 +84,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return flag.ErrHelp
 	}
 	cmd, rest := rest[0], rest[1:]
-	t := terminal{in: stdin, out: stderr}
+	t := terminal{ctx: ctx, in: stdin, out: stderr}
 	switch cmd {
 	case "status":
 		return g.status(ctx, rest, stdout, stderr)
