@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -67,6 +68,32 @@ func originAllowed(r *http.Request, patterns []string) bool {
 		}
 	}
 	return false
+}
+
+// CheckOriginPatterns reports the first AllowedOrigins pattern no Origin
+// can match: originAllowed matches a pattern against host[:port], or
+// scheme://host[:port] when it names a scheme, so one with a path (a URL
+// copied with its trailing slash), userinfo, a query, or a malformed
+// pattern (path.ErrBadPattern) matched nothing, and the origins it was
+// meant to allow were refused.
+func CheckOriginPatterns(patterns []string) error {
+	for _, p := range patterns {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		hostPart := p
+		if _, rest, ok := strings.Cut(p, "://"); ok {
+			hostPart = rest
+		}
+		if hostPart == "" || strings.ContainsAny(hostPart, "/\\@?# \t") {
+			return fmt.Errorf("web: allowed origin %q: want a host pattern, [scheme://]host[:port], without a path", p)
+		}
+		if _, err := path.Match(strings.ToLower(p), ""); err != nil {
+			return fmt.Errorf("web: allowed origin %q: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // serializedOrigin reports whether u is an origin as browsers serialize it

@@ -182,6 +182,9 @@ func (m *Main) ParseFlags(args []string) error {
 	if err := redisconn.Check(c.RedisURL); err != nil {
 		return fmt.Errorf("-redis: %w", err)
 	}
+	if err := web.CheckOriginPatterns(c.origins()); err != nil {
+		return fmt.Errorf("-allowed-origins: %w", err)
+	}
 	if err := web.CheckPublicHosts(c.publicHosts()); err != nil {
 		return fmt.Errorf("-public-hosts: %w", err)
 	}

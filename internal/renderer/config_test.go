@@ -239,3 +239,32 @@ func TestPublicHostsFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowedOriginsFlag: -allowed-origins takes host patterns, with a
+// port or a scheme or neither; an entry no Origin can ever match (one
+// with a path, as a URL copied from the address bar has, userinfo, or a
+// malformed pattern) is refused at parse time. It used to be taken, and
+// the origins the operator meant to allow got 403.
+func TestAllowedOriginsFlag(t *testing.T) {
+	for _, tt := range []struct {
+		origins string
+		wantErr bool
+	}{
+		{"app.example.com", false},
+		{"*.example.com, app.example.com:8443", false},
+		{"https://app.example.com,HTTPS://*.Example.com:443,[a-c].example.com", false},
+		{"https://app.example.com/", true},
+		{"app.example.com/live", true},
+		{"https://user@app.example.com", true},
+		{"https://[app.example.com", true},
+		{"https://", true},
+	} {
+		err := renderer.NewMain().ParseFlags([]string{"-db", "x.db", "-allowed-origins", tt.origins})
+		if (err != nil) != tt.wantErr {
+			t.Errorf("-allowed-origins %q: %v, want error %v", tt.origins, err, tt.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), "-allowed-origins") {
+			t.Errorf("-allowed-origins %q: error %q does not name the flag", tt.origins, err)
+		}
+	}
+}
