@@ -21,7 +21,9 @@ type SnapLine struct {
 }
 
 // Snapshot is a store's delivery-independent content: every line in EVT-id
-// order, every game's state and every scoreboard. Two stores fed the same
+// order (then by game: two games may carry the same EVT id, and seq, which
+// would otherwise break the tie, is the store's own), every game's state
+// and every scoreboard. Two stores fed the same
 // events must have equal snapshots (see Diff); it is how rebuild-equals-live
 // and replay-changes-nothing are checked.
 type Snapshot struct {
@@ -50,7 +52,7 @@ func (db *DB) Snapshot(ctx context.Context, games ...string) (Snapshot, error) {
 		}
 		defer tx.Rollback()
 		s = Snapshot{Players: map[string][]Player{}}
-		rows, err := tx.QueryContext(ctx, `SELECT evt_id, game, kind, payload, html, at FROM events ORDER BY evt_id`)
+		rows, err := tx.QueryContext(ctx, `SELECT evt_id, game, kind, payload, html, at FROM events ORDER BY evt_id, game`)
 		if err != nil {
 			return err
 		}

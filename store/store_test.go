@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -334,6 +335,24 @@ func TestCompare(t *testing.T) {
 	s, err := b.Snapshot(ctx, "h")
 	if err != nil || len(s.Lines) != 2 || len(s.Games) != 1 || s.Players["h"][0].Score != 5 {
 		t.Errorf("Snapshot(h) = %+v, %v", s, err)
+	}
+}
+
+// TestCompareSharedEvtID: two games may carry the same EVT id (each game's
+// server mints its own). Two stores that took such lines in opposite orders
+// hold the same lines, so their snapshots must be equal: Snapshot orders
+// its lines by EVT id, then game, not by EVT id alone (ties then came out
+// in each store's seq order, and Diff reported both lines as differences).
+func TestCompareSharedEvtID(t *testing.T) {
+	ctx := context.Background()
+	a, b := MustOpen(t, ""), MustOpen(t, "")
+	id := ids(1)
+	x := mkEvent(t, id[0], "ga", event.KindChat, t0, "player", "ann", "text", "in ga")
+	y := mkEvent(t, id[0], "gb", event.KindChat, t0, "player", "bob", "text", "in gb")
+	mustUpsert(t, a, []store.Event{x, y})
+	mustUpsert(t, b, []store.Event{y, x})
+	if d, err := store.Compare(ctx, a, b, 0); err != nil || len(d) != 0 {
+		t.Fatalf("stores holding the same lines differ (%v):\n%s", err, strings.Join(d, "\n"))
 	}
 }
 
