@@ -171,6 +171,48 @@ func TestUpsertEntryFailureIsItsOwn(t *testing.T) {
 	}
 }
 
+// TestBatchFailureOverridesEntryErrors: a batch that fails whole (here its
+// COMMIT, on a deferred foreign key) after the entry-by-entry attempt pinned
+// an error on one entry must give that entry the batch's error, as every
+// other: nothing of the attempt was stored, and the entry's own failure
+// belonged to an attempt rolled back (docs/store.md: only ErrInvalidEvent
+// and ErrConflict verdicts are kept).
+func TestBatchFailureOverridesEntryErrors(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "feed.db")
+	db := MustOpen(t, path)
+	raw := mustRaw(t, path)
+	for _, q := range []string{
+		// The entry's own failure, on both paths.
+		`CREATE TRIGGER doomed_ins BEFORE INSERT ON games WHEN NEW.name = 'doomed' BEGIN SELECT RAISE(ABORT, 'boom'); END`,
+		// The whole batch's: its line is left without its game, which
+		// the deferred foreign key refuses at COMMIT.
+		`CREATE TRIGGER orphan_ins AFTER INSERT ON players WHEN NEW.game = 'orphan' BEGIN DELETE FROM games WHERE name = 'orphan'; END`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := ids(3)
+	batch := []store.Event{
+		mkEvent(t, id[0], "g", event.KindChat, t0, "player", "ann", "text", "one"),
+		mkEvent(t, id[1], "doomed", event.KindChat, t0, "player", "ann", "text", "two"),
+		mkEvent(t, id[2], "orphan", event.KindGuess, t0, "player", "ann", "round", "1", "guess", "🍎", "exact", "1", "near", "0"),
+	}
+	res, err := db.Upsert(ctx, batch)
+	if err == nil {
+		t.Fatalf("the batch committed: %+v", res)
+	}
+	for i, r := range res {
+		if r.Err != err || r.Inserted {
+			t.Errorf("entry %d: %+v, want the batch's error %q", i, r, err)
+		}
+	}
+	if n, _ := db.Count(ctx); n != 0 {
+		t.Errorf("Count = %d, want 0", n)
+	}
+}
+
 func TestReads(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpen(t, "")

@@ -129,7 +129,9 @@ func fail(res []Result, err error) ([]Result, error) {
 		err = fmt.Errorf("store: upsert batch: %w", err)
 	}
 	for i := range res {
-		if res[i].Err == nil {
+		// Only verdicts an entry earns on its own stand; any other error
+		// was pinned by an attempt that was rolled back with the batch.
+		if e := res[i].Err; e == nil || !(errors.Is(e, ErrInvalidEvent) || errors.Is(e, ErrConflict)) {
 			res[i] = Result{Err: err}
 		}
 	}
