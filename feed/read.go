@@ -112,18 +112,39 @@ func hotFirst(sts []*streamState, now time.Time) []*streamState {
 
 // poll reads the next page of the known streams once without blocking
 // (every PollEvery; pollNext): the net under the registry beat. Streams
-// out of the work set that deliver here are ones whose score the beat
-// missed; they are counted.
+// not hot that deliver here are ones whose score the beat missed; a poll
+// that finds entries on one is counted. A hot stream's entries are the
+// hot read's and the beat's: the poll reads it too, and finds there what
+// landed while a batch committed, which is no missed score. Until 6 Dec
+// 2026 those were counted as well, and codemojex_feed_polls_found_total
+// rose under writers that score every entry
+// (TestPollFoundCountsOnlyMissedScores).
 func (c *Consumer) poll(now time.Time) (bool, error) {
 	sts := c.pollNext()
 	if len(sts) == 0 {
 		return false, nil
 	}
-	got, err := c.readMany(sts, now)
-	if got {
+	cold := map[string]bool{}
+	for _, st := range sts {
+		if !st.hot(now) {
+			cold[st.key] = true
+		}
+	}
+	gs := c.groups(sts)
+	first := c.readKeys(keysOf(gs))
+	missed := false
+	for _, d := range first.batch {
+		missed = missed || cold[d.stream]
+	}
+	batch, firstErr := c.takeRead(gs, first, now)
+	if len(batch) == 0 {
+		return false, firstErr
+	}
+	err := c.chain(sts, nil, batch, firstErr, now)
+	if missed {
 		c.stats.polled.Add(1)
 	}
-	return got, err
+	return true, err
 }
 
 func cmpKey(a, b string) int {

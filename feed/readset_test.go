@@ -397,3 +397,48 @@ func TestBeatCoversAHeldUpLoop(t *testing.T) {
 	waitFor(t, 6*time.Second, "slow entry handled", func() bool { return rec.count(slow) == 1 })
 	waitFor(t, 2*time.Second, "the quiet game's entry, written while the loop was busy", func() bool { return rec.count(quiet) == 1 })
 }
+
+// TestPollFoundCountsOnlyMissedScores: Stats.Polled
+// (codemojex_feed_polls_found_total) counts polls that found entries the
+// registry beat missed, a sign of a writer that does not keep its game's
+// score current. A live game whose writer scores every entry is read by
+// the beat and the hot read; the poll also reads it (it skips only the due
+// streams), and entries that landed while a batch committed are found
+// there now and then. Those are no missed score, and must not be counted.
+func TestPollFoundCountsOnlyMissedScores(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	game := "pf-live"
+	rec := &recorder{}
+	cfg := registryConfig(t, rdb, "c1")
+	cfg.PollEvery = 20 * time.Millisecond
+	cfg.ActiveWindow = time.Minute
+	cfg.MinIdle = 10 * time.Second // batches of a few hundred ms: no claim
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		time.Sleep(3 * time.Millisecond) // a commit: pacing, not waiting
+		rec.add(m)
+		return nil
+	}
+	c := mustOpen(t, cfg)
+	var ids []string
+	for range 400 {
+		// The writers' contract: XADD, then ZADD GT of the registry.
+		ids = append(ids, add(t, rdb, stream(game)))
+		if err := rdb.ZAddGT(ctx, event.RegistryKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: game}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // the writer's pace
+	}
+	waitFor(t, 20*time.Second, "every entry handled", func() bool {
+		got := rec.ids()
+		for _, id := range ids {
+			if got[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := c.Stats().Polled; n != 0 {
+		t.Errorf("Stats().Polled = %d with a writer that scores every entry; want 0 (no score was missed)", n)
+	}
+}
