@@ -1,6 +1,9 @@
 package feed
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // KthLargest is kthLargest, for the external tests.
 var KthLargest = kthLargest
@@ -59,3 +62,19 @@ func ByRecency(untils []int64, k int) ([]int, int) {
 
 // LoopErrorsOf returns how many loop operations op failed.
 func LoopErrorsOf(c *Consumer, op string) int64 { return c.stats.loopErrors.get(op) }
+
+// PollPages makes a consumer knowing n readable streams and returns the
+// sizes of the pages its next polls read (pollNext), one per poll.
+func PollPages(n, polls int) []int {
+	c := &Consumer{streams: map[string]*streamState{}}
+	for i := range n {
+		st := newStream(fmt.Sprintf("codemojex:{g%06d}:events", i))
+		st.open, st.caught, st.needDoor, st.recover = true, true, false, false
+		c.streams[st.key] = st
+	}
+	var out []int
+	for range polls {
+		out = append(out, len(c.pollNext()))
+	}
+	return out
+}

@@ -457,8 +457,8 @@ const pollPage = 10 * maxKeys
 
 // pollNext returns the next page of the poll: up to pollPage readable
 // streams, not due, that the current round has not read yet, in key
-// order. When fewer than pollPage remain, the round is over and the next
-// poll starts a new one. Its cost per call is one walk over the known
+// order. When none remains past this page, the round is over and the
+// next poll starts a new one. Its cost per call is one walk over the known
 // streams' map, no sort of the registry.
 func (c *Consumer) pollNext() []*streamState {
 	if c.pollRound == 0 {
@@ -466,17 +466,23 @@ func (c *Consumer) pollNext() []*streamState {
 	}
 	out := make([]*streamState, 0, min(len(c.streams), pollPage))
 	now := time.Now()
+	more := false // a stream of this round is left for the next poll
 	for _, st := range c.streams {
 		if st.polled >= c.pollRound || !st.readable() || st.due || st.down(now) {
 			continue
 		}
-		st.polled = c.pollRound
-		out = append(out, st)
 		if len(out) == pollPage {
+			more = true
 			break
 		}
+		st.polled = c.pollRound
+		out = append(out, st)
 	}
-	if len(out) < pollPage {
+	// The round ends with its last page, full or not: ended only by a
+	// page short of pollPage, a round of exactly pages' worth (5,000
+	// streams) left the next poll nothing to read, and the net came
+	// every other PollEvery (TestPollRoundOfExactPages).
+	if !more {
 		c.pollRound++
 	}
 	slices.SortFunc(out, func(a, b *streamState) int { return cmpKey(a.key, b.key) })

@@ -442,3 +442,24 @@ func TestPollFoundCountsOnlyMissedScores(t *testing.T) {
 		t.Errorf("Stats().Polled = %d with a writer that scores every entry; want 0 (no score was missed)", n)
 	}
 }
+
+// TestPollRoundOfExactPages: a poll reads up to 5,000 known streams, and
+// with at most that many every poll reads every one (docs/reader-law.md,
+// "Nets under the beat"). With exactly a page's worth (5,000, 10,000, …)
+// the round did not end with its last full page, and the next poll read
+// nothing: the net came every other PollEvery.
+func TestPollRoundOfExactPages(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []int
+	}{
+		{4999, []int{4999, 4999, 4999}},
+		{5000, []int{5000, 5000, 5000}},
+		{10000, []int{5000, 5000, 5000, 5000}},
+		{6000, []int{5000, 1000, 5000, 1000}},
+	} {
+		if got := feed.PollPages(tc.n, len(tc.want)); !slices.Equal(got, tc.want) {
+			t.Errorf("%d streams: polls read %v; want %v", tc.n, got, tc.want)
+		}
+	}
+}
