@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codemojex/feed/internal/testkit/storefile"
 	"github.com/codemojex/feed/store"
 )
 
@@ -38,11 +39,7 @@ func TestWALRemovedUnderRunningStore(t *testing.T) {
 		}
 	}
 	// Quiet: every commit so far is in the main file.
-	raw := mustRaw(t, path)
-	if _, err := raw.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		t.Fatal(err)
-	}
-	raw.Close()
+	storefile.Checkpointed(t, path)
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := os.Remove(path + suffix); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/codemojex/feed/internal/testkit/storefile"
 	"github.com/codemojex/feed/store"
 )
 
@@ -38,10 +39,8 @@ func TestBackupMovedInUnderRunningStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The old file's WAL holds only what came after the backup.
-	if _, err := raw.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		t.Fatal(err)
-	}
 	raw.Close()
+	storefile.Checkpointed(t, path)
 	for _, b := range inBatches(evs[half:], 50) {
 		mustUpsert(t, db, b)
 	}

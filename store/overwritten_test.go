@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codemojex/feed/internal/testkit/storefile"
 	"github.com/codemojex/feed/store"
 )
 
@@ -57,11 +58,7 @@ func TestFileOverwrittenInPlace(t *testing.T) {
 			}
 			// Quiet: every commit so far is in the main file, as it is a
 			// moment after the last batch of a running renderer.
-			raw := mustRaw(t, path)
-			if _, err := raw.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-				t.Fatal(err)
-			}
-			raw.Close()
+			storefile.Checkpointed(t, path)
 			before, err := os.Stat(path)
 			if err != nil {
 				t.Fatal(err)
@@ -149,9 +146,7 @@ func TestClobberNotHealedByCheckpoint(t *testing.T) {
 			}
 			raw := mustRaw(t, path)
 			defer raw.Close()
-			if _, err := raw.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-				t.Fatal(err)
-			}
+			storefile.Checkpointed(t, path)
 			before, err := os.Stat(path)
 			if err != nil {
 				t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/testkit/proctest"
 	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/storefile"
 	"github.com/codemojex/feed/internal/testkit/tmpfs"
 	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
@@ -570,14 +571,7 @@ func TestTruncatedStore(t *testing.T) {
 	// (With lines still only in the WAL, SQLite's checkpoint as the last
 	// connection closes writes them into the emptied file, a malformed
 	// one the restart refuses: docs/operations.md.)
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		t.Fatal(err)
-	}
-	raw.Close()
+	storefile.Checkpointed(t, path)
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,17 @@ package storefile
 
 import (
 	"database/sql"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver the store uses
 
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/migrations"
 )
 
@@ -84,4 +87,32 @@ func Copy(tb testing.TB, from, to string) {
 	if err := dst.Close(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// Checkpointed copies every commit in path's WAL into the file and empties
+// the WAL, as it is a moment after a running renderer's last batch, for a
+// test that then clobbers the file. It waits until a checkpoint completes:
+// one that meets the store's own background checkpoint under way is
+// refused (busy), leaving the WAL as it was, and that checkpoint's copy,
+// still going on, then wrote pages back into a file the test had cut
+// short or emptied, so the store's looks found a sound file
+// (TestTruncatedStore failed that way once in CI, under load).
+func Checkpointed(tb testing.TB, path string) {
+	tb.Helper()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer raw.Close()
+	var busy, frames, done int
+	wait.Until(tb, 30*time.Second, func() bool {
+		// Refused while another checkpoint or a reader holds the WAL:
+		// tried again until one goes through.
+		if err := raw.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil {
+			tb.Fatalf("storefile: checkpoint %s: %v", path, err)
+		}
+		return busy == 0 && frames == 0
+	}, func() string {
+		return fmt.Sprintf("storefile: checkpoint %s: busy %d, %d frames, %d copied", path, busy, frames, done)
+	})
 }
