@@ -414,6 +414,7 @@
 
     var attempt = 0;
     var failingSince = 0;
+    var openedAt = 0; // when the current connection brought its first frame
     var ws = null; // the open WebSocket or EventSource
     var timer = 0;
     var probe = 0;
@@ -508,7 +509,7 @@
     function opened() {
       got = true;
       if (opening) { clearTimeout(opening); opening = 0; }
-      attempt = 0;
+      openedAt = Date.now(); // the backoff is reset once it lasted (retry)
       failingSince = 0;
       misses = 0;
       root.dataset.transport = transport;
@@ -646,9 +647,14 @@
 
     // retry reconnects with exponential backoff and full jitter, 0.5 s
     // doubling to 20 s; after a minute of failures (or when the browser says
-    // it is offline) the state reads "offline", but it keeps trying.
+    // it is offline) the state reads "offline", but it keeps trying. The
+    // backoff starts over after a connection that lasted OPEN_WITHIN past
+    // its first frame, not at that frame: a server whose every connection
+    // ends right after it (its backfill read fails, a frame cut the same
+    // way each time) was tried again within 0.5 s for ever, by every page.
     function retry() {
       if (timer) return;
+      if (got && Date.now() - openedAt >= OPEN_WITHIN) attempt = 0;
       attempt++;
       if (!failingSince) failingSince = Date.now();
       var c = Math.min(20000, 500 * Math.pow(2, attempt - 1));
