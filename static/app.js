@@ -497,11 +497,18 @@
     }
 
     // resume takes a new connection from the cursor, which backfills what
-    // this one missed. A socket's close resumes it through onclose (and
-    // the messages already received are dropped); a stream has none.
+    // this one missed, with the backoff (retry): a frame damaged the same
+    // way on every connection must not have the page reconnect as fast as
+    // the server answers. A socket's close resumes it through onclose (and
+    // the messages already received are dropped); a stream has none, and is
+    // let go and tried again as one that ended (it was restarted at once,
+    // the backoff set back to nothing).
     function resume() {
       if (!ws) return;
-      if (isSocket(ws)) ws.close(); else restart();
+      if (isSocket(ws)) { ws.close(); return; }
+      stopProbe();
+      release();
+      lost();
     }
 
     // opened: the connection works (it brought a frame; a proxy that
@@ -687,9 +694,8 @@
     }
 
     // restart gives up on the connection and takes a new one from the
-    // cursor: at once after a stream's unpatchable panel or a silent
-    // connection; through lost, with the backoff, for one that brought
-    // nothing within OPEN_WITHIN (failed).
+    // cursor: at once after a silent connection; through lost, with the
+    // backoff, for one that brought nothing within OPEN_WITHIN (failed).
     function restart(failed) {
       stopProbe();
       release();

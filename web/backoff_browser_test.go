@@ -5,9 +5,12 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/codemojex/feed/internal/testkit/wallproxy"
 	"github.com/codemojex/feed/store"
 	"github.com/codemojex/feed/web"
 )
@@ -62,6 +65,67 @@ func TestBrowserShortConnectionsBackOff(t *testing.T) {
 	// The replica heals: the page resumes, every line once, no reload.
 	fs.fail.Store(false)
 	e.upsert(evs[2:]...)
+	b.showsOnce(evs)
+	b.noProblems()
+}
+
+// damageLine makes every line frame that holds window.__damageID arrive
+// cut in half, on a websocket and on an event stream alike, as a proxy
+// that cuts one frame the same way each time would.
+const damageLine = `(() => {
+  const wrap = (proto) => {
+    const d = Object.getOwnPropertyDescriptor(proto, 'onmessage');
+    Object.defineProperty(proto, 'onmessage', {
+      configurable: true,
+      get() { return d.get.call(this); },
+      set(h) {
+        d.set.call(this, h && function (ev) {
+          if (window.__damageID && typeof ev.data === 'string' && ev.data.indexOf(window.__damageID) >= 0) {
+            ev = new MessageEvent('message', { data: ev.data.slice(0, ev.data.length >> 1) });
+          }
+          return h.call(this, ev);
+        });
+      },
+    });
+  };
+  wrap(WebSocket.prototype);
+  wrap(EventSource.prototype);
+})();`
+
+// A page on the event stream restarts its stream on a frame it cannot
+// read, and a frame damaged the same way on every stream (a proxy's bug)
+// has it restart again and again: with the backoff, as a socket is
+// closed and tried again. The stream was restarted at once, the backoff
+// set back to nothing, so the page opened streams, each with its
+// backfill, as fast as the server answered, for ever.
+func TestBrowserDamagedStreamBacksOff(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 5)
+	e.upsert(evs[:3]...)
+	b := mustOpenBrowser(t)
+	if _, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: damageLine}); err != nil {
+		t.Fatal(err)
+	}
+	b.openMarked(wallproxy.Start(t, e.srv.URL()).URL("/games/g1")) // no websockets there
+	b.until("on the event stream", `document.getElementById('game').dataset.transport === 'sse'`)
+	b.do(chromedp.Evaluate[chromedp.Void](`Math.random = () => 0.999; window.__opened = [];
+		const E = window.EventSource;
+		window.EventSource = class extends E { constructor(u, o) { super(u, o); window.__opened.push(performance.now()); } };
+		window.__damageID = '` + evs[3].EvtID + `';`))
+
+	e.upsert(evs[3])
+	// Each stream brings the line damaged again. Three streams: without
+	// the backoff they come within a few ms of each other.
+	waitFor(t, 30*time.Second, "three streams", func() bool { return b.num(`window.__opened.length`) >= 3 })
+	gaps := b.eval(`window.__opened.slice(1).map((t, i) => String(Math.round(t - window.__opened[i])))`)
+	if n := b.num(`window.__opened[2] - window.__opened[1]`); n < 500 {
+		t.Fatalf("gaps between streams %v ms: restarted without a backoff", gaps)
+	}
+
+	// The damage stops: every line once, in order, no reload.
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__damageID = ''`))
+	e.upsert(evs[4])
 	b.showsOnce(evs)
 	b.noProblems()
 }
