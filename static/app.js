@@ -176,22 +176,24 @@
       }
     }
 
-    // flush shows the held lines, replacing the DOM's when they do not join.
+    // flush shows the held lines, each at its place. Held lines that
+    // passed the cap (gap) are cap lines above every one dropped, so placed
+    // into the list they push out every line below the dropped ones, and
+    // "older lines" pages on from the oldest line left (pushedOut): the
+    // dropped lines and those pushed out come back through it. The list
+    // was replaced with the held lines and paged from the oldest of them,
+    // a late line (an old EVT id) if one was held: the lines between it
+    // and the next held one, shown before, were never shown again.
     function flush() {
       flushes++;
       var nodes = held;
       var ids = Object.keys(nodes).sort();
-      var replaced = gap;
       held = {};
       heldN = 0;
       gap = false;
-      if (replaced) {
-        while (list.firstElementChild) list.firstElementChild.remove();
-      }
       // Newest last, so that when the list is full the oldest held lines are
       // the ones left to "older lines".
       for (var i = 0; i < ids.length; i++) place(nodes[ids[i]]);
-      if (replaced && list.lastElementChild) setOlder(list.lastElementChild.id);
       pillText();
     }
 
