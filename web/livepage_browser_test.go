@@ -307,7 +307,8 @@ func (b *browser) releaseOlderPage() {
 // among them.
 func (b *browser) untilOlderLines(evtID string) {
 	b.tb.Helper()
-	b.until("older lines", fmt.Sprintf(`!!document.getElementById(%q) && !document.querySelector('#older').dataset.busy`, evtID))
+	// The link goes once the last page is in (X-More: false).
+	b.until("older lines", fmt.Sprintf(`!!document.getElementById(%q) && !(document.querySelector('#older') || {dataset: {}}).dataset.busy`, evtID))
 }
 
 // A live line that reaches a full list while a page of "older lines" is
