@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/backoff"
-	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/logsample"
 )
 
@@ -140,7 +139,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 	if c.handle == nil {
 		c.handle = perEntry(cfg.Handler)
 	}
-	c.lease = newLease(c.rdb, event.LeaseKey(cfg.Group, cfg.Consumer), cfg.LeaseTTL)
+	c.lease = newLease(c.rdb, cfg.Group, cfg.Consumer, cfg.LeaseTTL)
 	c.lease.onErr = func(err error) { c.fail("lease", err) }
 	if err := c.lease.acquire(ctx); err != nil {
 		if errors.Is(err, ErrConsumerTaken) {

@@ -1,8 +1,11 @@
 package feed
 
 import (
+	"context"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // KthLargest is kthLargest, for the external tests.
@@ -77,4 +80,11 @@ func PollPages(n, polls int) []int {
 		out = append(out, len(c.pollNext()))
 	}
 	return out
+}
+
+// AcquireLeaseOnly takes the lease on name in group as a renderer's Open
+// does, and then neither refreshes nor releases it: the lease of a holder
+// killed right after it took it.
+func AcquireLeaseOnly(ctx context.Context, rdb redis.UniversalClient, group, name string, ttl time.Duration) error {
+	return newLease(rdb, group, name, ttl).acquire(ctx)
 }

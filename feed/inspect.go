@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -181,58 +180,48 @@ func StatusStreams(ctx context.Context, rdb redis.UniversalClient, n int64, extr
 	return out, total.Val(), nil
 }
 
-// liveLeases lists the consumer names of group holding a lease. The leases
-// share the {GROUP} hash tag, so on a cluster they sit on one node.
+// liveLeases lists the consumer names of group holding a lease: the names
+// in the group's index of leases (event.LeasesKey, which the lease scripts
+// write) whose lease key exists. Its cost follows the group's renderers,
+// not the keyspace: it SCANned the whole keyspace for the lease keys, 2
+// SCAN calls at 200 games and 202 at 20,200, for a page refreshed every
+// 2 s (TestLiveLeasesCostFollowsRenderers). The lease key, not the index,
+// says whether a lease lives: the index may still hold a name whose lease
+// expired (the scripts prune it only when they run) or was deleted by
+// hand. A renderer that does not index its lease (before 6 Dec 2026) is
+// not listed.
+//
+// On a cluster the index and the lease keys share the {GROUP} hash tag:
+// one slot, whose master alone is asked, so another master hung or down
+// does not hold the status (TestClusterInspectHungMaster,
+// TestClusterInspectDeadMaster). The SCAN of the other masters, for a slot
+// that migrates, is gone: the keys are now read by name, and the cluster
+// client follows a migrating slot's MOVED and ASK replies to each key.
 func liveLeases(ctx context.Context, rdb redis.UniversalClient, group string) ([]string, error) {
-	prefix := event.LeaseKey(group, "")
-	var (
-		mu    sync.Mutex // ForEachMaster scans the masters at once
-		names []string
-	)
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		iter := c.Scan(ctx, 0, escapeGlob(prefix)+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			// The keys share the {GROUP} hash tag, so one master holds
-			// them, but two may while their slot migrates.
-			mu.Lock()
-			names = append(names, strings.TrimPrefix(iter.Val(), prefix))
-			mu.Unlock()
-		}
-		return iter.Err()
+	names, err := rdb.ZRange(ctx, event.LeasesKey(group), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("leases of %s: %w", group, err)
 	}
-	var err error
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		// Only the master of the leases' slot must answer: the others
-		// hold a lease only while that slot migrates, and one of them
-		// down (its games set aside by the renderers, which read on)
-		// must not leave the status without its renderers.
-		home, herr := cc.MasterForKey(ctx, prefix)
-		if herr != nil {
-			return nil, herr
-		}
-		// The others get nodeTimeout in all, their list included (go-redis
-		// may reload the slots first, asking a hung node): a hung master
-		// (SIGSTOPped, partitioned) held the status for the caller's whole
-		// deadline (TestClusterInspectHungMaster).
-		if err = scan(ctx, home); err != nil {
-			return nil, err
-		}
-		others, cancel := context.WithTimeout(ctx, nodeTimeout)
-		defer cancel()
-		_ = cc.ForEachMaster(others, func(ctx context.Context, c *redis.Client) error {
-			if c.Options().Addr != home.Options().Addr {
-				_ = scan(ctx, c)
-			}
-			return nil
-		})
-	} else {
-		err = scan(ctx, rdb)
+	if len(names) == 0 {
+		return nil, nil
 	}
-	sort.Strings(names)
-	return names, err
-}
-
-func escapeGlob(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`)
-	return r.Replace(s)
+	// One EXISTS per name in one round trip, not one MGET: during a slot's
+	// migration a multi-key command fails (TRYAGAIN) while its keys are
+	// split between the two masters, and each EXISTS is redirected alone.
+	pipe := rdb.Pipeline()
+	exists := make([]*redis.IntCmd, len(names))
+	for i, n := range names {
+		exists[i] = pipe.Exists(ctx, event.LeaseKey(group, n))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("leases of %s: %w", group, err)
+	}
+	live := names[:0]
+	for i, n := range names {
+		if exists[i].Val() == 1 {
+			live = append(live, n)
+		}
+	}
+	sort.Strings(live)
+	return live, nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/event"
 )
 
 // A lease makes a consumer name held by one live process at a time: SET NX
@@ -18,7 +20,9 @@ import (
 // only extends its own token. A crashed holder's lease expires within TTL.
 type lease struct {
 	rdb   redis.UniversalClient
-	key   string
+	key   string // event.LeaseKey(group, name)
+	index string // event.LeasesKey(group): the group's index of leases
+	name  string // the consumer name, its member in index
 	token string
 	ttl   time.Duration
 	onErr func(error) // counts a failed refresh
@@ -35,42 +39,88 @@ type lease struct {
 // not, so a renderer started during such an incident read nothing until
 // memory was freed, its lease "unreachable at open", though the backlog
 // was there to render (TestOutOfMemoryAtStartReadsBacklog). The key is a
-// few dozen bytes.
+// few dozen bytes, and so is the name's member in the index of leases.
+//
+// The scripts name two keys of one slot (the {GROUP} hash tag). On a
+// cluster, while that slot migrates with the two keys on different
+// masters, Redis answers TRYAGAIN, which go-redis retries; a refresh that
+// still fails is retried TTL/3 later, and the lease lasts TTL.
 const leaseScriptFlags = "#!lua flags=allow-oom\n"
 
-// acquireScript is SET NX PX: OK, or nil if the key is held.
-var acquireScript = redis.NewScript(leaseScriptFlags + `
-return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+// leaseIndexLua defines index(now, ttl): the holder's name in the group's
+// index of leases (KEYS[2], event.LeasesKey) with its lease's expiry as
+// score, so that the status lists the live renderers from the index
+// instead of a SCAN of the whole keyspace (liveLeases). The index expires
+// no sooner than the lease just written: a group whose renderers are all
+// gone leaves nothing behind. prune(now) drops the names whose lease
+// expired (a holder killed), so the index stays as small as the group.
+// now is Redis's clock in ms (TIME): the lease's PX runs on that clock,
+// not on the caller's.
+const leaseIndexLua = `
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function prune(now)
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+end
+local function index(now, ttl)
+  redis.call('ZADD', KEYS[2], now + ttl, ARGV[3])
+  if redis.call('PTTL', KEYS[2]) < ttl then
+    redis.call('PEXPIRE', KEYS[2], ttl)
+  end
+end
+`
+
+// acquireScript is SET NX PX: OK, or nil if the key is held. Only the
+// process that took the key indexes its name.
+var acquireScript = redis.NewScript(leaseScriptFlags + leaseIndexLua + `
+local now = clock()
+prune(now)
+local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+if ok then
+  index(now, tonumber(ARGV[2]))
+end
+return ok
 `)
 
 // refreshScript extends the lease if it is ours, takes it if nobody holds it
-// (Redis restarted without persistence), and reports 0 if another holds it.
-var refreshScript = redis.NewScript(leaseScriptFlags + `
+// (Redis restarted without persistence), and reports 0 if another holds it;
+// when it holds the lease it indexes its name with the new expiry.
+var refreshScript = redis.NewScript(leaseScriptFlags + leaseIndexLua + `
+local now = clock()
+prune(now)
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  index(now, tonumber(ARGV[2]))
   return 1
 end
 if not v then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  index(now, tonumber(ARGV[2]))
   return 1
 end
 return 0
 `)
 
+// releaseScript deletes the lease if it is ours, and its name from the
+// index (KEYS[2]) with it: the status stops listing a renderer that
+// closed at once, not when its expiry passes.
 var releaseScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('ZREM', KEYS[2], ARGV[2])
   return redis.call('DEL', KEYS[1])
 end
 return 0
 `)
 
-func newLease(rdb redis.UniversalClient, key string, ttl time.Duration) *lease {
+func newLease(rdb redis.UniversalClient, group, name string, ttl time.Duration) *lease {
 	host, _ := os.Hostname()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return &lease{
-		rdb: rdb, key: key, ttl: ttl,
+		rdb: rdb, key: event.LeaseKey(group, name), index: event.LeasesKey(group), name: name, ttl: ttl,
 		token: fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:])),
 	}
 }
@@ -79,7 +129,7 @@ func newLease(rdb redis.UniversalClient, key string, ttl time.Duration) *lease {
 // holder) if another process holds it, or the Redis error.
 func (l *lease) acquire(ctx context.Context) error {
 	start := time.Now()
-	err := acquireScript.Run(ctx, l.rdb, []string{l.key}, l.token, l.ttl.Milliseconds()).Err()
+	err := acquireScript.Run(ctx, l.rdb, []string{l.key, l.index}, l.token, l.ttl.Milliseconds(), l.name).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		l.set(time.Time{}, false, err)
 		return err
@@ -96,7 +146,7 @@ func (l *lease) acquire(ctx context.Context) error {
 // refresh extends (or re-takes) the lease.
 func (l *lease) refresh(ctx context.Context) {
 	start := time.Now()
-	n, err := refreshScript.Run(ctx, l.rdb, []string{l.key}, l.token, l.ttl.Milliseconds()).Int()
+	n, err := refreshScript.Run(ctx, l.rdb, []string{l.key, l.index}, l.token, l.ttl.Milliseconds(), l.name).Int()
 	switch {
 	case err != nil:
 		l.set(time.Time{}, false, err)
@@ -138,7 +188,7 @@ func (l *lease) held() error {
 }
 
 func (l *lease) release(ctx context.Context) error {
-	if err := releaseScript.Run(ctx, l.rdb, []string{l.key}, l.token).Err(); err != nil {
+	if err := releaseScript.Run(ctx, l.rdb, []string{l.key, l.index}, l.token, l.name).Err(); err != nil {
 		return fmt.Errorf("feed: release lease %s: %w", l.key, err)
 	}
 	return nil

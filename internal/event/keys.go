@@ -5,3 +5,13 @@ package event
 func LeaseKey(group, consumer string) string {
 	return "codemojex:feed:lease:{" + group + "}:" + consumer
 }
+
+// LeasesKey returns the Redis key of the index of group's leases: a sorted
+// set of the consumer names whose holder wrote its lease, scored with the
+// lease's expiry (unix ms, Redis's clock). The status lists the live
+// renderers from it, at a cost that follows the renderers and not the
+// keyspace, as a SCAN of the lease keys did. It shares the lease keys'
+// {GROUP} hash tag, so a script may touch both on a cluster.
+func LeasesKey(group string) string {
+	return "codemojex:feed:leases:{" + group + "}"
+}

@@ -30,6 +30,7 @@ func TestKeysAsContracted(t *testing.T) {
 		keyShape(event.RegistryKey):                       "RegistryKey",
 		keyShape(event.DoorbellChannel("GROUP")):          "DoorbellChannel",
 		keyShape(event.LeaseKey("GROUP", "NAME")):         "LeaseKey",
+		keyShape(event.LeasesKey("GROUP")):                "LeasesKey",
 		keyShape(event.PresenceKey("REPLICA")):            "PresenceKey",
 		keyShape(event.PresenceReplicasKey):               "PresenceReplicasKey",
 		keyShape(event.PresenceNameKey("GROUP/CONSUMER")): "PresenceNameKey",
