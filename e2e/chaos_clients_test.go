@@ -253,8 +253,18 @@ func (cl *chaosClient) reload(ctx context.Context, hc *http.Client, addr string)
 		return 0, "", fmt.Errorf("game page without data-seq or data-store: %.200q", tag)
 	}
 	seen := map[string]int64{}
+	// The page and its older-lines fragments show the lines newest first:
+	// each id must be older (by EVT id) than every one shown above it. A
+	// line out of place or shown twice is a breach, not just a set that
+	// happens to be whole (seen, a map, would hide both).
+	var prev, where string
 	take := func(html string) (oldest string, n int) {
 		for _, m := range pageItem.FindAllStringSubmatch(html, -1) {
+			if prev != "" && m[1] >= prev {
+				cl.errs.add("client %d (%s) on %s: %s: line %s shown below %s, not older than it (the page shows newest first, in EVT-id order)",
+					cl.idx, cl.game, addr, where, m[1], prev)
+			}
+			prev = m[1]
 			s, _ := strconv.ParseInt(m[2], 10, 64)
 			if s <= seq { // later ones come by the websocket
 				seen[m[1]] = s
@@ -263,12 +273,14 @@ func (cl *chaosClient) reload(ctx context.Context, hc *http.Client, addr string)
 		}
 		return oldest, n
 	}
+	where = "game page"
 	before, n := take(body)
 	for more := n > 0 && strings.Contains(body, `id="older"`); more; {
 		frag, hdr, err := httpGet(ctx, hc, fmt.Sprintf("http://%s/games/%s/older?before=%s", addr, cl.game, before))
 		if err != nil {
 			return 0, "", err
 		}
+		where = "older lines before " + before
 		var k int
 		if before, k = take(frag); k == 0 {
 			break
