@@ -146,9 +146,22 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("gamesim: %v", err)
 	}
 	simGood, simBad := gamesimTotals(t, sim.Output())
+	// The writer's own summary is no lower bound: a gamesim that wrote
+	// fewer entries (or none) and said so would leave every check below
+	// comparing small sets. It must have written the plan, malformed
+	// entries among them, so that the dead-letter checks check something.
+	if want := int64(plan.games * plan.events); simGood+simBad != want || simGood == 0 || (plan.bad > 0 && simBad == 0) {
+		t.Fatalf("gamesim wrote %d well-formed and %d malformed entries; the plan is %d games × %d events = %d, with about %.0f%% malformed",
+			simGood, simBad, plan.games, plan.events, want, 100*plan.bad)
+	}
 
 	// The streams are final now: the truth to compare everything with.
 	truth := readStreams(t, c, games)
+	for _, g := range games {
+		if len(truth.games[g].good) == 0 {
+			t.Errorf("stream of %s holds no well-formed entry: nothing of that game is checked", g)
+		}
+	}
 	if truth.good != simGood || truth.bad != simBad {
 		t.Errorf("streams hold %d well-formed and %d malformed entries; gamesim reported %d and %d",
 			truth.good, truth.bad, simGood, simBad)
