@@ -175,7 +175,13 @@ func (f *chaosFaults) run() {
 				}
 				now = time.Now()
 				n.r.Kill()
-				f.kills++
+				// A kill counts when the SIGKILL ended it: a renderer that had
+				// exited by itself just before is a failure, not a kill.
+				if out := sinceLastStart(n.r.Output()); !strings.Contains(out, "=== "+n.r.name+" after killed: signal: killed") {
+					f.errs.add("%s: SIGKILL did not end a running renderer: %s", n.r.name, tailString(out, 1500))
+				} else {
+					f.kills++
+				}
 				f.t.Logf("chaos: %v: SIGKILL %s", now.Sub(start).Round(time.Millisecond), n.r.name)
 				n.state, n.downAt, n.nextTry, n.tries, n.afterTerm = nodeDown, now, now, 0, false
 				f.wg.Add(1)
