@@ -327,7 +327,9 @@ func TestConsumerNameHeldByOneProcess(t *testing.T) {
 	if c.err != nil {
 		t.Errorf("graceful exit: %v", c.err)
 	}
-	if n, _ := rdb.Exists(context.Background(), event.LeaseKey(group, "dup")).Result(); n != 0 {
+	if n, err := rdb.Exists(context.Background(), event.LeaseKey(group, "dup")).Result(); err != nil {
+		t.Fatalf("lease after graceful exit: %v", err)
+	} else if n != 0 {
 		t.Error("lease left after graceful exit")
 	}
 }
