@@ -347,7 +347,7 @@ func (db *DB) ID(ctx context.Context) (string, error) {
 		return db.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'store_id'`).Scan(&id)
 	})
 	if err != nil {
-		return "", fmt.Errorf("store: id: %w", err)
+		return "", err // read says "store: id: …"
 	}
 	return id, nil
 }
