@@ -51,12 +51,19 @@ func (c *Consumer) setAside(sts []*streamState, err error) error {
 		// The node itself did not answer: every stream of it waits with
 		// these, or the next one met (a cold game, a census or poll page)
 		// costs its turn go-redis's dial retries again.
-		seen := map[string]bool{}
+		byNode := map[string][]*streamState{}
+		var order []string
 		for _, st := range sts {
-			if m, merr := cc.MasterForKey(c.ctx, st.key); merr == nil && !seen[m.Options().Addr] {
-				seen[m.Options().Addr] = true
-				c.setAsideNode(m.Options().Addr, now)
+			if m, merr := cc.MasterForKey(c.ctx, st.key); merr == nil {
+				addr := m.Options().Addr
+				if byNode[addr] == nil {
+					order = append(order, addr)
+				}
+				byNode[addr] = append(byNode[addr], st)
 			}
+		}
+		for _, addr := range order {
+			c.setAsideNode(addr, now, byNode[addr]...)
 		}
 	}
 	return nil
@@ -184,6 +191,10 @@ type downNode struct {
 	until time.Time
 	slots map[int]bool
 	key   string
+	// held is the hold of the last walk over the known streams
+	// (setAsideNode): until the retry moves it, the streams of the node met
+	// since are held on their own, not by another walk.
+	held time.Time
 }
 
 // probeNodes PINGs the cluster nodes set aside whole whose retry has come,
@@ -254,7 +265,16 @@ func (c *Consumer) nodeBack(addr string) {
 // pipeline, the probe of the streams due), and each call doubled it again,
 // so with 30 games on the node its first failure put the next PING at the
 // cap, 5 s (TestClusterDeadNodeRetryDoubles).
-func (c *Consumer) setAsideNode(addr string, now time.Time) {
+//
+// The known streams are walked once per retry of the node: sts, streams of
+// the node that failed since (met by a step, or found after the walk), are
+// then held on their own. Until 7 Dec 2026 every call walked every known
+// stream (with a MasterForKey per slot), and the steps call it once per
+// failing stream (setAsideKey in checkAcks and checkDeads, the census, the
+// group door): with 100,000 known games, 300 failing streams of a dead
+// master cost 300 walks, 5.4 s of the loop goroutine in one turn
+// (TestClusterSetAsideManyStreamsOneWalk).
+func (c *Consumer) setAsideNode(addr string, now time.Time, sts ...*streamState) {
 	cc, ok := c.rdb.(*redis.ClusterClient)
 	if !ok {
 		return
@@ -273,6 +293,15 @@ func (c *Consumer) setAsideNode(addr string, now time.Time) {
 	// Its streams are held past the retry: they go back to the steps when
 	// probeNodes has the node's answer, never before it.
 	hold := d.until.Add(downRetryMax)
+	if d.slots != nil && d.held.Equal(hold) {
+		for _, st := range sts {
+			d.slots[st.slot] = true
+			if hold.After(st.downUntil) {
+				st.downUntil = hold
+			}
+		}
+		return
+	}
 	bySlot := map[int]bool{} // whether addr serves the slot
 	for _, st := range c.streams {
 		on, seen := bySlot[st.slot]
@@ -293,7 +322,9 @@ func (c *Consumer) setAsideNode(addr string, now time.Time) {
 	}
 	if d.slots == nil {
 		delete(c.downNodes, addr) // no stream of it known: nothing to hold
+		return
 	}
+	d.held = hold
 }
 
 // endTurn ends a turn whose steps returned err and which began when the

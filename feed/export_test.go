@@ -88,3 +88,50 @@ func PollPages(n, polls int) []int {
 func AcquireLeaseOnly(ctx context.Context, rdb redis.UniversalClient, group, name string, ttl time.Duration) error {
 	return newLease(rdb, group, name, ttl).acquire(ctx)
 }
+
+// SetAsideMany makes a consumer on the cluster client cc knowing n streams
+// (codemojex:{gNNNNNN}:events), then sets aside, one call each as
+// checkAcks does (setAsideKey), the first k of them that live on the master
+// of the first, with err (a connection error). It returns how long the k
+// calls took (the first one, and the k-1 others), and how many known
+// streams were then held (set aside) and how many live on that master.
+func SetAsideMany(cc *redis.ClusterClient, n, k int, err error) (first, rest time.Duration, held, onNode int) {
+	c := &Consumer{rdb: cc, ctx: context.Background(), streams: map[string]*streamState{}}
+	keys := make([]string, n)
+	for i := range n {
+		st := newStream(fmt.Sprintf("codemojex:{g%06d}:events", i))
+		keys[i] = st.key
+		c.streams[st.key] = st
+	}
+	m, merr := cc.MasterForKey(c.ctx, keys[0])
+	if merr != nil {
+		panic(merr)
+	}
+	addr := m.Options().Addr
+	var failing []string
+	for _, key := range keys {
+		if mk, e := cc.MasterForKey(c.ctx, key); e == nil && mk.Options().Addr == addr {
+			onNode++
+			if len(failing) < k {
+				failing = append(failing, key)
+			}
+		}
+	}
+	start := time.Now()
+	for i, key := range failing {
+		if e := c.setAsideKey(key, err); e != nil {
+			panic(e)
+		}
+		if i == 0 {
+			first = time.Since(start)
+		}
+	}
+	rest = time.Since(start) - first
+	now := time.Now()
+	for _, st := range c.streams {
+		if st.down(now) {
+			held++
+		}
+	}
+	return first, rest, held, onNode
+}
