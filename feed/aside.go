@@ -194,7 +194,8 @@ type downNode struct {
 	// held is the hold of the last walk over the known streams
 	// (setAsideNode): until the retry moves it, the streams of the node met
 	// since are held on their own, not by another walk.
-	held time.Time
+	held  time.Time
+	walks int // walks over the known streams, for TestClusterSetAsideManyStreamsOneWalk
 }
 
 // probeNodes PINGs the cluster nodes set aside whole whose retry has come,
@@ -268,7 +269,7 @@ func (c *Consumer) nodeBack(addr string) {
 //
 // The known streams are walked once per retry of the node: sts, streams of
 // the node that failed since (met by a step, or found after the walk), are
-// then held on their own. Until 7 Dec 2026 every call walked every known
+// then held on their own. Until 6 Dec 2026 every call walked every known
 // stream (with a MasterForKey per slot), and the steps call it once per
 // failing stream (setAsideKey in checkAcks and checkDeads, the census, the
 // group door): with 100,000 known games, 300 failing streams of a dead
@@ -302,6 +303,7 @@ func (c *Consumer) setAsideNode(addr string, now time.Time, sts ...*streamState)
 		}
 		return
 	}
+	d.walks++
 	bySlot := map[int]bool{} // whether addr serves the slot
 	for _, st := range c.streams {
 		on, seen := bySlot[st.slot]

@@ -27,15 +27,16 @@ func TestClusterSetAsideManyStreamsOneWalk(t *testing.T) {
 	}
 	dead := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	const n, k = 100_000, 300
-	first, rest, held, onNode := feed.SetAsideMany(cc, n, k, dead)
-	t.Logf("%d setAsideKey calls over %d known streams: the first %v, the %d others %v; %d held of the %d on the node",
-		k, n, first, k-1, rest, held, onNode)
+	first, rest, held, onNode, walks := feed.SetAsideMany(cc, n, k, dead)
+	t.Logf("%d setAsideKey calls over %d known streams: the first %v, the %d others %v; %d walks; %d held of the %d on the node",
+		k, n, first, k-1, rest, walks, held, onNode)
 	if held != onNode {
 		t.Errorf("held %d streams, want every one of the node's %d", held, onNode)
 	}
-	// The first call walks the known streams; the others must not walk
-	// them again (before: each did, 299 times the first's cost).
-	if rest > first {
-		t.Errorf("the %d calls after the first took %v, more than the first's walk, %v: want one walk per node retry", k-1, rest, first)
+	// The first call walks the known streams; the others, within the
+	// node's retry, must not walk them again (before: each did, 300 walks,
+	// 5.4 s here). Counted, not timed: speed lives in benchmarks.
+	if walks != 1 {
+		t.Errorf("the known streams were walked %d times for %d failing streams of one node, want once per node retry", walks, k)
 	}
 }

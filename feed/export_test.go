@@ -94,8 +94,9 @@ func AcquireLeaseOnly(ctx context.Context, rdb redis.UniversalClient, group, nam
 // checkAcks does (setAsideKey), the first k of them that live on the master
 // of the first, with err (a connection error). It returns how long the k
 // calls took (the first one, and the k-1 others), and how many known
-// streams were then held (set aside) and how many live on that master.
-func SetAsideMany(cc *redis.ClusterClient, n, k int, err error) (first, rest time.Duration, held, onNode int) {
+// streams were then held (set aside), how many live on that master, and
+// how many times the known streams were walked.
+func SetAsideMany(cc *redis.ClusterClient, n, k int, err error) (first, rest time.Duration, held, onNode, walks int) {
 	c := &Consumer{rdb: cc, ctx: context.Background(), streams: map[string]*streamState{}}
 	keys := make([]string, n)
 	for i := range n {
@@ -133,5 +134,8 @@ func SetAsideMany(cc *redis.ClusterClient, n, k int, err error) (first, rest tim
 			held++
 		}
 	}
-	return first, rest, held, onNode
+	if d := c.downNodes[addr]; d != nil {
+		walks = d.walks
+	}
+	return first, rest, held, onNode, walks
 }

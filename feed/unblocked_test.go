@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -22,7 +23,7 @@ import (
 // right after, rounds times (with the games in the registry rather than a
 // static list when registry: the registry's beat answers in the turn); it returns those latencies, and the same
 // without the deletion.
-func unblockedDelay(t *testing.T, rdb redis.UniversalClient, a, b string, rounds int, registry bool) (plain, afterDel []time.Duration) {
+func unblockedDelay(t *testing.T, rdb redis.UniversalClient, a, b string, rounds int, registry bool) (plain, afterDel []time.Duration, logs *logBuffer) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	got := map[string]time.Time{}
@@ -33,6 +34,9 @@ func unblockedDelay(t *testing.T, rdb redis.UniversalClient, a, b string, rounds
 		registerAt(t, rdb, []string{a, b}, time.Now())
 	}
 	cfg.Block = time.Second
+	// Debug: a cluster retry's set-aside is logged at that level.
+	logs = &logBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Handler = func(_ context.Context, m feed.Message) error {
 		mu.Lock()
 		got[m.ID] = time.Now()
@@ -96,7 +100,7 @@ func unblockedDelay(t *testing.T, rdb redis.UniversalClient, a, b string, rounds
 			plain = append(plain, at.Sub(sent))
 		}
 	}
-	return plain, afterDel
+	return plain, afterDel, logs
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -120,35 +124,40 @@ func sameSlotGames() (string, string) {
 
 // TestUnblockedOthersReadOn: a stream deleted under the blocking read
 // (Redis 7 answers the read UNBLOCKED; a graceful CLUSTER FAILOVER answers
-// it so too) costs the other hot games of the read nothing visible. The
-// read's streams were all set aside as a cluster retry, and the other
+// it so too) does not set the read's other streams aside: the read is
+// taken again at the next turn. Set aside as a cluster retry, the other
 // game's next entry waited about 116-124 ms (median of 5, against 0.1 ms
 // without the deletion), on a single node and on a cluster alike; now
-// 31-41 ms (-race), the loop's backoff after the deleted stream's NOGROUP
-// in the next multi-key read.
+// 31-48 ms (-race), the loop's backoff after the deleted stream's NOGROUP
+// in the next multi-key read. The latencies are logged, not asserted
+// (speed lives in benchmarks): the test asserts the path, each deletion's
+// UNBLOCKED taken as an answer and no stream set aside.
 func TestUnblockedOthersReadOn(t *testing.T) {
 	const rounds = 5
-	check := func(t *testing.T, plain, del []time.Duration) {
+	check := func(t *testing.T, plain, del []time.Duration, logs *logBuffer) {
 		t.Logf("plain %v median %v; after DEL under the read %v median %v", plain, median(plain), del, median(del))
-		if median(del) > 80*time.Millisecond {
-			t.Errorf("the other game's entry waited %v (median) after a stream was deleted under the read, want under 80ms", median(del))
+		if n := logs.count("blocking read unblocked by the server; read again"); n < rounds {
+			t.Errorf("%d reads unblocked by a deletion taken as answered, want %d", n, rounds)
+		}
+		if n := logs.count("streams not reachable"); n != 0 {
+			t.Errorf("streams set aside %d times after a stream was deleted under the read, want none", n)
 		}
 	}
 	t.Run("single", func(t *testing.T) {
 		_, rdb := mustStart(t)
-		plain, del := unblockedDelay(t, rdb, "ga", "gb", rounds, false)
-		check(t, plain, del)
+		plain, del, logs := unblockedDelay(t, rdb, "ga", "gb", rounds, false)
+		check(t, plain, del, logs)
 	})
 	t.Run("cluster", func(t *testing.T) {
 		rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1})
 		a, b := sameSlotGames()
-		plain, del := unblockedDelay(t, rc.Client(t), a, b, rounds, false)
-		check(t, plain, del)
+		plain, del, logs := unblockedDelay(t, rc.Client(t), a, b, rounds, false)
+		check(t, plain, del, logs)
 	})
 	t.Run("cluster-registry", func(t *testing.T) {
 		rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1})
 		a, b := sameSlotGames()
-		plain, del := unblockedDelay(t, rc.Client(t), a, b, rounds, true)
-		check(t, plain, del)
+		plain, del, logs := unblockedDelay(t, rc.Client(t), a, b, rounds, true)
+		check(t, plain, del, logs)
 	})
 }
