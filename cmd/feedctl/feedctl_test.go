@@ -221,3 +221,21 @@ func TestStatusOnCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestPingTakesNoArgument: ping read none of its arguments, so "ping
+// -redis URL" (the global flag put after the command) pinged the Redis of
+// the global flags and exited 0, whatever the URL named, and "ping stray"
+// passed too. Both are refused, before Redis is asked.
+func TestPingTakesNoArgument(t *testing.T) {
+	s := redistest.MustStart(t)
+	for _, args := range [][]string{
+		{"ping", "-redis", "redis://127.0.0.1:1/0"},
+		{"ping", "stray"},
+	} {
+		out, errOut, err := runCtl(t, s.Addr, args...)
+		if err == nil {
+			t.Errorf("%q: exit 0, want it refused\n%s%s", args, out, errOut)
+		}
+	}
+	mustRunCtl(t, s.Addr, "ping")
+}

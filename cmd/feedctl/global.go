@@ -73,8 +73,17 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	return g, fs.Args(), nil
 }
 
-func (g *global) ping(ctx context.Context) error {
+// ping takes no flag and no argument. Before 6 Dec 2026 it read none of
+// them: "feedctl ping -redis URL" (the global flag after the command)
+// pinged $REDIS_URL, or the default address, and exited 0 whatever URL
+// it named, and "ping stray" was taken too (TestPingTakesNoArgument).
+func (g *global) ping(ctx context.Context, args []string, stderr io.Writer) error {
 	defer g.rdb.Close()
+	fs := flagenv.New("ping")
+	fs.SetOutput(stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	return g.rdb.Ping(ctx).Err()
 }
 

@@ -97,7 +97,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "prune":
 		return g.prune(ctx, rest, t, stdout, stderr)
 	case "ping":
-		return g.ping(ctx)
+		return g.ping(ctx, rest, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
