@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -22,7 +24,20 @@ import (
 // setFlags collects repeated -set field=value flags.
 type setFlags map[string]string
 
-func (s setFlags) String() string { return fmt.Sprint(map[string]string(s)) }
+// String is the fields as they are typed, field=value in field order (a
+// value with a space, a quote or nothing in it quoted): "requeued … with
+// exact=1 near=0", where Go's map syntax printed map[exact:1 near:0].
+func (s setFlags) String() string {
+	parts := make([]string, 0, len(s))
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		v := s[k]
+		if v == "" || strings.ContainsAny(v, " \t\"'") {
+			v = strconv.Quote(v)
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
 
 func (s setFlags) Set(v string) error {
 	k, val, ok := strings.Cut(v, "=")

@@ -112,3 +112,28 @@ func TestRequeueOriginalDeadFields(t *testing.T) {
 		}
 	}
 }
+
+// The fields -set gives are printed as they are typed, in field order
+// ("requeued … with exact=1 near=0"): Go's map syntax printed
+// map[exact:1 near:0].
+func TestSetFlagsString(t *testing.T) {
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"near=0", "exact=1"}, "exact=1 near=0"},
+		{[]string{"text=two words", "player="}, `player="" text="two words"`},
+		{[]string{"player=ada", "player=bob"}, "player=bob"},
+	} {
+		s := setFlags{}
+		for _, v := range tc.set {
+			if err := s.Set(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := s.String(); got != tc.want {
+			t.Errorf("-set %q: String() = %q, want %q", tc.set, got, tc.want)
+		}
+	}
+}
