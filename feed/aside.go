@@ -32,6 +32,11 @@ const downRetryMax = 5 * time.Second
 // call), for the caller to handle as before, and nil when the streams were
 // set aside.
 func (c *Consumer) setAside(sts []*streamState, err error) error {
+	return c.setAsideAt(sts, err, time.Now())
+}
+
+// setAsideAt is setAside at now.
+func (c *Consumer) setAsideAt(sts []*streamState, err error, now time.Time) error {
 	if err == nil || isNil(err) || serverError(err) || errCode(err) == "CROSSSLOT" || c.stopping() {
 		return err
 	}
@@ -39,7 +44,6 @@ func (c *Consumer) setAside(sts []*streamState, err error) error {
 		c.asideSlots = true
 		c.clusterRefresh(err)
 	}
-	now := time.Now()
 	for _, st := range sts {
 		if !st.down(now) {
 			st.downUntil = now.Add(st.downBackoff.Next())
