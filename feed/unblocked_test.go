@@ -124,7 +124,7 @@ func sameSlotGames() (string, string) {
 
 // TestUnblockedOthersReadOn: a stream deleted under the blocking read
 // (Redis 7 answers the read UNBLOCKED; a graceful CLUSTER FAILOVER answers
-// it so too) does not set the read's other streams aside: the read is
+// it so too; Valkey 8 ends it without) does not set the read's other streams aside: the read is
 // taken again at the next turn. Set aside as a cluster retry, the other
 // game's next entry waited about 116-124 ms (median of 5, against 0.1 ms
 // without the deletion), on a single node and on a cluster alike; now
@@ -134,12 +134,22 @@ func sameSlotGames() (string, string) {
 // UNBLOCKED taken as an answer and no stream set aside.
 func TestUnblockedOthersReadOn(t *testing.T) {
 	const rounds = 5
-	check := func(t *testing.T, plain, del []time.Duration, logs *logBuffer) {
+	check := func(t *testing.T, rdb redis.UniversalClient, plain, del []time.Duration, logs *logBuffer) {
 		t.Logf("plain %v median %v; after DEL under the read %v median %v", plain, median(plain), del, median(del))
-		// At least one: a deletion that lands between two reads (the
-		// turn's claim beat cuts each to 100 ms) unblocks none, which a
-		// loaded host makes likely enough for one round in several.
-		if n := logs.count("blocking read unblocked by the server; read again"); n == 0 {
+		// Valkey (8.0) ends a read blocked on a deleted stream without
+		// UNBLOCKED (make test-valkey: none of 15 deletions, the other
+		// game's entry 37-51 ms later, as here with the fix): there is no
+		// such reply to take as an answer, and nothing is set aside.
+		info, err := rdb.Info(context.Background(), "server").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// At least one UNBLOCKED on Redis: a deletion that lands between
+		// two reads (each cut to 100 ms by the claim beat) unblocks none,
+		// likely enough on a loaded host for one round in several.
+		if strings.Contains(info, "valkey_version") {
+			t.Logf("valkey: its unblocked reads are not counted")
+		} else if n := logs.count("blocking read unblocked by the server; read again"); n == 0 {
 			t.Errorf("none of %d deletions under the read had its UNBLOCKED taken as an answer", rounds)
 		}
 		if n := logs.count("streams not reachable"); n != 0 {
@@ -149,18 +159,20 @@ func TestUnblockedOthersReadOn(t *testing.T) {
 	t.Run("single", func(t *testing.T) {
 		_, rdb := mustStart(t)
 		plain, del, logs := unblockedDelay(t, rdb, "ga", "gb", rounds, false)
-		check(t, plain, del, logs)
+		check(t, rdb, plain, del, logs)
 	})
 	t.Run("cluster", func(t *testing.T) {
 		rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1})
 		a, b := sameSlotGames()
-		plain, del, logs := unblockedDelay(t, rc.Client(t), a, b, rounds, false)
-		check(t, plain, del, logs)
+		rdb := rc.Client(t)
+		plain, del, logs := unblockedDelay(t, rdb, a, b, rounds, false)
+		check(t, rdb, plain, del, logs)
 	})
 	t.Run("cluster-registry", func(t *testing.T) {
 		rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1})
 		a, b := sameSlotGames()
-		plain, del, logs := unblockedDelay(t, rc.Client(t), a, b, rounds, true)
-		check(t, plain, del, logs)
+		rdb := rc.Client(t)
+		plain, del, logs := unblockedDelay(t, rdb, a, b, rounds, true)
+		check(t, rdb, plain, del, logs)
 	})
 }
