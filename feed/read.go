@@ -46,7 +46,7 @@ func (c *Consumer) drain(now time.Time) (bool, error) {
 	if len(sts) > drainKeys {
 		sts, rest = sts[:drainKeys], sts[drainKeys:]
 	}
-	return c.readManyThen(sts, rest, now)
+	return c.readManyThen(sts, rest, now, nil)
 }
 
 // hotRefresh is how long the hot read keeps its choice of streams when
@@ -132,21 +132,16 @@ func (c *Consumer) poll(now time.Time) (bool, error) {
 			cold[st.key] = true
 		}
 	}
-	gs := c.groups(sts)
-	first := c.readKeys(keysOf(gs))
 	missed := false
-	for _, d := range first.batch {
-		missed = missed || cold[d.stream]
-	}
-	batch, firstErr := c.takeRead(gs, first, now)
-	if len(batch) == 0 {
-		return false, firstErr
-	}
-	err := c.chain(sts, nil, batch, firstErr, now)
-	if missed {
+	got, err := c.readManyThen(sts, nil, now, func(first []delivery) {
+		for _, d := range first {
+			missed = missed || cold[d.stream]
+		}
+	})
+	if got && missed {
 		c.stats.polled.Add(1)
 	}
-	return true, err
+	return got, err
 }
 
 func cmpKey(a, b string) int {
@@ -166,16 +161,21 @@ func cmpKey(a, b string) int {
 // are read again and prepared ahead while the batch in hand commits, for
 // up to aheadFor (see readAhead).
 func (c *Consumer) readMany(sts []*streamState, now time.Time) (bool, error) {
-	return c.readManyThen(sts, nil, now)
+	return c.readManyThen(sts, nil, now, nil)
 }
 
 // readManyThen is readMany, where the reads ahead also take up to
 // drainKeys streams of rest: due streams beyond one read's share, as many
 // games with a few entries each are (a backlog spread over streams rather
-// than deep in a few).
-func (c *Consumer) readManyThen(sts, rest []*streamState, now time.Time) (bool, error) {
+// than deep in a few). seen, if not nil, is shown the first read's entries
+// before they are taken (the poll tells from them which streams it found
+// entries on).
+func (c *Consumer) readManyThen(sts, rest []*streamState, now time.Time, seen func([]delivery)) (bool, error) {
 	gs := c.groups(sts)
 	first := c.readKeys(keysOf(gs))
+	if seen != nil {
+		seen(first.batch)
+	}
 	batch, firstErr := c.takeRead(gs, first, now)
 	if len(batch) == 0 {
 		return false, firstErr
