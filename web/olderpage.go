@@ -49,8 +49,15 @@ func (s *Server) olderLines(ctx context.Context, w http.ResponseWriter, r *http.
 		s.fail(w, r, what, err)
 		return nil, false, false
 	}
-	if more = len(lines) > s.cfg.PageLines; more {
-		lines = lines[:s.cfg.PageLines]
-	}
+	lines, more = s.page(lines)
 	return lines, more, true
+}
+
+// page cuts lines, read with one line more than a page (PageLines+1), to
+// a page, and reports whether that line was there: older lines exist.
+func (s *Server) page(lines []store.Line) ([]store.Line, bool) {
+	if len(lines) > s.cfg.PageLines {
+		return lines[:s.cfg.PageLines], true
+	}
+	return lines, false
 }

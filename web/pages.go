@@ -108,10 +108,8 @@ func (s *Server) gamePage(w http.ResponseWriter, r *http.Request) {
 	if p.Board.Game.Name == "" {
 		p.Board.Game.Name = game
 	}
-	more := len(p.Lines) > s.cfg.PageLines
-	if more {
-		p.Lines = p.Lines[:s.cfg.PageLines]
-	}
+	var more bool
+	p.Lines, more = s.page(p.Lines)
 	v := templates.GameView{Name: game, Seq: p.Seq, Last: p.Last, Board: p.Board, Items: items(p.Lines), StoreID: s.cfg.StoreID,
 		Watching: s.watchingOf(game), Cap: s.cfg.DOMLines, UpgradeMs: s.cfg.UpgradeRetry.Milliseconds(),
 		QuietMs: s.cfg.QuietProbe.Milliseconds(), More: more}
