@@ -128,7 +128,10 @@ func items(lines []store.Line) []string {
 }
 
 // older serves the lines before ?before=EVT_ID as an HTML fragment of <li>
-// items, newest first; X-More says whether to offer another page.
+// items, newest first; X-More says whether to offer another page. A game
+// the store does not know is a 404, as its page of the same lines
+// (olderPage) is; a known game paged past its oldest line is an empty
+// fragment.
 func (s *Server) older(w http.ResponseWriter, r *http.Request) {
 	game, ok := s.game(w, r)
 	if !ok {
@@ -139,6 +142,13 @@ func (s *Server) older(w http.ResponseWriter, r *http.Request) {
 	lines, more, ok := s.olderLines(ctx, w, r, game, "older")
 	if !ok {
 		return
+	}
+	// A line before the cursor is proof enough that the store knows the
+	// game; only an empty page asks it.
+	if len(lines) == 0 {
+		if _, ok := s.storedGame(ctx, w, r, game); !ok {
+			return
+		}
 	}
 	var b bytes.Buffer
 	for _, it := range items(lines) {

@@ -92,6 +92,40 @@ func TestOlderPagination(t *testing.T) {
 	}
 }
 
+// TestOlderUnknownGame: the "older lines" fragment of a game the store does
+// not know is a 404, as the page of the same lines (?before=) is; a known
+// game paged past its oldest line is an empty fragment, X-More false. The
+// fragment was 200 and empty for any game name. The game's live page is
+// not among them: it is served for a game with no line yet, and waits for
+// its first.
+func TestOlderUnknownGame(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	evs := e.gen("g1").chats(t, 2)
+	e.upsert(evs...)
+	oldest := evs[0].EvtID
+	for _, tc := range []struct {
+		path string
+		code int
+	}{
+		{"/games/nobody/older?before=" + oldest, http.StatusNotFound},
+		{"/games/nobody?before=" + oldest, http.StatusNotFound},
+		{"/games/g1/older?before=" + oldest, http.StatusOK},
+		{"/games/g1?before=" + oldest, http.StatusOK},
+		{"/games/nobody", http.StatusOK},
+	} {
+		resp, body := e.get(tc.path)
+		if resp.StatusCode != tc.code {
+			t.Errorf("GET %s: %d, want %d", tc.path, resp.StatusCode, tc.code)
+		}
+		if tc.code == http.StatusOK && len(pageLines(body)) != 0 {
+			t.Errorf("GET %s: lines %v, want none before the oldest", tc.path, pageLines(body))
+		}
+	}
+	if resp, _ := e.get("/games/g1/older?before=" + oldest); resp.Header.Get("X-More") != "false" {
+		t.Errorf("X-More %q past the oldest line, want false", resp.Header.Get("X-More"))
+	}
+}
+
 // The "older lines" link, followed rather than taken by the script (a new
 // tab, no script), leads to pages of the lines before it: each a whole page
 // (a title, the way back to the live timeline) of the next lines, newest
