@@ -78,10 +78,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	es := &sseConn{s: s, w: w, rc: rc, game: game}
 	// The headers go at once, and a ping with them: the EventSource opens
 	// before the backfill, and the page knows the ping period from the start.
-	if err := es.put(s.ping); err != nil {
-		return
-	}
-	if err := es.flush(); err != nil {
+	if err := es.ping(); err != nil {
+		es.closedStuck(after, err)
 		return
 	}
 
@@ -100,9 +98,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		err = es.flush()
 	}
 	if err != nil {
-		if errors.Is(err, errWriteStuck) {
-			es.closedStuck(after, err)
-		} else if !errors.Is(err, errReset) {
+		if !es.closedStuck(after, err) && !errors.Is(err, errReset) {
 			s.log.Debug("web: event stream ended in backfill", "game", game, "seq", after, untrusted.Err(err))
 		}
 		return
@@ -282,11 +278,27 @@ func (es *sseConn) fail(err error) error {
 	return err
 }
 
-// closedStuck counts and logs a stream whose write made no progress for
-// WriteTimeout: a slow client. seq is the last line it was sent.
-func (es *sseConn) closedStuck(seq int64, err error) {
+// ping writes a ping event and flushes it, within WriteTimeout.
+func (es *sseConn) ping() error {
+	if err := es.put(es.s.ping); err != nil {
+		return err
+	}
+	return es.flush()
+}
+
+// closedStuck counts and logs a stream that ended on err when err is a
+// write that made no progress for WriteTimeout (errWriteStuck): a slow
+// client, whatever the write, a frame or a ping (the nbio engine's sweep
+// counts either; until 6 Dec 2026 a stuck ping went uncounted here,
+// TestEventsStuckPingIsSlow). seq is the last line it was sent. It reports
+// whether err was that.
+func (es *sseConn) closedStuck(seq int64, err error) bool {
+	if !errors.Is(err, errWriteStuck) {
+		return false
+	}
 	es.s.countSlow(1)
 	es.s.log.Info("web: slow event stream closed", "game", es.game, "seq", seq, untrusted.Err(err))
+	return true
 }
 
 // pump is the stream's writer loop, as wsConn.pump is a websocket's: queued
@@ -298,6 +310,7 @@ func (es *sseConn) pump(r *http.Request, c *client, last int64) {
 	ping := time.NewTicker(s.cfg.PingEvery)
 	defer ping.Stop()
 	for {
+		var err error
 		select {
 		case <-r.Context().Done():
 			return
@@ -307,17 +320,18 @@ func (es *sseConn) pump(r *http.Request, c *client, last int64) {
 			s.log.Info("web: slow event stream closed", "game", es.game, "seq", last)
 			return
 		case <-c.ready:
-			var err error
-			if last, err = es.flushQueue(c, last); err != nil {
-				if errors.Is(err, errWriteStuck) && !isClosed(c.slow) {
-					es.closedStuck(last, err)
-				}
-				return
-			}
+			last, err = es.flushQueue(c, last)
 		case <-ping.C:
-			if es.put(s.ping) != nil || es.flush() != nil {
-				return
+			err = es.ping()
+		}
+		if err != nil {
+			// Stuck for WriteTimeout, in frames or in a ping: as slow as
+			// a full queue (a client the hub dropped for that is counted
+			// there).
+			if !isClosed(c.slow) {
+				es.closedStuck(last, err)
 			}
+			return
 		}
 	}
 }

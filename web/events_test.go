@@ -470,6 +470,62 @@ func TestEventsSlowClientClosed(t *testing.T) {
 	})
 }
 
+// smallSendBufferListener listens on a free loopback port and gives each
+// connection it accepts a tiny send buffer (the kernel's least). With a
+// client that reads nothing (silentStream), a few KiB back the server up,
+// not the megabytes loopback allows: pings alone fill it. The connections
+// are returned as accepted, *net.TCPConn, which the nbio engine takes over.
+func smallSendBufferListener(tb testing.TB) net.Listener {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return smallSendBuffer{ln}
+}
+
+type smallSendBuffer struct{ net.Listener }
+
+func (l smallSendBuffer) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		if err := tc.SetWriteBuffer(1); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, err
+}
+
+// TestEventsStuckPingIsSlow: a stream whose client stopped reading on a
+// quiet game ends when a ping makes no progress for WriteTimeout, and is
+// counted in SlowCloses (codemojex_web_slow_client_closes_total) on both
+// engines. Only pings fill its socket: the game has no line. The std engine
+// ended the stream uncounted (SlowCloses 0); the nbio engine's sweep
+// counted it.
+func TestEventsStuckPingIsSlow(t *testing.T) {
+	for _, engine := range []string{web.WSEngineStd, web.WSEngineNbio} {
+		t.Run(engine, func(t *testing.T) {
+			e := MustOpenEnv(t, func(c *web.Config) {
+				c.WSEngine = engine
+				c.Listener = smallSendBufferListener(t)
+				// The nbio engine pings at its sweep, every WriteTimeout/4
+				// (10 ms at least): a short timeout fills the socket sooner.
+				c.WriteTimeout = 40 * time.Millisecond
+				c.PingEvery = time.Millisecond
+			})
+			e.silentStream("g1")
+			// Its state frame is counted once the stream is open and counted
+			// itself, however soon after its pings stick.
+			waitFor(t, 5*time.Second, "the stream's state frame sent", func() bool { return e.srv.Stats().FramesSent >= 1 })
+			waitFor(t, 60*time.Second, "the stream with its pings stuck ended", func() bool { return e.srv.Stats().EventStreams == 0 })
+			if st := e.srv.Stats(); st.SlowCloses != 1 {
+				t.Fatalf("SlowCloses %d after the stuck ping ended the stream, want 1", st.SlowCloses)
+			}
+		})
+	}
+}
+
 // Close ends every stream at once: the clients reconnect elsewhere.
 func TestEventsEndOnClose(t *testing.T) {
 	e := MustOpenEnv(t, nil)
