@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -56,6 +57,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if !readBody(w, r) {
+		mUpgradesRejected.WithLabelValues("handshake").Inc()
+		release()
+		s.wg.Done()
+		return
+	}
 	if s.poll != nil && s.pollStream(w, r, game, after, release) {
 		return
 	}
@@ -104,6 +111,33 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	es.pump(r, c, last)
+}
+
+// readBody reads a stream request's body to its end, before the stream
+// starts: no EventSource sends one, but a GET may carry one, and the
+// connection must hold nothing of the request once the stream has it. It
+// reads within the request's ReadTimeout, and at most maxBody (limitBody):
+// beyond that it answers 413, as limitBody answers a Content-Length over
+// it, and a body that fails or does not come in time is a 400; then it
+// reports false. Unread, the body was net/http's to read before the
+// response's head on the std engine, with no deadline once the stream had
+// cleared it (a body announced and never sent held the stream back for
+// ever), and on the nbio engine the poller took it for bytes sent after the
+// request and dropped the connection (TestEventsRequestBody).
+func readBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.ContentLength == 0 {
+		return true // none: a chunked body's length is -1
+	}
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "request body unread: an event stream takes none", http.StatusBadRequest)
+		}
+		return false
+	}
+	return true
 }
 
 // streamCursor is an event stream's resume cursor: Last-Event-ID when the

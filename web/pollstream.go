@@ -84,8 +84,9 @@ func (s *Server) pollStream(w http.ResponseWriter, r *http.Request, game string,
 	if err != nil {
 		return false
 	}
-	// The client sent more after its request (pipelining, which a stream
-	// cannot answer), or its connection cannot go to nbio: drop it.
+	// The client sent more after its request, its body included (events
+	// read that: readBody), which a stream cannot answer (pipelining), or
+	// its connection cannot go to nbio: drop it.
 	var nbc *nbio.Conn
 	if brw.Reader.Buffered() == 0 {
 		if nbc, err = nbio.NBConn(conn); err != nil {
