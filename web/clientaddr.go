@@ -80,7 +80,7 @@ func (s *Server) clientIP(r *http.Request) netip.Addr {
 // addresses only, such hops were garbled, and every client behind those
 // proxies shared the proxy's limits.
 func hopAddr(hop string) (netip.Addr, error) {
-	host, _ := splitHostPort(strings.TrimSpace(hop))
+	host, _, _ := splitHostPort(strings.TrimSpace(hop))
 	a, err := netip.ParseAddr(host)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("web: forwarded hop %q is no address", hop)

@@ -57,7 +57,9 @@ type Config struct {
 	// subdomains) this server answers to on websockets, event streams and
 	// admin endpoints; any other Host header is refused there (DNS
 	// rebinding). A default port (host:80, host:443) also admits the Host
-	// without a port, as browsers send it. Nil: DefaultPublicHosts(Addr).
+	// without a port, as browsers send it. Entries are read as Host headers
+	// are, and Open fails on one that is none of these (CheckPublicHosts).
+	// Nil: DefaultPublicHosts(Addr).
 	PublicHosts []string
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// telling clients apart for the per-client limits. Nil: none, every

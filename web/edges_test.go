@@ -253,6 +253,54 @@ func TestDefaultPortsAsNoPort(t *testing.T) {
 	}
 }
 
+// TestPublicHostsReadAsHosts: a PublicHosts entry is read as a Host header
+// is, by one parser, so that what CheckPublicHosts accepts is what the
+// server matches, and web.Open refuses what it refuses. The check read
+// entries with net.SplitHostPort and rules of its own, the server with
+// splitHostPort, comparing text: "2001:db8:0:0:0:0:0:1" passed the check as
+// an IPv6 address and the Host browsers send for it, [2001:db8::1], got
+// 421; "[feed.example.com]" passed as a name in brackets, which the server
+// read as feed.example.com, as it read a Host "[feed.example.com]" or
+// "feed.example.com:abc".
+func TestPublicHostsReadAsHosts(t *testing.T) {
+	entries := []struct{ entry, host string }{
+		{"2001:db8:0:0:0:0:0:1", "[2001:db8::1]"},
+		{"2001:DB8:0:0::2", "[2001:db8::2]:8080"},
+		{"[2001:db8:0::3]:8443", "[2001:db8::3]:8443"},
+		{"FEED.example.com.", "feed.example.com:8080"},
+		{"*.example.org:443", "a.example.org"},
+	}
+	var list []string
+	for _, tt := range entries {
+		list = append(list, tt.entry)
+	}
+	if err := web.CheckPublicHosts(list); err != nil {
+		t.Fatalf("CheckPublicHosts(%q): %v", list, err)
+	}
+	e := MustOpenEnv(t, func(c *web.Config) { c.PublicHosts = list })
+	// Past the Host check, a stream asked for without a cursor is a 400.
+	for _, tt := range entries {
+		if resp, _ := e.get("/games/g1/events", "Host", tt.host); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("Host %s, public host %s: %d, want 400 (past the Host check)", tt.host, tt.entry, resp.StatusCode)
+		}
+	}
+	for _, host := range []string{"[2001:db8::3]", "[2001:db8::4]", "[feed.example.com]", "feed.example.com:abc", "b.example.org:8443"} {
+		if resp, _ := e.get("/games/g1/events", "Host", host); resp.StatusCode != http.StatusMisdirectedRequest {
+			t.Errorf("Host %s: %d, want 421", host, resp.StatusCode)
+		}
+	}
+	for _, entry := range []string{"[feed.example.com]", "feed.example.com]", "[feed.example.com]:8080", "[192.0.2.1]", "[2001:db8::1", "*.", "feed.example.com:080"} {
+		if err := web.CheckPublicHosts([]string{entry}); err == nil {
+			t.Errorf("CheckPublicHosts(%q) passed", entry)
+		}
+		srv, err := web.Open(web.Config{Addr: "127.0.0.1:0", Store: e.db, Logger: testLogger(), PublicHosts: []string{entry}})
+		if err == nil {
+			srv.Close()
+			t.Errorf("web.Open with public host %q served", entry)
+		}
+	}
+}
+
 // TestAdminAccess: open admin only on loopback, the Bearer scheme required
 // and case-insensitive, /readyz's details for admins only (issue 12,
 // item 4).

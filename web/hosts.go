@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"strings"
 
 	"github.com/codemojex/feed/internal/untrusted"
@@ -38,67 +37,76 @@ type hostPattern struct {
 	port string
 }
 
-func parseHostPatterns(list []string) []hostPattern {
+// parseHostPatterns reads a PublicHosts list, blank entries skipped, and
+// fails on the first entry that is no host pattern (parseHostPattern).
+func parseHostPatterns(list []string) ([]hostPattern, error) {
 	var out []hostPattern
 	for _, h := range list {
 		h = strings.TrimSpace(h)
 		if h == "" {
 			continue
 		}
-		host, port := splitHostPort(h)
-		out = append(out, hostPattern{host: canonHost(host), port: port})
+		p, err := parseHostPattern(h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
 	}
-	return out
+	return out, nil
+}
+
+// parseHostPattern reads one PublicHosts entry as publicHost reads a Host
+// header, with splitHostPort and canonHost, and checks what only an entry
+// holds: "*." before a domain, and nothing of a URL. An entry such as
+// "https://feed.example.com" or "feed.example.com/" would match no Host
+// ever: every request that must carry a public host would be refused (421).
+func parseHostPattern(h string) (hostPattern, error) {
+	if strings.ContainsAny(h, "/\\@?# \t") {
+		return hostPattern{}, fmt.Errorf("web: public host %q: want host, host:port or *.domain, not a URL", h)
+	}
+	host, port, ok := splitHostPort(h)
+	if port != "" && !validPort(port) {
+		return hostPattern{}, fmt.Errorf("web: public host %q: port %q is not a port number", h, port)
+	}
+	host = canonHost(host)
+	domain, wild := strings.CutPrefix(host, "*.")
+	if !ok || strings.Contains(domain, "*") || wild && domain == "" {
+		return hostPattern{}, fmt.Errorf("web: public host %q: want host, host:port or *.domain", h)
+	}
+	return hostPattern{host: host, port: port}, nil
 }
 
 // CheckPublicHosts reports the first entry of a PublicHosts list that is
 // no host pattern: a host name or address ("*.example.com" for its
 // subdomains; an IPv6 address with or without brackets) with an optional
-// numeric ":port". parseHostPatterns takes anything, and an entry such as
-// "https://feed.example.com" or "feed.example.com/" matched no Host ever:
-// every request that must carry a public host was refused (421).
+// numeric ":port". Open fails on the same entries: both read them with
+// parseHostPattern, and it reads them as publicHost reads a Host header.
 func CheckPublicHosts(list []string) error {
-	for _, h := range list {
-		h = strings.TrimSpace(h)
-		if h == "" {
-			continue
-		}
-		if strings.ContainsAny(h, "/\\@?# \t") {
-			return fmt.Errorf("web: public host %q: want host, host:port or *.domain, not a URL", h)
-		}
-		host, port := h, ""
-		if hp, pp, err := net.SplitHostPort(h); err == nil {
-			host, port = hp, pp
-			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
-				return fmt.Errorf("web: public host %q: port %q is not a port number", h, port)
-			}
-		} else if strings.Contains(h, ":") {
-			// A bare IPv6 address, or nothing.
-			if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err != nil {
-				return fmt.Errorf("web: public host %q: want host, host:port or *.domain", h)
-			}
-			host = strings.Trim(h, "[]")
-		}
-		if host == "" || strings.Contains(strings.TrimPrefix(host, "*."), "*") ||
-			strings.ContainsAny(strings.Trim(host, "[]"), "[]") {
-			return fmt.Errorf("web: public host %q: want host, host:port or *.domain", h)
-		}
-	}
-	return nil
+	_, err := parseHostPatterns(list)
+	return err
 }
 
-func canonHost(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+// canonHost is a host as publicHost compares it: in lower case, without a
+// trailing dot, and an IP address in its canonical form (RFC 5952 for
+// IPv6), so that "0:0:0:0:0:0:0:1" in PublicHosts names the host a browser
+// sends as [::1].
+func canonHost(h string) string {
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.String()
+	}
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
 
 // publicHost reports whether the request's Host header names this server.
 // A page that a DNS-rebinding attacker serves from evil.example and then
 // points at this server's address still sends Host: evil.example; only
 // names the operator listed (PublicHosts) are believed.
 func (s *Server) publicHost(r *http.Request) bool {
-	host, port := splitHostPort(r.Host)
-	host = canonHost(host)
-	if host == "" {
+	host, port, ok := splitHostPort(r.Host)
+	if !ok {
 		return false
 	}
+	host = canonHost(host)
 	for _, p := range s.hosts {
 		if p.port != "" && p.port != port && !(port == "" && isDefaultPort(p.port)) {
 			continue

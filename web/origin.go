@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -38,12 +40,12 @@ func originAllowed(r *http.Request, patterns []string) bool {
 	if strings.EqualFold(u.Host, r.Host) {
 		return true
 	}
-	host, port := splitHostPort(u.Host)
+	host, port, _ := splitHostPort(u.Host)
 	def := defaultPort(u.Scheme)
 	if def != "" && (port == "" || port == def) {
 		// The request's Host does not say its scheme (TLS ends at the
 		// proxy), so either default port in it, or none, is the Origin's.
-		rhost, rport := splitHostPort(r.Host)
+		rhost, rport, _ := splitHostPort(r.Host)
 		if strings.EqualFold(host, rhost) && (rport == "" || rport == def) {
 			return true
 		}
@@ -123,14 +125,44 @@ func defaultPort(scheme string) string {
 // and this one name the same place.
 func isDefaultPort(port string) bool { return port == "80" || port == "443" }
 
-// splitHostPort splits "host", "host:port", "[v6]" or "[v6]:port" into the
-// host (without brackets) and the port ("" when there is none).
-func splitHostPort(hostport string) (host, port string) {
+// splitHostPort splits "host", "host:port", "[v6]", "[v6]:port" or a bare
+// IPv6 address into the host (without brackets) and the port ("" when
+// there is none). It is the one reader of a host and port: of a Host
+// header and of a PublicHosts entry alike (publicHost, parseHostPattern),
+// so that what CheckPublicHosts accepts is what a Host is matched against;
+// the Origin check and the forwarded hops read theirs with it too. ok
+// reports whether hostport is one of those forms: a host that is not
+// empty, brackets around an IPv6 address only, and a port, when there is
+// one, from 1 to 65535 as a URL writes it (validPort). When it is not,
+// host and port are still its nearest reading (without a port: hostport,
+// its outer brackets trimmed), which the Origin check and the forwarded
+// hops take as they did: they judge the host by other means.
+func splitHostPort(hostport string) (host, port string, ok bool) {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
-		return strings.Trim(hostport, "[]"), ""
+		host = strings.Trim(hostport, "[]")
+		if strings.Contains(host, ":") {
+			ok = isIPv6(host) && (hostport == host || hostport == "["+host+"]")
+		} else {
+			ok = host != "" && hostport == host
+		}
+		return host, "", ok
 	}
-	return host, port
+	bracketed := strings.HasPrefix(hostport, "[")
+	return host, port, host != "" && validPort(port) && (!bracketed || isIPv6(host))
+}
+
+// validPort reports whether port is a TCP port as a URL writes it: decimal
+// digits from 1 to 65535, without a sign or a leading zero.
+func validPort(port string) bool {
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == port
+}
+
+// isIPv6 reports whether host is an IPv6 address (a zone allowed).
+func isIPv6(host string) bool {
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Is6()
 }
 
 // hostOnly is host as it stands in a host:port without the port: an IPv6

@@ -180,7 +180,10 @@ func Open(cfg Config) (srv *Server, err error) {
 	if cfg.Ready != nil {
 		s.ready = &readiness{check: cfg.Ready}
 	}
-	s.hosts = parseHostPatterns(cfg.PublicHosts)
+	if s.hosts, err = parseHostPatterns(cfg.PublicHosts); err != nil {
+		cancel()
+		return nil, err
+	}
 
 	start, err := cfg.Store.MaxSeq(ctx)
 	if err != nil {
