@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
 )
 
@@ -197,5 +198,103 @@ func TestUpsertLockHeldTooLong(t *testing.T) {
 	}
 	if res := mustUpsert(t, db, evs); !res[0].Inserted {
 		t.Fatalf("after the lock: %+v, want inserted", res[0])
+	}
+}
+
+// TestCancelledWhileWriterHeld: a call that waits for the process's own
+// writer, held by another call (a DeleteGame, as feedctl prune's, waiting
+// here for another connection's lock), gives up once its context ends,
+// with the context's error wrapped as the store's errors are, while the
+// writer is still held; it stores or deletes nothing. Until 6 Dec 2026
+// the wait was a plain mutex: the call stayed blocked for as long as the
+// other one held the writer, whatever its context said.
+func TestCancelledWhileWriterHeld(t *testing.T) {
+	m := event.NewMinter(8)
+	for _, w := range []struct {
+		name string
+		call func(context.Context, *store.DB, store.Event) error
+	}{
+		{"Upsert", func(ctx context.Context, db *store.DB, ev store.Event) error {
+			res, err := db.Upsert(ctx, []store.Event{ev})
+			if err != nil && !errors.Is(res[0].Err, context.Canceled) {
+				return fmt.Errorf("Result.Err %v, want the batch's error", res[0].Err)
+			}
+			return err
+		}},
+		{"DeleteGame", func(ctx context.Context, db *store.DB, _ store.Event) error {
+			_, err := db.DeleteGame(ctx, "other")
+			return err
+		}},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "feed.db")
+			db := MustOpen(t, path)
+			for _, g := range []string{"old", "other"} {
+				mustUpsert(t, db, []store.Event{mkEvent(t, m.Next(time.Now()), g, "chat", time.Now(), "player", "ada", "text", "hi")})
+			}
+			holder, err := mustRaw(t, path).Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Close()
+			if _, err := holder.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+				t.Fatal(err)
+			}
+			released := false
+			release := func() {
+				if !released {
+					released = true
+					if _, err := holder.ExecContext(ctx, "ROLLBACK"); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			defer release()
+			// DeleteGame takes the writer, then finds the file locked and
+			// retries until the holder lets go.
+			retries := store.BusyRetries("delete game")
+			deleted := make(chan error, 1)
+			go func() {
+				_, err := db.DeleteGame(ctx, "old")
+				deleted <- err
+			}()
+			wait.For(t, 10*time.Second, "DeleteGame to hold the writer and find the file locked", func() bool {
+				return store.BusyRetries("delete game") > retries
+			})
+
+			ev := mkEvent(t, m.Next(time.Now()), "new", "chat", time.Now(), "player", "ada", "text", "hi")
+			cctx, cancel := context.WithCancel(ctx)
+			returned := make(chan error, 1)
+			go func() { returned <- w.call(cctx, db, ev) }()
+			cancel()
+			var werr error
+			wait.For(t, 10*time.Second, w.name+" to return once its context ended, the writer still held", func() bool {
+				select {
+				case werr = <-returned:
+					return true
+				default:
+					return false
+				}
+			})
+			if !errors.Is(werr, context.Canceled) || !strings.HasPrefix(werr.Error(), "store: ") {
+				t.Errorf("%s = %v, want the store's error wrapping context.Canceled", w.name, werr)
+			}
+			select {
+			case err := <-deleted:
+				t.Fatalf("DeleteGame returned (%v) before the lock was let go: the writer was not held", err)
+			default:
+			}
+			release()
+			if err := <-deleted; err != nil {
+				t.Fatalf("DeleteGame after the lock was let go: %v", err)
+			}
+			for _, g := range []string{"new", "other"} {
+				want := map[string]int{"new": 0, "other": 1}[g]
+				if tl, err := db.Timeline(ctx, g); err != nil || len(tl) != want {
+					t.Errorf("game %s: %d lines (%v), want %d: the cancelled call changed the store", g, len(tl), err, want)
+				}
+			}
+		})
 	}
 }

@@ -40,10 +40,14 @@ func (db *DB) Ended(ctx context.Context, before time.Time) ([]Game, error) {
 // row, in one transaction. It returns the number of lines removed (0 for a
 // game the store does not hold). A line of the game stored again later
 // (a re-delivery, a rebuild) brings the game back with that line only, so
-// prune a game only once its stream is fully handled.
+// prune a game only once its stream is fully handled. It waits for the
+// process's writer (a batch in progress) and for another process's lock
+// until ctx ends.
 func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
-	db.wmu.Lock()
-	defer db.wmu.Unlock()
+	if err := db.lockWriter(ctx); err != nil {
+		return 0, fmt.Errorf("store: delete game %s: %w", game, err)
+	}
+	defer db.unlockWriter()
 	if db.isClosed() {
 		return 0, ErrClosed
 	}

@@ -28,7 +28,9 @@ import (
 // once it has the write lock, and before it commits (a wait for another
 // process's lock is cut short within 250ms), not during its statements: a
 // batch whose ctx ends commits whole or not at all. Upsert is safe for
-// concurrent use; calls serialise on the process's writer connection.
+// concurrent use; calls serialise on the process's writer connection, and
+// one that waits for it while another call holds it (a batch, a
+// DeleteGame) gives up when ctx ends, with ctx's error.
 func (db *DB) Upsert(ctx context.Context, evs []Event) ([]Result, error) {
 	return db.UpsertBatch(ctx, NewBatch(evs))
 }
@@ -76,8 +78,10 @@ func (db *DB) UpsertBatch(ctx context.Context, b *Batch) ([]Result, error) {
 		return res, nil
 	}
 
-	db.wmu.Lock()
-	defer db.wmu.Unlock()
+	if err := db.lockWriter(ctx); err != nil {
+		return fail(res, err)
+	}
+	defer db.unlockWriter()
 	if db.isClosed() {
 		return fail(res, ErrClosed)
 	}
