@@ -40,7 +40,13 @@ func (db *DB) Ended(ctx context.Context, before time.Time) ([]Game, error) {
 // row, in one transaction. It returns the number of lines removed (0 for a
 // game the store does not hold). A line of the game stored again later
 // (a re-delivery, a rebuild) brings the game back with that line only, so
-// prune a game only once its stream is fully handled. It waits for the
+// prune a game only once its stream is fully handled.
+//
+// The game's stream position (Position) stays, on purpose: without it a
+// renderer that finds the game's stream again (a new match under the same
+// name) would take this store for one that lost the game and catch it up
+// from the stream's start, bringing every retained old line back. With it
+// the game comes back with what follows only (docs/store.md, "Progress"). It waits for the
 // process's writer (a batch in progress) and for another process's lock
 // until ctx ends.
 func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {

@@ -230,6 +230,58 @@ func TestRestoredOlderBackup(t *testing.T) {
 	}, "restored store caught up (%v)", last)
 }
 
+// TestDeletedGameComesBackClean: a game deleted from the store and the
+// registry (feedctl prune, without -streams) whose stream then gets a new
+// match under the same name shows the new match's line only, once a
+// renderer reads it again. The store keeps the game's stream position
+// through DeleteGame (docs/store.md), so the renderer's catch-up does not
+// take the store for one that lost the game and re-read its old entries
+// into it (it did, the 20 of them, with the position deleted too).
+func TestDeletedGameComesBackClean(t *testing.T) {
+	ctx := context.Background()
+	rs := redistest.MustStart(t)
+	rdb := rs.Client(t)
+	path := filepath.Join(t.TempDir(), "feed.db")
+	m := MustRunMain(t, rs.URL(), path, "r1")
+	mint := event.NewMinter(12)
+	old := chats(t, rdb, mint, "again", 20, "old match")
+	proctest.WaitFor(t, 20*time.Second, func() bool { return shownOnce(m.DB(), "again", old) == nil }, "old match stored")
+	// Acked, as prune wants it before it removes a game.
+	key := event.StreamKey("again")
+	proctest.WaitFor(t, 20*time.Second, func() bool {
+		gs, err := rdb.XInfoGroups(ctx, key).Result()
+		return err == nil && len(gs) == 1 && gs[0].Pending == 0 && gs[0].Lag == 0
+	}, "old match acked")
+	if err := m.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.DeleteGame(ctx, "again"); err != nil || n != int64(len(old)) {
+		t.Fatalf("DeleteGame = %d, %v; want %d lines removed", n, err, len(old))
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZRem(ctx, event.RegistryKey, "again").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	fresh := chats(t, rdb, mint, "again", 1, "new match")
+	m2 := MustRunMain(t, rs.URL(), path, "r1")
+	// A stream is caught up before it is read: once the new line is in,
+	// whatever the catch-up would bring back is in too.
+	proctest.WaitFor(t, 20*time.Second, func() bool {
+		l, err := m2.DB().Timeline(ctx, "again")
+		return err == nil && slices.ContainsFunc(l, func(l store.Line) bool { return l.EvtID == fresh[0] })
+	}, "the new match's line stored")
+	if err := shownOnce(m2.DB(), "again", fresh); err != nil {
+		t.Errorf("deleted game back: %v (want the new match's line only)", err)
+	}
+}
+
 // TestRedisComesBackEmpty: Redis loses everything (FLUSHALL); the
 // renderer re-creates what it needs, the store keeps every line, new
 // entries are shown, and the status page says what happened.
