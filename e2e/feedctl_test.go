@@ -14,7 +14,9 @@ import (
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
 )
 
@@ -193,5 +195,56 @@ func TestMalformedDeadLettered(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("requeued, fixed entry %s is not in the store", id)
+	}
+}
+
+// TestFutureIDJudgedByStreamTime: an entry whose EVT id is an hour ahead of
+// its stream entry's time is a "future id" (-future-bound 10m) for a live
+// renderer and for feedctl rebuild alike, whatever their clocks say. The
+// entries are written with explicit stream ids three hours back, as a
+// rebuild (or a replay) run hours after the writes sees them: the forged
+// id's time has come by then, and a bound measured from the reader's clock
+// would take it in, its newer-wins state ahead of every real event of that
+// hour. The bound is measured from the stream id's time (docs/contracts.md).
+func TestFutureIDJudgedByStreamTime(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	c.start("r1")
+	const game = "fut"
+	at := time.Now().Add(-3 * time.Hour)
+	mint := event.NewMinter(21)
+	genuine, forged := mint.Next(at), mint.Next(at.Add(time.Hour))
+	for i, id := range []string{genuine, forged} {
+		chat := gamesim.Event{Kind: event.KindChat, Fields: []gamesim.Field{{Name: "player", Value: "ada"}, {Name: "text", Value: "hi"}}}
+		if err := c.rdb.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey(game), ID: fmt.Sprintf("%d-%d", at.UnixMilli(), i+1),
+			Values: chat.Entry(id, at)}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: game}).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The live renderer has judged both once each is stored or dead.
+	var ids []string
+	var dead []feed.DeadLetter
+	wait.Until(t, 20*time.Second, func() bool {
+		ids = c.storeIDs(game)
+		var err error
+		dead, err = feed.ListDead(ctx, c.rdb, event.DeadKey(game), 0)
+		return err == nil && len(ids)+len(dead) == 2
+	}, func() string {
+		return fmt.Sprintf("both entries stored or dead-lettered (%d stored, %d dead)", len(ids), len(dead))
+	})
+	if !equal(ids, []string{genuine}) || len(dead) != 1 || dead[0].EvtID != forged || !strings.HasPrefix(dead[0].Reason, "future id") {
+		t.Errorf("live renderer: stored %v, dead letters %+v; want %s stored and %s dead-lettered as a future id", ids, dead, genuine, forged)
+	}
+
+	rebuilt := filepath.Join(t.TempDir(), "rebuilt.db")
+	out := run(t, "feedctl", "-redis", c.redis.URL(), "rebuild", "-db", rebuilt)
+	summary := strings.TrimSpace(out)
+	summary = summary[strings.LastIndex(summary, "\n")+1:]
+	if got := storeIDsOf(t, rebuilt, game); !equal(got, []string{genuine}) || !strings.Contains(summary, "1 skipped") {
+		t.Errorf("rebuild: stored %v (%s); want %s only, the forged entry skipped", got, summary, genuine)
 	}
 }

@@ -183,14 +183,21 @@ func (p *Pipeline) Event(m feed.Message) (store.Event, error) {
 // stream entry's time. Newer-wins state follows the EVT id, so one entry
 // minted a year ahead would otherwise own the game's title and status for
 // good, whatever arrives after it and in whatever order; the bound keeps
-// a forged entry from outranking more than MaxAhead of real events.
+// a forged entry from outranking more than MaxAhead of real events. The
+// bound is measured from the entry's stream id, never from the clock
+// alone, so the live read, a replay, a catch-up and feedctl rebuild judge
+// an entry alike however late they read it
+// (e2e/TestFutureIDJudgedByStreamTime).
 //
 // The entry's time is the server's clock only when XADD chose the
 // position: a producer may pick it (XADD key <ms>-<seq>), as far ahead as
 // Redis allows, and drag every later position of the stream along. So it
 // counts as no later than this process's clock plus the bound (a clock
 // behind the server's by less than the bound refuses nothing more), and
-// as that when it does not fit a position's 63 bits.
+// as that when it does not fit a position's 63 bits. That cap is the one
+// place the reader's clock counts: an entry so forged, refused when read
+// before its position's time, is taken in by a rebuild run after it, which
+// cannot tell its position from one the server chose.
 func (p *Pipeline) checkAhead(m feed.Message) error {
 	bound := p.MaxAhead
 	if bound == 0 {
