@@ -264,6 +264,10 @@
       var from = a.dataset.before, asked = flushes, again = false;
       var url = gamePath + '/older?before=' + encodeURIComponent(from);
       fetch(url, { cache: 'no-store' }).then(function (r) {
+        // A 404 is a game the store no longer has (pruned while the page
+        // was open): there is nothing older to page, and the paging ends
+        // as on an empty last page. Any other failure offers a retry.
+        if (r.status === 404) return { html: '', more: false };
         if (!r.ok) throw new Error('status ' + r.status);
         var more = r.headers.get('X-More') === 'true';
         return r.text().then(function (html) { return { html: html, more: more }; });

@@ -437,6 +437,58 @@ func TestBrowserOlderRetry(t *testing.T) {
 	b.noProblems()
 }
 
+// A game pruned (feedctl prune, DeleteGame) while its page is open answers
+// "older lines" with a 404: the paging ends there, as on an empty last
+// page, and the link goes, a retry offered after a 503 too. Until 6 Dec
+// 2026 the page took the 404 for a failure as it does a 503 and offered
+// "older lines (retry)" for ever.
+func TestBrowserOlderGameDeleted(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.PageLines = 3 })
+	g := e.gen("g1")
+	e.upsert(g.chats(t, 9)...)
+	b := mustOpenBrowser(t)
+	b.allowFailing("/older?") // the 404 is the answer the test wants
+	b.openTall(e.url("/games/g1"))
+	if n := b.num(`document.querySelector('#older') ? 1 : 0`); n != 1 {
+		t.Fatalf("a game of 9 lines, pages of 3: no older lines link")
+	}
+	// A 5xx is still a failure to retry, not the end: the first request
+	// for older lines is answered 503 in the browser. window.__answered
+	// counts the answers to requests for older lines that reached the page.
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+		const real = window.fetch;
+		window.__answered = 0;
+		window.fetch = function (url, opts) {
+			if (String(url).indexOf('/older') < 0) return real(url, opts);
+			const p = window.__answered === 0 ? Promise.resolve(new Response('', { status: 503 })) : real(url, opts);
+			return p.then(r => { window.__answered++; return r; });
+		};
+		document.querySelector('#older').click();
+	})()`))
+	settled := func(n int) string {
+		return fmt.Sprintf(`window.__answered === %d && !(document.querySelector('#older') || {dataset: {}}).dataset.busy`, n)
+	}
+	b.until("the answer to the first click", settled(1))
+	if got := b.eval(`[document.querySelector('#older') ? document.querySelector('#older').textContent : '']`)[0]; got != "older lines (retry)" {
+		t.Fatalf("after a 503 the link reads %q, want %q", got, "older lines (retry)")
+	}
+	if _, err := e.db.DeleteGame(context.Background(), "g1"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := e.get("/games/g1/older?before=" + b.eval(`[document.querySelector('#older').dataset.before]`)[0]); resp.StatusCode != 404 {
+		t.Fatalf("older lines of a deleted game: %d, want 404", resp.StatusCode)
+	}
+	b.do(chromedp.Click(chromedp.CSS("#older")))
+	b.until("the answer to the second click", settled(2))
+	if got := b.eval(`[document.querySelector('#older') ? document.querySelector('#older').textContent : '']`)[0]; got != "" {
+		t.Fatalf("after a 404 the link is still there and reads %q; want it gone", got)
+	}
+	if n := b.num(`document.querySelectorAll('#timeline > li').length`); n != 3 {
+		t.Fatalf("%v lines shown after the 404, want the page's 3", n)
+	}
+	b.noProblems()
+}
+
 // The filter hides chat, or all but guesses and wins, for lines that
 // arrive live too, and the browser remembers it.
 func TestBrowserFilterLive(t *testing.T) {
