@@ -137,3 +137,39 @@ func TestSetFlagsString(t *testing.T) {
 		}
 	}
 }
+
+// TestRequeueNamesEveryMissingField: a dead letter lacking several fields
+// (gamesim's malformed guess has neither exact nor near) is refused naming
+// every one of them, so that one dry run tells which -set fixes it. The
+// refusal named the first missing field only ("exact"), and -set exact=1
+// was then refused again for "near".
+func TestRequeueNamesEveryMissingField(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	const game = "guess-1"
+	vals := []any{event.FieldID, event.NewMinter(1).Next(time.Now()), event.FieldKind, event.KindGuess,
+		event.FieldAt, event.FormatAt(time.Now()), "player", "ada", "round", "1", "guess", "🍎🍌🍇🍉",
+		feed.DeadReason, `poison: invalid entry: guess: missing field "exact"`}
+	dead, err := rdb.XAdd(context.Background(), (&redisXAdd{event.DeadKey(game), vals}).args()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		set  []string
+		want string // in the output
+	}{
+		{nil, `refused ` + dead + `: would fail again: invalid entry: guess: missing fields "exact", "near"`},
+		{[]string{"exact=1"}, `refused ` + dead + `: would fail again: invalid entry: guess: missing field "near"` + "\n"},
+		{[]string{"exact=x"}, `missing field "near"; field "exact": not a decimal integer`},
+		{[]string{"exact=1", "near=0"}, "would requeue " + dead},
+	} {
+		args := []string{"dead", "requeue", "-game", game, "-id", dead, "-dry-run"}
+		for _, f := range tt.set {
+			args = append(args, "-set", f)
+		}
+		out, errOut, err := runCtl(t, s.Addr, args...)
+		if !strings.Contains(out, tt.want) {
+			t.Errorf("-set %q: %v, output\n%s%s\nwant %q", tt.set, err, out, errOut, tt.want)
+		}
+	}
+}

@@ -133,24 +133,41 @@ var required = map[string]map[string]fieldRule{
 }
 
 // Validate checks the fields of a known kind (fields excludes "id"). An
-// unknown kind is valid here: it is rendered neutrally. The error says which
-// field is wrong and wraps ErrInvalid.
+// unknown kind is valid here: it is rendered neutrally. The error wraps
+// ErrInvalid and names every field at fault, in field order: the missing
+// ones first (`guess: missing fields "exact", "near"`), then each invalid
+// one with why (`; field "round": out of range 1..1000`). It named the
+// first only, so an entry lacking two fields (gamesim's malformed guess)
+// was refused by feedctl dead requeue again after -set fixed one of them.
 func Validate(kind string, fields map[string]string) error {
 	rules, ok := required[kind]
 	if !ok {
 		return nil
 	}
+	var missing, invalid []string
 	// Deterministic order so the reason is stable.
 	for _, name := range sortedKeys(rules) {
 		v, ok := fields[name]
 		if !ok {
-			return fmt.Errorf("%w: %s: missing field %q", ErrInvalid, kind, name)
+			missing = append(missing, strconv.Quote(name))
+			continue
 		}
 		if err := rules[name](v); err != nil {
-			return fmt.Errorf("%w: %s: field %q: %v", ErrInvalid, kind, name, err)
+			invalid = append(invalid, fmt.Sprintf("field %q: %v", name, err))
 		}
 	}
-	return nil
+	if missing == nil && invalid == nil {
+		return nil
+	}
+	faults := invalid
+	switch len(missing) {
+	case 0:
+	case 1:
+		faults = append([]string{"missing field " + missing[0]}, invalid...)
+	default:
+		faults = append([]string{"missing fields " + strings.Join(missing, ", ")}, invalid...)
+	}
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, kind, strings.Join(faults, "; "))
 }
 
 func sortedKeys(m map[string]fieldRule) []string {

@@ -221,7 +221,13 @@ func TestValidate(t *testing.T) {
 		{"round zero", "round_started", map[string]string{"round": "0"}, "round"},
 		{"guess", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎🍌🍇🍒", "exact": "1", "near": "2"}, ""},
 		{"guess exact abc", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎🍌🍇🍒", "exact": "abc", "near": "2"}, "exact"},
-		{"guess missing near", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎", "exact": "1"}, "near"},
+		{"guess missing near", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎", "exact": "1"}, `guess: missing field "near"`},
+		// Every field at fault is named, the missing ones first: the
+		// first alone was named, and a requeue fixing it was refused
+		// again for the next.
+		{"guess missing exact and near", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎"}, `guess: missing fields "exact", "near"`},
+		{"guess missing near, round and exact bad", "guess", map[string]string{"player": "ada", "round": "0", "guess": "🍎", "exact": "x"},
+			`guess: missing field "near"; field "exact": not a decimal integer; field "round": out of range 1..1000`},
 		{"won", "round_won", map[string]string{"player": "ada", "round": "1", "code": "🍎🍌🍇🍒", "guesses": "5", "points": "100"}, ""},
 		{"won negative points", "round_won", map[string]string{"player": "ada", "round": "1", "code": "🍎", "guesses": "5", "points": "-1"}, "points"},
 		{"chat", "chat", map[string]string{"player": "ada", "text": "gg ‮ wp"}, ""},
