@@ -61,6 +61,47 @@ func TestRebuildSkipsConflict(t *testing.T) {
 	}
 }
 
+// TestStoreLinesAreSlog: the lines a store logs when feedctl opens it for
+// writing (the migrations of a new file for rebuild, of an older one for
+// prune; a copied file's positions moved back) come on the command's
+// stderr as slog text, the renderer's format, with the store's db key.
+// They went to slog's default logger: the log package's format, on the
+// process's stderr, not the command's.
+func TestStoreLinesAreSlog(t *testing.T) {
+	s := redistest.MustStart(t)
+	for _, tt := range []struct {
+		name string
+		args func(path string) []string
+		old  bool // the file is a store at schema 3, which the command migrates
+	}{
+		{"rebuild", func(path string) []string { return []string{"rebuild", "-db", path} }, false},
+		{"prune", func(path string) []string { return []string{"prune", "-older-than", "24h", "-db", path, "-yes"} }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "feed.db")
+			if tt.old {
+				schema3Store(t, path, "old-1", twoDaysAgo())
+			}
+			out, errOut, err := runCtl(t, s.Addr, tt.args(path)...)
+			if err != nil {
+				t.Fatalf("%v\n%s%s", err, out, errOut)
+			}
+			logged := false
+			for _, line := range strings.Split(errOut, "\n") {
+				if strings.Contains(line, `msg="store migration applied"`) {
+					logged = true
+					if !strings.HasPrefix(line, "time=") || !strings.Contains(line, " level=INFO ") || !strings.Contains(line, " db=") {
+						t.Errorf("not slog text with the store's db: %s", line)
+					}
+				}
+			}
+			if !logged {
+				t.Errorf("no store migration logged on the command's stderr:\n%s", errOut)
+			}
+		})
+	}
+}
+
 // TestRequeueRefusesTruncated: a truncated dead letter cannot be requeued
 // (the script refuses it): the dry run must not promise it, and -all must
 // not stop at it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,6 +14,7 @@ import (
 	"github.com/codemojex/feed/internal/pipeline"
 	"github.com/codemojex/feed/internal/redisconn"
 	"github.com/codemojex/feed/internal/registry"
+	"github.com/codemojex/feed/store"
 )
 
 // global holds the flags every command shares.
@@ -116,4 +118,16 @@ func gameArg(fs *flagenv.Set, args []string, p *string) error {
 		return fmt.Errorf("-game %q: want a game name matching ^[a-z0-9][a-z0-9-]{0,63}$", *p)
 	}
 	return nil
+}
+
+// storeOptions are the options feedctl opens a store for writing with
+// (rebuild, prune): the store's log lines (migrations applied, a copied
+// file's positions moved back, a failed checkpoint) go to the command's
+// stderr as slog text, the renderer's format, with the store's db key.
+// They went to slog's default logger, which writes the log package's
+// format ("2026/12/06 03:20:00 INFO store migration applied …") to the
+// process's stderr whatever stderr the command was given
+// (TestStoreLinesAreSlog).
+func storeOptions(stderr io.Writer) store.Options {
+	return store.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))}
 }

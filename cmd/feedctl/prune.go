@@ -88,7 +88,7 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 			if cerr := ask.confirm(t, what); cerr != nil {
 				return fmt.Errorf("%w; nothing written", cerr)
 			}
-			db, err = store.Open(ctx, dbPath)
+			db, err = store.OpenWith(ctx, dbPath, storeOptions(stderr))
 		}
 		if err != nil {
 			return err
@@ -132,7 +132,7 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 		// db stays the closed read-only DB until this open succeeds: the
 		// deferred Close must not be handed the nil of a failed open
 		// (TestPruneWriteOpenFailureIsAnError).
-		w, err := store.Open(ctx, dbPath)
+		w, err := store.OpenWith(ctx, dbPath, storeOptions(stderr))
 		if err != nil {
 			return fmt.Errorf("prune: open the store for writing: %w; nothing removed", err)
 		}

@@ -66,7 +66,7 @@ func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout,
 			return err
 		}
 	}
-	db, err := store.Open(ctx, path)
+	db, err := store.OpenWith(ctx, path, storeOptions(stderr))
 	if err != nil {
 		return err
 	}

@@ -29,24 +29,32 @@ func main() {
 	}
 	if err := m.Run(ctx); err != nil {
 		closeErr := m.Close()
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			// Stopped while starting (waiting for its consumer name, or
-			// for Redis): a clean stop, as docs/operations.md says.
-			if closeErr != nil {
-				fmt.Fprintln(os.Stderr, "renderer: close:", closeErr)
-				os.Exit(1)
-			}
-			m.Logger.Info("stopped while starting", "consumer", m.Config.Consumer, "group", m.Config.Group)
-			return
+		// Run set up m.Logger: the last lines are slog's, with the
+		// replica's keys, as every line before them (before 6 Dec 2026
+		// they were plain "renderer: …" lines, TestLogsOneFormatAndLevel).
+		log := m.Logger.With("consumer", m.Config.Consumer, "group", m.Config.Group)
+		// Stopped while starting (waiting for its consumer name, or for
+		// Redis) is a clean stop, as docs/operations.md says.
+		stopped := ctx.Err() != nil && errors.Is(err, context.Canceled)
+		if !stopped {
+			log.Error("start failed", "err", err)
 		}
-		fmt.Fprintln(os.Stderr, "renderer:", err)
-		os.Exit(1)
+		if closeErr != nil {
+			log.Error("close failed", "err", closeErr)
+			os.Exit(1)
+		}
+		if !stopped {
+			os.Exit(1)
+		}
+		log.Info("stopped while starting")
+		return
 	}
+	log := m.Logger.With("consumer", m.Config.Consumer, "group", m.Config.Group)
 	<-ctx.Done()
 	stop() // a second Ctrl-C kills at once, also while draining
-	m.Logger.Info("shutting down", "consumer", m.Config.Consumer, "group", m.Config.Group)
+	log.Info("shutting down")
 	if err := m.Shutdown(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "renderer: close:", err)
+		log.Error("close failed", "err", err)
 		os.Exit(1)
 	}
 }

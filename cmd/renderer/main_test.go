@@ -1,7 +1,11 @@
 package main_test
 
 import (
+	"context"
+	"errors"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,19 +31,23 @@ func TestMain(m *testing.M) {
 // group. With Redis down, go-redis's own lines ("redis: 2026/12/05
 // 03:46:12 pool.go:770: redis: connection pool: failed to dial …") went
 // to stderr in the log package's format, several a second, whatever the
-// level.
+// level. A start that fails (its -http port taken) ends with its reason
+// as slog's ERROR "start failed" line, exit status 1: the last line was a
+// plain "renderer: web: listen …" (before 6 Dec 2026).
 func TestLogsOneFormatAndLevel(t *testing.T) {
 	rs := redistest.MustStart(t)
 	for _, tt := range []struct {
 		name      string
 		level     string
 		redisDown bool
+		portTaken bool     // -http's port is in use: the start fails
 		want      []string // messages that must be logged
 		wantNone  string   // a level that must not show
 	}{
-		{"info", "info", false, []string{`msg="store migration applied"`, `msg="shutting down"`, `msg="draining: `}, "level=DEBUG"},
-		{"warn", "warn", false, nil, "level=INFO"},
-		{"redis down", "info", true, []string{`msg="redis client"`, `msg="shutting down"`}, "level=DEBUG"},
+		{"info", "info", false, false, []string{`msg="store migration applied"`, `msg="shutting down"`, `msg="draining: `}, "level=DEBUG"},
+		{"warn", "warn", false, false, nil, "level=INFO"},
+		{"redis down", "info", true, false, []string{`msg="redis client"`, `msg="shutting down"`}, "level=DEBUG"},
+		{"start fails", "info", false, true, []string{`level=ERROR msg="start failed" consumer=r1 group=feed err="web: listen `}, "level=DEBUG"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			url, ready := rs.URL(), "/readyz"
@@ -47,19 +55,36 @@ func TestLogsOneFormatAndLevel(t *testing.T) {
 				url = "redis://" + proctest.FreeAddr(t) + "/0" // nothing listens there
 				ready = "/healthz"                             // alive, never ready
 			}
-			p, _ := proctest.StartHTTP(t, "renderer", "renderer", ready, 200, 30*time.Second, func(addr string) []string {
+			args := func(addr string) []string {
 				return []string{
 					"-redis", url, "-db", filepath.Join(t.TempDir(), "feed.db"), "-http", addr,
 					"-consumer", "r1", "-shutdown-delay", "100ms", "-log-level", tt.level,
 				}
-			})
-			if tt.redisDown {
-				proctest.WaitFor(t, 30*time.Second, func() bool {
-					return strings.Contains(p.Output(), `msg="registry beat failed`)
-				}, "no failed registry beat logged")
 			}
-			if err := p.Term(20 * time.Second); err != nil {
-				t.Fatalf("SIGTERM: %v, want exit status 0", err)
+			var p *proctest.Proc
+			if tt.portTaken {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				p = proctest.Start(t, "renderer", "renderer", args(ln.Addr().String()))
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				var exit *exec.ExitError
+				if err := p.Wait(ctx); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+					t.Fatalf("renderer on a taken -http port: %v, want exit status 1", err)
+				}
+			} else {
+				p, _ = proctest.StartHTTP(t, "renderer", "renderer", ready, 200, 30*time.Second, args)
+				if tt.redisDown {
+					proctest.WaitFor(t, 30*time.Second, func() bool {
+						return strings.Contains(p.Output(), `msg="registry beat failed`)
+					}, "no failed registry beat logged")
+				}
+				if err := p.Term(20 * time.Second); err != nil {
+					t.Fatalf("SIGTERM: %v, want exit status 0", err)
+				}
 			}
 			out := p.Output()
 			for _, line := range strings.Split(out, "\n") {
