@@ -16,6 +16,11 @@ import (
 // against a hung (SIGSTOPped) Redis failed only after about 42 s.
 const DefaultTimeout = 10 * time.Second
 
+// TimeoutFloor is the shortest -timeout feedctl takes (0 aside): a bound
+// under a dial and a round trip to a Redis across a network failed every
+// call at once, "redis did not answer within -timeout 1ns".
+const TimeoutFloor = 100 * time.Millisecond
+
 // callTimeout is a go-redis hook that bounds each call to Redis (one
 // command, or one pipeline or transaction), its retries and a cluster's
 // redirections included, by its own deadline. A bound on each call, not

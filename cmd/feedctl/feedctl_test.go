@@ -167,8 +167,9 @@ func TestRebuildHonoursFutureBound(t *testing.T) {
 	}
 }
 
-// TestGlobalFlagsRefuseUnusableValues: feedctl refuses an empty -group and a
-// -future-bound of 0 or less, flag or environment, as the renderers do,
+// TestGlobalFlagsRefuseUnusableValues: feedctl refuses an empty -group, a
+// -future-bound under the renderers' floor (1s) and a -timeout under its
+// own (100ms, 0 aside), flag or environment, as the renderers refuse them,
 // before it does anything. It took them: a negative bound turns the
 // pipeline's check off, so rebuild stored an entry minted an hour ahead of
 // its position, which every renderer dead-letters as a future id (and
@@ -192,6 +193,13 @@ func TestGlobalFlagsRefuseUnusableValues(t *testing.T) {
 		{[]string{"-future-bound", "0"}, "", "-future-bound 0s"},
 		{nil, "-1m", "-future-bound -1m0s"},
 		{[]string{"-group", ""}, "", "-group: empty"},
+		// Under the renderers' floor (pipeline.MaxAheadFloor), which
+		// they refuse: taken, it dead-lettered honest entries of a
+		// writer whose clock is a little ahead of Redis's.
+		{[]string{"-future-bound", "999ms"}, "", "-future-bound 999ms: want at least 1s"},
+		{nil, "1ns", "-future-bound 1ns: want at least 1s"},
+		// Under TimeoutFloor: every call failed at once.
+		{[]string{"-timeout", "1ns"}, "", "-timeout 1ns: want at least 100ms"},
 	} {
 		t.Setenv("FEED_FUTURE_BOUND", tt.env)
 		path := filepath.Join(t.TempDir(), "new.db")

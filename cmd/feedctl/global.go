@@ -52,10 +52,10 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 	switch {
 	case g.group == "":
 		return nil, nil, fmt.Errorf("-group: empty; want the renderers' consumer group")
-	case g.futureBound <= 0:
-		return nil, nil, fmt.Errorf("-future-bound %v: want a positive duration, the renderers' own", g.futureBound)
-	case g.timeout < 0:
-		return nil, nil, fmt.Errorf("-timeout %v: want a positive duration, or 0 for go-redis's own timeouts", g.timeout)
+	case g.futureBound < pipeline.MaxAheadFloor:
+		return nil, nil, fmt.Errorf("-future-bound %v: want at least %v, the renderers' own", g.futureBound, pipeline.MaxAheadFloor)
+	case g.timeout < 0 || g.timeout > 0 && g.timeout < TimeoutFloor:
+		return nil, nil, fmt.Errorf("-timeout %v: want at least %v, or 0 for go-redis's own timeouts", g.timeout, TimeoutFloor)
 	}
 	if fs.NArg() == 0 || !commands[fs.Arg(0)] {
 		// Usage, help or an unknown command: Run answers without Redis.

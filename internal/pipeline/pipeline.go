@@ -29,6 +29,12 @@ var (
 // DefaultMaxAhead is MaxAhead's default.
 const DefaultMaxAhead = 10 * time.Minute
 
+// MaxAheadFloor is the shortest -future-bound the renderer and feedctl
+// take. An EVT id's time is its writer's clock, its entry's position
+// Redis's: a bound within the skew of two hosts' clocks would dead-letter
+// an honest writer's entries as future ids.
+const MaxAheadFloor = time.Second
+
 // Pipeline renders and stores batches of messages.
 type Pipeline struct {
 	DB       *store.DB

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/flagenv"
+	"github.com/codemojex/feed/internal/pipeline"
 	"github.com/codemojex/feed/internal/presence"
 	"github.com/codemojex/feed/internal/redisconn"
 	"github.com/codemojex/feed/web"
@@ -33,6 +34,36 @@ const DefaultLinger = 2 * time.Millisecond
 // fail twice, short enough to stay, with the consumer's and the web's own
 // bounds (10s, 5s), within a stop grace of 30s (Kubernetes' default).
 const DefaultShutdownDelay = 5 * time.Second
+
+// The floors of the duration flags: ParseFlags refuses a shorter value
+// (exit status 2) as the mistake it is, where any positive one was taken.
+// A beat of a nanosecond (-games-refresh 1ns, -claim-every 1ns) made a busy
+// loop of calls to Redis, -file-check 1ns one of stats, -response-timeout
+// 1ns cut every response, and -peer-timeout under a millisecond set
+// TCP_USER_TIMEOUT to 0, which is the kernel's default of about 15 minutes.
+// -min-idle's floor is feed.MinIdleFloor, -future-bound's
+// pipeline.MaxAheadFloor.
+const (
+	// ClaimEveryFloor: each beat walks every stream with XAUTOCLAIM.
+	ClaimEveryFloor = 10 * time.Millisecond
+	// GamesRefreshFloor: each beat asks Redis for the games whose score
+	// moved (a tenth of the default's 100ms).
+	GamesRefreshFloor = 10 * time.Millisecond
+	// ActiveWindowFloor: a game quiet for less leaves the blocking read
+	// between two of a busy game's events.
+	ActiveWindowFloor = 100 * time.Millisecond
+	// SweepEveryFloor: the sweep pages through the whole registry once a
+	// period.
+	SweepEveryFloor = time.Second
+	// ResponseTimeoutFloor: a page on a slow link takes longer to write.
+	ResponseTimeoutFloor = time.Second
+	// PeerTimeoutFloor: the kernel's retransmissions (from 200ms, doubling)
+	// need a few rounds before a peer counts as gone; 0 keeps the kernel's
+	// default.
+	PeerTimeoutFloor = time.Second
+	// FileCheckFloor: each check stats the store file and its companions.
+	FileCheckFloor = 10 * time.Millisecond
+)
 
 // Config is the renderer's configuration: every flag with its environment
 // fallback, in one place.
@@ -133,6 +164,25 @@ func (m *Main) ParseFlags(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	for _, f := range []struct {
+		name     string
+		v, floor time.Duration
+	}{
+		// feed.Open refuses a -min-idle under its floor: Run failed on it
+		// (exit 1) after it had created and migrated the store file.
+		{"min-idle", c.MinIdle, feed.MinIdleFloor},
+		{"claim-every", c.ClaimEvery, ClaimEveryFloor},
+		{"games-refresh", c.GamesRefresh, GamesRefreshFloor},
+		{"active-window", c.ActiveWindow, ActiveWindowFloor},
+		{"sweep-every", c.SweepEvery, SweepEveryFloor},
+		{"response-timeout", c.ResponseTimeout, ResponseTimeoutFloor},
+		{"future-bound", c.FutureBound, pipeline.MaxAheadFloor},
+		{"file-check", c.FileCheck, FileCheckFloor},
+	} {
+		if f.v < f.floor {
+			return fmt.Errorf("-%s %v: want at least %v", f.name, f.v, f.floor)
+		}
+	}
 	switch {
 	case c.Consumer == "":
 		return fmt.Errorf("-consumer must not be empty")
@@ -140,12 +190,6 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-group must not be empty")
 	case c.DB == "":
 		return fmt.Errorf("-db must not be empty")
-	case c.MinIdle <= 0 || c.ClaimEvery <= 0 || c.GamesRefresh <= 0 || c.ActiveWindow <= 0 || c.SweepEvery <= 0:
-		return fmt.Errorf("-min-idle, -claim-every, -games-refresh, -active-window and -sweep-every must be positive")
-	case c.MinIdle < feed.MinIdleFloor:
-		// feed.Open refuses it: Run failed on it (exit 1) after it had
-		// created and migrated the store file.
-		return fmt.Errorf("-min-idle %v: want at least %v", c.MinIdle, feed.MinIdleFloor)
 	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*max(c.PresenceEvery, web.PresenceMinGap):
 		// The web's beats are at least PresenceMinGap apart, whatever
 		// -presence-every says: a shorter TTL would let this replica's
@@ -155,21 +199,18 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-linger must be within 0 and 1s")
 	case c.PoisonAfter < 1:
 		return fmt.Errorf("-poison-after must be at least 1")
-	case c.FutureBound <= 0 || c.FileCheck <= 0:
-		return fmt.Errorf("-future-bound and -file-check must be positive")
 	case c.DeadMax < 1:
 		return fmt.Errorf("-dead-max must be at least 1")
 	case new(slog.Level).UnmarshalText([]byte(c.LogLevel)) != nil:
 		// A typo must not start a renderer that logs at another level.
 		return fmt.Errorf("-log-level %q: want debug, info, warn or error", c.LogLevel)
-	case c.ResponseTimeout <= 0:
-		return fmt.Errorf("-response-timeout must be positive")
 	case c.ShutdownDelay < 0:
 		return fmt.Errorf("-shutdown-delay must not be negative")
-	case c.PeerTimeout < 0:
-		// Taken for 0 (the kernel's default, about 15 minutes) it would
+	case c.PeerTimeout != 0 && c.PeerTimeout < PeerTimeoutFloor:
+		// Taken for 0 (the kernel's default, about 15 minutes), as a
+		// negative one would be, or one under a millisecond is, it would
 		// leave a vanished client's stream open where a bound was asked.
-		return fmt.Errorf("-peer-timeout must not be negative")
+		return fmt.Errorf("-peer-timeout %v: want 0 (the kernel's default) or at least %v", c.PeerTimeout, PeerTimeoutFloor)
 	case c.WSEngine != web.WSEngineStd && c.WSEngine != web.WSEngineNbio:
 		return fmt.Errorf("-ws-engine %q: want %s or %s", c.WSEngine, web.WSEngineStd, web.WSEngineNbio)
 	case c.SendBuffer < 1:

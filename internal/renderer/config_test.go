@@ -1,13 +1,17 @@
 package renderer_test
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/pipeline"
 	"github.com/codemojex/feed/internal/renderer"
 	"github.com/codemojex/feed/internal/testkit/redistest"
 	"github.com/codemojex/feed/web"
@@ -266,5 +270,63 @@ func TestAllowedOriginsFlag(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "-allowed-origins") {
 			t.Errorf("-allowed-origins %q: error %q does not name the flag", tt.origins, err)
 		}
+	}
+}
+
+// TestDurationFlagFloors: a duration flag under its floor is refused by
+// ParseFlags (exit status 2) with a message naming the flag and the floor,
+// from the command line or the environment; the floor itself is taken.
+// Any positive value was taken: -games-refresh 1ns and -claim-every 1ns
+// made busy loops of calls to Redis, -file-check 1ns one of stats,
+// -response-timeout 1ns cut every response, and -peer-timeout 500µs set
+// TCP_USER_TIMEOUT to 0 ms, the kernel's default of about 15 minutes.
+func TestDurationFlagFloors(t *testing.T) {
+	for _, tt := range []struct {
+		flag, env string
+		floor     time.Duration
+		zeroOK    bool // 0 means something of its own
+	}{
+		{"min-idle", "FEED_MIN_IDLE", feed.MinIdleFloor, false},
+		{"claim-every", "FEED_CLAIM_EVERY", renderer.ClaimEveryFloor, false},
+		{"games-refresh", "FEED_GAMES_REFRESH", renderer.GamesRefreshFloor, false},
+		{"active-window", "FEED_ACTIVE_WINDOW", renderer.ActiveWindowFloor, false},
+		{"sweep-every", "FEED_SWEEP_EVERY", renderer.SweepEveryFloor, false},
+		{"response-timeout", "FEED_RESPONSE_TIMEOUT", renderer.ResponseTimeoutFloor, false},
+		{"future-bound", "FEED_FUTURE_BOUND", pipeline.MaxAheadFloor, false},
+		{"file-check", "FEED_FILE_CHECK", renderer.FileCheckFloor, false},
+		{"peer-timeout", "FEED_PEER_TIMEOUT", renderer.PeerTimeoutFloor, true},
+	} {
+		t.Run(tt.flag, func(t *testing.T) {
+			parse := func(v time.Duration, env bool) error {
+				args := []string{"-db", "x.db"}
+				if env {
+					t.Setenv(tt.env, v.String())
+				} else {
+					args = append(args, "-"+tt.flag, v.String())
+				}
+				return renderer.NewMain().ParseFlags(args)
+			}
+			for _, env := range []bool{false, true} {
+				for _, v := range []time.Duration{time.Nanosecond, tt.floor - time.Nanosecond, -time.Second} {
+					err := parse(v, env)
+					if err == nil {
+						t.Errorf("-%s %v (environment: %v) accepted, under its floor %v", tt.flag, v, env, tt.floor)
+					} else if want := fmt.Sprintf("-%s %v: want ", tt.flag, v); !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "at least "+tt.floor.String()) {
+						t.Errorf("-%s %v (environment: %v): %q, want %q… naming the floor %v", tt.flag, v, env, err, want, tt.floor)
+					}
+				}
+				for _, v := range []time.Duration{tt.floor, 0} {
+					if v == 0 && !tt.zeroOK {
+						if err := parse(v, env); err == nil {
+							t.Errorf("-%s 0 (environment: %v) accepted", tt.flag, env)
+						}
+						continue
+					}
+					if err := parse(v, env); err != nil {
+						t.Errorf("-%s %v (environment: %v): %v", tt.flag, v, env, err)
+					}
+				}
+			}
+		})
 	}
 }
