@@ -67,8 +67,19 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 	var db *store.DB
 	planOnly := false // db is open read-only, for the plan
 	if dbPath != "" {
-		if _, err := os.Stat(dbPath); err != nil {
+		fi, err := os.Stat(dbPath)
+		if err != nil {
 			return fmt.Errorf("prune: -db: %w", err)
+		}
+		if fi.Mode().IsRegular() && fi.Size() == 0 {
+			// SQLite takes an empty file for an empty database: it is no
+			// store (a store has its header and schema from its first
+			// open), but a mistyped path something created, or a store
+			// truncated in place. SQLite's words for it were "schema: SQL
+			// logic error: no such table: schema_migrations (1)"
+			// (TestPruneRefusesEmptyFile).
+			return fmt.Errorf("prune: -db %s: empty file (0 bytes): not a store; give this host's store, the renderers' -db",
+				untrusted.Escape(dbPath))
 		}
 		// The plan reads the store and writes nothing: store.Open would
 		// apply pending migrations (under older renderers sharing the
@@ -79,7 +90,6 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 		// One too old to be read unmigrated must be migrated for the
 		// plan: that is asked first, so a run refused or answered no
 		// leaves it as it was too (TestPruneOlderSchemaAsksFirst).
-		var err error
 		db, err = store.OpenReadOnly(ctx, dbPath)
 		planOnly = err == nil
 		if errors.Is(err, store.ErrSchemaOlder) && !ask.dryRun {

@@ -202,3 +202,47 @@ func TestPruneOlderSchemaAsksFirst(t *testing.T) {
 		t.Errorf("after prune -yes, Game(%s) = %v, want ErrNotFound", game, err)
 	}
 }
+
+// TestPruneRefusesEmptyFile: prune -db F where F is an empty file (a
+// mistyped path that something created, a store truncated by `: > F`) is
+// refused, saying so, before anything is done, -yes or not: an empty file
+// is not a store. The read-only open refused it too, but in SQLite's
+// words, "schema: SQL logic error: no such table: schema_migrations (1)",
+// which says nothing of an empty file.
+func TestPruneRefusesEmptyFile(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	const game = "old-1"
+	register(t, rdb, game, twoDaysAgo())
+	addGameOver(t, rdb, game)
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"dry run", []string{"-dry-run"}},
+		{"yes", []string{"-yes"}},
+		{"asked", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "feed.db")
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, err := runCtl(t, s.Addr, append([]string{"prune", "-older-than", "24h", "-db", path}, tt.args...)...)
+			if err == nil || !strings.Contains(err.Error(), "-db "+path+": empty file (0 bytes): not a store") {
+				t.Errorf("prune -db of an empty file: %v, want it refused as not a store\n%s%s", err, out, errOut)
+			}
+			if b := mustRead(t, path); len(b) != 0 {
+				t.Errorf("prune wrote %d bytes into the empty file", len(b))
+			}
+			for _, suffix := range []string{"-wal", "-shm"} {
+				if _, err := os.Stat(path + suffix); err == nil {
+					t.Errorf("prune made %s%s", path, suffix)
+				}
+			}
+			if _, err := rdb.ZScore(context.Background(), event.RegistryKey, game).Result(); err != nil {
+				t.Errorf("%s left the registry: %v", game, err)
+			}
+		})
+	}
+}
