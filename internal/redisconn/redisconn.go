@@ -52,6 +52,9 @@ const minPoolSize = 16
 // MOVED, ASK), not only after go-redis's own 10-second refresh, so a
 // failover costs the time the cluster takes to elect, not ten seconds more.
 func Open(rawURL string) (redis.UniversalClient, error) {
+	if err := checkForm(rawURL); err != nil {
+		return nil, err
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("redisconn: %w", err)
@@ -80,6 +83,9 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 // without connecting: a binary refuses a bad -redis as a bad value, before
 // it opens anything.
 func Check(rawURL string) error {
+	if err := checkForm(rawURL); err != nil {
+		return err
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return fmt.Errorf("redisconn: %w", err)
@@ -91,6 +97,38 @@ func Check(rawURL string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("redisconn: %w", err)
+	}
+	return nil
+}
+
+// checkForm refuses, saying what is wrong and what is meant, what go-redis
+// misreads or refuses in words that do not say so: an address that is no
+// URL ("127.0.0.1:6379" was `first path segment in URL cannot contain
+// colon`, "localhost:6379" `invalid URL scheme: localhost`, "6379"
+// `invalid URL scheme: `), and a redis:// or rediss:// URL without a host
+// ("redis:6380", "redis:///0", "redis://:6380"), which go-redis takes for
+// localhost, on port 6379 when none is given: the default address, where
+// someone else's Redis may answer.
+func checkForm(rawURL string) error {
+	const want = "want redis://HOST:PORT[/DB] (rediss:// for TLS, unix:///PATH for a socket)"
+	if rawURL == "" {
+		return errors.New("redisconn: empty: " + want)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix" {
+		if !strings.Contains(rawURL, "://") {
+			if _, _, err := net.SplitHostPort(rawURL); err == nil {
+				return fmt.Errorf("redisconn: %q is no URL: want redis://%s", rawURL, rawURL)
+			}
+			return fmt.Errorf("redisconn: %q is no URL: %s", rawURL, want)
+		}
+		if err == nil {
+			return fmt.Errorf("redisconn: %q: scheme %q: %s", rawURL, u.Scheme, want)
+		}
+		return nil // go-redis says what is wrong with it
+	}
+	if u.Scheme != "unix" && u.Hostname() == "" {
+		return fmt.Errorf("redisconn: %q names no host (go-redis would take localhost): %s", rawURL, want)
 	}
 	return nil
 }

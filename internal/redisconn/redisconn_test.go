@@ -3,6 +3,8 @@ package redisconn_test
 import (
 	"context"
 	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +43,79 @@ func TestOpen(t *testing.T) {
 				t.Errorf("Open(%q): ContextTimeoutEnabled = false, want true", tt.url)
 			}
 		})
+	}
+}
+
+// TestCheckSaysWhatIsMeant: a -redis that is no URL is refused saying so,
+// with the URL meant when it is a host:port, and a redis:// URL without a
+// host is refused: go-redis takes it for localhost (port 6379 unless one is
+// given), the default address, where someone else's Redis may answer.
+// "redis:6380" and "redis:///0" passed, and "127.0.0.1:6379" was refused as
+// "first path segment in URL cannot contain colon". Only Check is asked
+// here: Open of those URLs would have dialled 127.0.0.1:6379 before the
+// fix; TestOpenRefusesHostless holds Open to the same check.
+func TestCheckSaysWhatIsMeant(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		want string // in the error; "" = accepted
+	}{
+		{"", "empty: want redis://HOST:PORT[/DB]"},
+		{"6379", `"6379" is no URL: want redis://HOST:PORT[/DB]`},
+		{"127.0.0.1:6380", `"127.0.0.1:6380" is no URL: want redis://127.0.0.1:6380`},
+		{"localhost:6380", `"localhost:6380" is no URL: want redis://localhost:6380`},
+		{"redis.internal", `"redis.internal" is no URL: want redis://HOST:PORT[/DB]`},
+		{"http://127.0.0.1:6380", `scheme "http": want redis://HOST:PORT[/DB]`},
+		{"redis:6380", `"redis:6380" names no host`},
+		{"redis:///0", `"redis:///0" names no host`},
+		{"redis://:6380/0", `"redis://:6380/0" names no host`},
+		{"rediss://user:pw@/0", `names no host`},
+		{"redis://?addr=127.0.0.1:7001", `names no host`},
+		{"redis://127.0.0.1:6380/0", ""},
+		{"rediss://user:pw@feed.example.com:6380/1", ""},
+		{"unix:///run/redis.sock", ""},
+		{"unix:/run/redis.sock", ""},
+		{"redis://127.0.0.1:7000?addr=127.0.0.1:7001", ""},
+	} {
+		err := redisconn.Check(tt.url)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("Check(%q): %v", tt.url, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("Check(%q) = %v, want an error saying %q", tt.url, err, tt.want)
+		}
+	}
+}
+
+// TestOpenRefusesHostless: Open refuses a redis:// URL without a host, as
+// Check does, before it dials anything. The port is a listener of the
+// test's own, which go-redis dialled on localhost before the fix.
+func TestOpenRefusesHostless(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var dialled atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialled.Add(1)
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	url := "redis://:" + port + "/0"
+	if rdb, err := redisconn.Open(url); err == nil || !strings.Contains(err.Error(), "names no host") {
+		if rdb != nil {
+			rdb.Close()
+		}
+		t.Fatalf("Open(%q) = %v, want it refused as naming no host", url, err)
+	}
+	if n := dialled.Load(); n != 0 {
+		t.Fatalf("Open(%q) dialled %d times", url, n)
 	}
 }
 

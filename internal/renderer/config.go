@@ -1,11 +1,13 @@
 package renderer
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -217,6 +219,11 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-send-buffer must be at least 1")
 	case c.MaxClients < 1 || c.MaxSocketsPerClient < 1 || c.MaxRequestsPerClient < 1 || c.TimelineLines < 1 || c.TimelineBytes < 1:
 		return fmt.Errorf("-max-clients, -max-sockets-per-client, -max-requests-per-client, -timeline-lines and -timeline-bytes must be at least 1")
+	case checkListenAddr(c.HTTP) != nil:
+		// Before the admin-token case, which takes an address it cannot
+		// read for one beyond loopback: "-http 8080" was refused for
+		// wanting -admin-token.
+		return fmt.Errorf("-http %s: %w", c.HTTP, checkListenAddr(c.HTTP))
 	case c.AdminToken == "" && !loopbackAddr(c.HTTP):
 		return fmt.Errorf("-http %s listens beyond loopback: set -admin-token (or $FEED_ADMIN_TOKEN) to guard /status, /fragments/status, /api/status, /metrics and /debug/pprof/, or listen on 127.0.0.1", c.HTTP)
 	}
@@ -232,6 +239,29 @@ func (m *Main) ParseFlags(args []string) error {
 	var err error
 	if c.proxies, err = web.ParsePrefixes(c.TrustedProxies); err != nil {
 		return fmt.Errorf("-trusted-proxies: %w", err)
+	}
+	return nil
+}
+
+// checkListenAddr says what is wrong with a listen address that is no
+// host:port with a port net.Listen takes (a number up to 65535 or a
+// service name; 0 for any free one): a port alone ("8080") or a host alone
+// ("127.0.0.1") was refused as an address beyond loopback without
+// -admin-token, and a port that is none ("127.0.0.1:99999") failed Run,
+// exit status 1, as a failed start does.
+func checkListenAddr(addr string) error {
+	if n, err := strconv.ParseUint(addr, 10, 16); err == nil {
+		return fmt.Errorf("a port alone: want host:port, :%d (every interface, with -admin-token) or 127.0.0.1:%d (loopback)", n, n)
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port, 127.0.0.1:8080 or :8080 say: %w", err)
+	}
+	if port == "" {
+		return errors.New("no port: want host:port, 127.0.0.1:8080 or :8080 say (:0 for any free port)")
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q: want a number up to 65535 or a service name: %w", port, err)
 	}
 	return nil
 }

@@ -74,6 +74,38 @@ func TestAdminNeedsTokenBeyondLoopback(t *testing.T) {
 	}
 }
 
+// TestHTTPFlagIsHostPort: an -http that is no host:port with a port
+// net.Listen takes is refused saying what is wrong with it, and a port
+// alone is answered with the addresses meant. "-http 8080" and "-http
+// 127.0.0.1" were refused for listening beyond loopback without
+// -admin-token, which they do not; "-http 127.0.0.1:99999" passed, and
+// Run failed on it (exit status 1, a failed start).
+func TestHTTPFlagIsHostPort(t *testing.T) {
+	for _, tt := range []struct {
+		http string
+		want string // the error begins so; "" = accepted
+	}{
+		{"8080", "-http 8080: a port alone: want host:port, :8080 (every interface, with -admin-token) or 127.0.0.1:8080 (loopback)"},
+		{"127.0.0.1", "-http 127.0.0.1: want host:port, 127.0.0.1:8080 or :8080 say: "},
+		{"feed.example.com", "-http feed.example.com: want host:port"},
+		{"localhost:", "-http localhost:: no port"},
+		{"127.0.0.1:99999", `-http 127.0.0.1:99999: port "99999": want a number up to 65535`},
+		{"127.0.0.1:-1", `-http 127.0.0.1:-1: port "-1"`},
+		{"127.0.0.1:0", ""},
+		{"localhost:8080", ""},
+		{"[::1]:8080", ""},
+		{"127.0.0.1:http", ""},
+	} {
+		err := renderer.NewMain().ParseFlags([]string{"-db", "x.db", "-http", tt.http})
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("-http %s: %v", tt.http, err)
+		case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
+			t.Errorf("-http %s: %v, want an error beginning %q", tt.http, err, tt.want)
+		}
+	}
+}
+
 // TestWSEngineFlag: -ws-engine takes std or nbio, nbio by default, and
 // refuses anything else at parse time, before the consumer starts (issue
 // 14).
