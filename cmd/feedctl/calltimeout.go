@@ -69,9 +69,18 @@ func (h callTimeout) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 // expired reports whether err is the call's own deadline, not the
-// caller's (a Ctrl-C, say) or Redis's answer.
+// caller's (a Ctrl-C, say) or Redis's answer. A read cut at the deadline
+// (i/o timeout) can return before the call's timer has ended its context:
+// a deadline that has passed counts as expired.
 func (h callTimeout) expired(parent, call context.Context, err error) bool {
-	return err != nil && parent.Err() == nil && errors.Is(call.Err(), context.DeadlineExceeded)
+	if err == nil || parent.Err() != nil {
+		return false
+	}
+	if errors.Is(call.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	d, ok := call.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // wrap says which bound ran out: go-redis's own text for it is

@@ -33,7 +33,7 @@ type global struct {
 // commands are the commands that talk to Redis.
 var commands = map[string]bool{"status": true, "dead": true, "replay": true, "rebuild": true, "prune": true, "ping": true}
 
-func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
+func parseGlobal(ctx context.Context, args []string, stderr io.Writer) (*global, []string, error) {
 	g := &global{}
 	fs := flagenv.New("feedctl")
 	fs.SetOutput(stderr)
@@ -64,8 +64,20 @@ func parseGlobal(args []string, stderr io.Writer) (*global, []string, error) {
 		return g, fs.Args(), nil
 	}
 	redisconn.LogTo(stderr, "feedctl")
-	rdb, err := redisconn.Open(g.redisURL)
+	// The cluster probe of a plain URL is the first call to Redis, and
+	// -timeout bounds it as it bounds every other: it took its own 2 s
+	// whatever -timeout said (TestHungRedisTimeout).
+	probe := ctx
+	if g.timeout > 0 {
+		var cancel context.CancelFunc
+		probe, cancel = context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+	}
+	rdb, err := redisconn.OpenContext(probe, g.redisURL)
 	if err != nil {
+		if h := callTimeout(g.timeout); g.timeout > 0 && h.expired(ctx, probe, err) {
+			return nil, nil, h.wrap(err)
+		}
 		return nil, nil, fmt.Errorf("-redis: %w", err)
 	}
 	if g.timeout > 0 {

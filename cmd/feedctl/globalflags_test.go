@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 	"reflect"
@@ -88,7 +89,7 @@ func TestGlobalFlagsDocumented(t *testing.T) {
 			t.Setenv(other.env, "") // flagenv takes an empty variable as unset
 		}
 		// help is no command: parseGlobal opens no Redis for it.
-		g, _, err := parseGlobal([]string{"help"}, io.Discard)
+		g, _, err := parseGlobal(context.Background(), []string{"help"}, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +102,7 @@ func TestGlobalFlagsDocumented(t *testing.T) {
 			t.Errorf("-%s: README says default %q, feedctl's is %q", name, d.def, got)
 		}
 		t.Setenv(d.env, envValue[name])
-		if g, _, err = parseGlobal([]string{"help"}, io.Discard); err != nil {
+		if g, _, err = parseGlobal(context.Background(), []string{"help"}, io.Discard); err != nil {
 			t.Fatalf("$%s=%s: %v", d.env, envValue[name], err)
 		}
 		if got, _ := value(g, name); !same(envValue[name], got) {

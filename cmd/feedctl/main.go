@@ -75,7 +75,7 @@ func printErr(w io.Writer, err error) {
 // Run runs one feedctl command with its arguments. Destructive commands
 // ask on stderr and read the answer from stdin when it is a terminal.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	g, rest, err := parseGlobal(args, stderr)
+	g, rest, err := parseGlobal(ctx, args, stderr)
 	if err != nil {
 		return err
 	}

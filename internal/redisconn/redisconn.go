@@ -52,6 +52,16 @@ const minPoolSize = 16
 // MOVED, ASK), not only after go-redis's own 10-second refresh, so a
 // failover costs the time the cluster takes to elect, not ten seconds more.
 func Open(rawURL string) (redis.UniversalClient, error) {
+	return OpenContext(context.Background(), rawURL)
+}
+
+// OpenContext is Open with the cluster probe bounded by ctx as well as by
+// ProbeTimeout: a probe that ctx ends (its deadline, a cancel) fails
+// OpenContext with an error that wraps ctx's, where one that runs out of
+// ProbeTimeout alone gives a single-node client, as Open does. feedctl
+// bounds it with -timeout: the probe took its 2 s whatever -timeout said
+// (TestHungRedisTimeout).
+func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, error) {
 	if err := checkForm(rawURL); err != nil {
 		return nil, err
 	}
@@ -70,7 +80,15 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 	if !u.Query().Has("pool_size") {
 		opt.PoolSize = poolSize()
 	}
-	if opt.Network == "tcp" && isCluster(opt) {
+	cluster := false
+	if opt.Network == "tcp" {
+		if cluster, err = isCluster(ctx, opt); err != nil {
+			if cerr := ended(ctx); cerr != nil {
+				return nil, fmt.Errorf("redisconn: cluster probe of %s (INFO cluster): %w", opt.Addr, cerr)
+			}
+		}
+	}
+	if cluster {
 		if opt.DB != 0 {
 			return nil, fmt.Errorf("redisconn: %s is a cluster node, which has only database 0 (the URL names %d)", opt.Addr, opt.DB)
 		}
@@ -149,8 +167,22 @@ func openCluster(rawURL string) (*redis.ClusterClient, error) {
 
 func poolSize() int { return max(minPoolSize, 5*runtime.GOMAXPROCS(0)) }
 
-// isCluster asks the server at opt whether it runs in cluster mode.
-func isCluster(opt *redis.Options) bool {
+// ended returns ctx's error, or context.DeadlineExceeded once its deadline
+// has passed: a read cut at that deadline (i/o timeout) can return before
+// ctx's own timer has fired.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// isCluster asks the server at opt whether it runs in cluster mode, within
+// ctx and ProbeTimeout.
+func isCluster(ctx context.Context, opt *redis.Options) (bool, error) {
 	probe := *opt
 	probe.DB = 0 // a cluster node refuses SELECT
 	probe.MaxRetries = -1
@@ -158,10 +190,10 @@ func isCluster(opt *redis.Options) bool {
 	probe.DialTimeout = ProbeTimeout
 	c := redis.NewClient(&probe)
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), ProbeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	s, err := c.Info(ctx, "cluster").Result()
-	return err == nil && strings.Contains(s, "cluster_enabled:1")
+	return err == nil && strings.Contains(s, "cluster_enabled:1"), err
 }
 
 // reloader is a hook that reloads a cluster client's slot map, in the

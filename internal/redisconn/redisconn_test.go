@@ -2,6 +2,7 @@ package redisconn_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -121,7 +122,10 @@ func TestOpenRefusesHostless(t *testing.T) {
 
 // TestOpenHonoursDeadline checks that a call to a server that accepts the
 // connection and never answers (a hung Redis) ends at the context's
-// deadline, well before go-redis's own read timeout and retries.
+// deadline, well before go-redis's own read timeout and retries; and that
+// OpenContext's cluster probe of such a server ends at its context's
+// deadline with an error that wraps it, where Open's runs out of
+// ProbeTimeout and gives a single-node client.
 func TestOpenHonoursDeadline(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -143,7 +147,16 @@ func TestOpenHonoursDeadline(t *testing.T) {
 			held = append(held, c)
 		}
 	}()
-	rdb, err := redisconn.Open("redis://" + ln.Addr().String() + "/0")
+	url := "redis://" + ln.Addr().String() + "/0"
+	probeCtx, cancelProbe := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelProbe()
+	if rdb, err := redisconn.OpenContext(probeCtx, url); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "cluster probe of "+ln.Addr().String()) {
+		if rdb != nil {
+			rdb.Close()
+		}
+		t.Fatalf("OpenContext of a silent server with a 100ms deadline: %v, want the probe ended by the deadline", err)
+	}
+	rdb, err := redisconn.Open(url)
 	if err != nil {
 		t.Fatal(err)
 	}
