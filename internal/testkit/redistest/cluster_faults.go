@@ -130,82 +130,158 @@ func (c *Cluster) waitMaster(tb testing.TB, s *Server) {
 // the number of keys moved.
 func (c *Cluster) MoveSlot(tb testing.TB, slot int, to *Server) int {
 	tb.Helper()
+	return c.StartSlotMove(tb, slot, to).Finish(tb)
+}
+
+// SlotMove is a slot move under way (StartSlotMove): the slot is importing
+// on the target and migrating on the source, and its keys stay on the
+// source until Migrate or Finish moves them. Between the two, the slot's
+// keys are split over both nodes, as between two of `redis-cli --cluster
+// reshard`'s MIGRATE batches or during a long one: a command over keys of
+// both nodes is refused with TRYAGAIN, one over a moved key alone is sent
+// on with ASK.
+type SlotMove struct {
+	c        *Cluster
+	slot     int
+	from, to *Server
+	toID     string
+	moved    int
+	replaced []string
+}
+
+// StartSlotMove starts moving slot to the master to: SETSLOT IMPORTING on
+// the target, then SETSLOT MIGRATING on the source. Its keys are not moved
+// yet.
+func (c *Cluster) StartSlotMove(tb testing.TB, slot int, to *Server) *SlotMove {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, replaced, err := c.moveSlot(ctx, slot, to)
+	m, err := c.startSlotMove(ctx, slot, to)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if len(replaced) > 0 {
-		tb.Logf("redistest: slot %d: the target already held an identical copy of %s; moved with REPLACE", slot, strings.Join(replaced, ", "))
+	return m
+}
+
+// Migrate moves keys, of the slot, to the target (MIGRATE … KEYS).
+func (m *SlotMove) Migrate(tb testing.TB, keys ...string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
 	}
-	if err := c.waitStable(ctx, 0); err != nil {
+	if err := m.migrate(ctx, args); err != nil {
 		tb.Fatal(err)
 	}
-	return n
+}
+
+// Finish moves the slot's keys left on the source, then gives the slot to
+// the target (SETSLOT NODE on every master), waits until the cluster is
+// stable and returns the number of keys the whole move moved.
+func (m *SlotMove) Finish(tb testing.TB) int {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := m.finish(ctx)
+	if len(m.replaced) > 0 {
+		tb.Logf("redistest: slot %d: the target already held an identical copy of %s; moved with REPLACE", m.slot, strings.Join(m.replaced, ", "))
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := m.c.waitStable(ctx, 0); err != nil {
+		tb.Fatal(err)
+	}
+	return m.moved
 }
 
 func (c *Cluster) moveSlot(ctx context.Context, slot int, to *Server) (moved int, replaced []string, err error) {
-	owners, err := c.slotOwners(ctx, to)
+	m, err := c.startSlotMove(ctx, slot, to)
 	if err != nil {
 		return 0, nil, err
+	}
+	err = m.finish(ctx)
+	return m.moved, m.replaced, err
+}
+
+func (c *Cluster) startSlotMove(ctx context.Context, slot int, to *Server) (*SlotMove, error) {
+	owners, err := c.slotOwners(ctx, to)
+	if err != nil {
+		return nil, err
 	}
 	from := c.Node(owners[slot])
 	if from == nil {
-		return 0, nil, fmt.Errorf("redistest: slot %d has no master", slot)
+		return nil, fmt.Errorf("redistest: slot %d has no master", slot)
 	}
 	if from == to {
-		return 0, nil, fmt.Errorf("redistest: slot %d is on %s already", slot, to.Addr)
+		return nil, fmt.Errorf("redistest: slot %d is on %s already", slot, to.Addr)
 	}
 	fromID, err := nodeID(ctx, from)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	toID, err := nodeID(ctx, to)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if _, err := do(ctx, to, "cluster", "setslot", slot, "importing", fromID); err != nil {
-		return 0, nil, fmt.Errorf("redistest: setslot %d importing on %s: %w", slot, to.Addr, err)
+		return nil, fmt.Errorf("redistest: setslot %d importing on %s: %w", slot, to.Addr, err)
 	}
 	if _, err := do(ctx, from, "cluster", "setslot", slot, "migrating", toID); err != nil {
-		return 0, nil, fmt.Errorf("redistest: setslot %d migrating on %s: %w", slot, from.Addr, err)
+		return nil, fmt.Errorf("redistest: setslot %d migrating on %s: %w", slot, from.Addr, err)
 	}
+	return &SlotMove{c: c, slot: slot, from: from, to: to, toID: toID}, nil
+}
+
+// migrate moves keys from the source to the target.
+func (m *SlotMove) migrate(ctx context.Context, keys []any) error {
+	from, to := m.from, m.to
+	args := []any{"migrate", to.Host(), to.Port, "", 0, 5000, "keys"}
+	_, err := do(ctx, from, append(args, keys...)...)
+	if err != nil && strings.Contains(err.Error(), "BUSYKEY") {
+		// As redis-cli --cluster does: a key already on the target
+		// with the same value (a MIGRATE whose RESTORE went through
+		// but whose reply was lost, retried by the source) moves with
+		// REPLACE; a different value is an error, described.
+		same, cmpErr := sameOnBoth(ctx, keys, from, to)
+		if cmpErr != nil {
+			err = fmt.Errorf("%w; %w", err, cmpErr)
+		} else {
+			args = []any{"migrate", to.Host(), to.Port, "", 0, 5000, "replace", "keys"}
+			_, err = do(ctx, from, append(args, keys...)...)
+			m.replaced = append(m.replaced, same...)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("redistest: migrate slot %d from %s to %s: %w (%s)", m.slot, from.Addr, to.Addr, err, whereKeys(ctx, keys, from, to))
+	}
+	m.moved += len(keys)
+	return nil
+}
+
+// finish moves the keys left on the source, 100 a MIGRATE, and gives the
+// slot to the target.
+func (m *SlotMove) finish(ctx context.Context) error {
 	for {
-		v, err := do(ctx, from, "cluster", "getkeysinslot", slot, 100)
+		v, err := do(ctx, m.from, "cluster", "getkeysinslot", m.slot, 100)
 		if err != nil {
-			return moved, replaced, fmt.Errorf("redistest: getkeysinslot %d: %w", slot, err)
+			return fmt.Errorf("redistest: getkeysinslot %d: %w", m.slot, err)
 		}
 		keys, _ := v.([]any)
 		if len(keys) == 0 {
 			break
 		}
-		args := []any{"migrate", to.Host(), to.Port, "", 0, 5000, "keys"}
-		_, err = do(ctx, from, append(args, keys...)...)
-		if err != nil && strings.Contains(err.Error(), "BUSYKEY") {
-			// As redis-cli --cluster does: a key already on the target
-			// with the same value (a MIGRATE whose RESTORE went through
-			// but whose reply was lost, retried by the source) moves with
-			// REPLACE; a different value is an error, described.
-			same, cmpErr := sameOnBoth(ctx, keys, from, to)
-			if cmpErr != nil {
-				err = fmt.Errorf("%w; %w", err, cmpErr)
-			} else {
-				args = []any{"migrate", to.Host(), to.Port, "", 0, 5000, "replace", "keys"}
-				_, err = do(ctx, from, append(args, keys...)...)
-				replaced = append(replaced, same...)
-			}
+		if err := m.migrate(ctx, keys); err != nil {
+			return err
 		}
-		if err != nil {
-			return moved, replaced, fmt.Errorf("redistest: migrate slot %d from %s to %s: %w (%s)", slot, from.Addr, to.Addr, err, whereKeys(ctx, keys, from, to))
-		}
-		moved += len(keys)
 	}
 	// The target first, so that it owns the slot before the source starts
 	// redirecting there; then the source and every other master.
-	order := []*Server{to, from}
-	for _, s := range c.live() {
-		if s != to && s != from {
+	order := []*Server{m.to, m.from}
+	for _, s := range m.c.live() {
+		if s != m.to && s != m.from {
 			order = append(order, s)
 		}
 	}
@@ -213,11 +289,11 @@ func (c *Cluster) moveSlot(ctx context.Context, slot int, to *Server) (moved int
 		if r, _, err := role(ctx, s); err != nil || r != "master" {
 			continue
 		}
-		if _, err := do(ctx, s, "cluster", "setslot", slot, "node", toID); err != nil {
-			return moved, replaced, fmt.Errorf("redistest: setslot %d node on %s: %w", slot, s.Addr, err)
+		if _, err := do(ctx, s, "cluster", "setslot", m.slot, "node", m.toID); err != nil {
+			return fmt.Errorf("redistest: setslot %d node on %s: %w", m.slot, s.Addr, err)
 		}
 	}
-	return moved, replaced, nil
+	return nil
 }
 
 // keyOn is key's type and DUMP on node s, read after ASKING: the slot may
