@@ -106,6 +106,9 @@ type Consumer struct {
 	// (setAsideNode).
 	downNodes map[string]*downNode
 	pings     pings // of cluster nodes, off the loop goroutine
+	// The hash slots whose keys a migration split (TRYAGAIN), read one
+	// stream a command until then (splitSlot).
+	splitSlots map[int]time.Time
 	// The registry's retry after its node did not answer the beat or the
 	// sweep, on a cluster (registryDown).
 	registryUntil time.Time

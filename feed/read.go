@@ -405,18 +405,61 @@ func (c *Consumer) readHot(now time.Time, wait time.Duration) error {
 	return err
 }
 
+// splitFor is how long the streams of a slot whose keys a migration split
+// are read one a command (splitSlot). Past it a multi-key read is tried
+// again, and a migration still under way answers it TRYAGAIN once more,
+// after go-redis's own retries of it (three, about 30-150 ms of the loop):
+// that once every splitFor. Reading a slot's hot streams one a command
+// costs a command each every hot tick, a few hundred a second, for that
+// long.
+const splitFor = 5 * time.Second
+
+// splitSlot handles a multi-key read over sts, streams of one hash slot,
+// refused with TRYAGAIN: a migration of the slot has moved some of their
+// keys to the importing node and not the others yet. No multi-key read of
+// them can be served until the migration ends; a read of one key can (the
+// source serves a key it still holds, the importing node a moved one, by
+// ASK, which go-redis follows). So the
+// slot's streams are read one a command for splitFor, from the next turn
+// on, and not set aside: their node answered. Set aside as a node that
+// does not answer, they waited for the migration to end and then for
+// their retry and its PING, and a game of the slot that had not moved yet
+// had its entries handled 0.9 s after the move ended (a 0.5 s split; 11 s
+// with a static list, whose turns wait a whole Block when nothing is
+// readable), until 6 Dec 2026 (TestClusterSplitSlotReadOn).
+func (c *Consumer) splitSlot(op string, sts []*streamState, err error) {
+	if c.splitSlots == nil {
+		c.splitSlots = map[int]time.Time{}
+	}
+	until := time.Now().Add(splitFor)
+	for _, st := range sts {
+		c.splitSlots[st.slot] = until
+	}
+	c.ok() // the node answered: Ready stays
+	c.log.Debug("multi-key "+op+" refused with TRYAGAIN (a slot migration split its keys); its streams are read one a command",
+		"slot", sts[0].slot, "count", len(sts), "for", splitFor, untrusted.Err(err))
+}
+
 // readFailed handles the error of a read over sts. A server error (NOGROUP,
 // WRONGTYPE) sends them back through the door, which singles out the bad
 // one; a first NOGROUP (a stream deleted under the read) is not the turn's
-// error, so the others are read at the next turn without a backoff. CROSSSLOT turns on per-slot reads and is retried after the turn's
-// backoff. A connection error, a cluster redirection or UNBLOCKED (not
-// of the blocking read: see readHot) sets the streams aside for a retry of their own (setAside), and the turn goes on:
-// the group and its pending list survive a slot move or a failover.
+// error, so the others are read at the next turn without a backoff. A
+// multi-key read's TRYAGAIN (a slot's keys split by a migration) reads the
+// slot's streams one a command from the next turn on (splitSlot).
+// CROSSSLOT turns on per-slot reads and is retried after the turn's
+// backoff. A connection error, a cluster redirection or UNBLOCKED (not of
+// the blocking read: see readHot) sets the streams aside for a retry of
+// their own (setAside), and the turn goes on: the group and its pending
+// list survive a slot move or a failover.
 func (c *Consumer) readFailed(op string, sts []*streamState, err error) error {
 	c.fail(op, err)
 	if errCode(err) == "CROSSSLOT" {
 		c.clusterRefresh(err)
 		return quiet{err}
+	}
+	if errCode(err) == "TRYAGAIN" && len(sts) > 1 && c.perSlot && !c.stopping() {
+		c.splitSlot(op, sts, err)
+		return nil
 	}
 	if !serverError(err) {
 		return c.setAside(sts, err)

@@ -492,11 +492,24 @@ func (c *Consumer) pollNext() []*streamState {
 
 // groups splits streams into the key sets of multi-key commands: at most
 // maxKeys each and, on a cluster, all of one hash slot (a multi-key
-// XREADGROUP over two slots fails with CROSSSLOT, even on one node).
+// XREADGROUP over two slots fails with CROSSSLOT, even on one node), and
+// one stream each in a slot whose keys a migration split (splitSlot).
 // Streams keep their relative order inside a group.
 func (c *Consumer) groups(sts []*streamState) [][]*streamState {
 	if !c.perSlot {
 		return slices.Collect(slices.Chunk(sts, maxKeys))
+	}
+	var split map[int]bool
+	if len(c.splitSlots) > 0 {
+		now := time.Now()
+		split = map[int]bool{}
+		for s, until := range c.splitSlots {
+			if now.Before(until) {
+				split[s] = true
+			} else {
+				delete(c.splitSlots, s)
+			}
+		}
 	}
 	bySlot := map[int][]*streamState{}
 	var slots []int
@@ -508,6 +521,12 @@ func (c *Consumer) groups(sts []*streamState) [][]*streamState {
 	}
 	var out [][]*streamState
 	for _, s := range slots {
+		if split[s] {
+			for _, st := range bySlot[s] {
+				out = append(out, []*streamState{st})
+			}
+			continue
+		}
 		out = append(out, slices.Collect(slices.Chunk(bySlot[s], maxKeys))...)
 	}
 	return out

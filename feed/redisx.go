@@ -38,7 +38,9 @@ func serverError(err error) bool {
 // was failed over; go-redis does not retry it) and CROSSSLOT (a multi-key
 // read over two slots). None of them means the group is lost: the loop
 // reloads the slot map and retries after its backoff, like a connection
-// error.
+// error; a multi-key read's TRYAGAIN reads the slot's streams one a
+// command instead (splitSlot), and the blocking read's UNBLOCKED reads
+// them again at the next turn (readHot).
 func clusterRetry(err error) bool {
 	var re redis.Error
 	if !errors.As(err, &re) {
