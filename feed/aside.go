@@ -76,6 +76,16 @@ func (c *Consumer) setAsideAt(sts []*streamState, err error, now time.Time) erro
 // probeTimeout bounds probe's PING of one node.
 const probeTimeout = 500 * time.Millisecond
 
+// asideWait caps the loop's wait for new entries (blockFor) while streams
+// or nodes are set aside, so that the answer of their PING, sent off the
+// loop (ping), is taken by a turn within pingFresh of its coming. A static
+// list's turns otherwise waited a whole Block (1 s by default) when the
+// streams left to read were quiet, the answer was too old whenever a turn
+// took it, and the PING was sent again, turn after turn: with a Block of
+// 2 s a game whose master came back was never read again, with 1 s now
+// and then (TestClusterStaticListBackAfterAside).
+const asideWait = pingFresh / 4
+
 // probe PINGs, once per node and for at most probeTimeout, the nodes of
 // the streams set aside whose retry has come: the streams of a node that
 // answers go back to the steps, the others are set aside again. A cluster
@@ -87,8 +97,13 @@ const probeTimeout = 500 * time.Millisecond
 func (c *Consumer) probe() {
 	now := time.Now()
 	var due []*streamState
+	c.asideHeld = len(c.downNodes) > 0
 	for _, st := range c.work.all() {
-		if !st.downUntil.IsZero() && !st.down(now) {
+		if st.downUntil.IsZero() {
+			continue
+		}
+		c.asideHeld = true
+		if !st.down(now) {
 			due = append(due, st)
 		}
 	}

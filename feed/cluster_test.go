@@ -760,3 +760,48 @@ func TestClusterForgottenStreamAckKept(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterStaticListBackAfterAside: a static list of two games, one
+// quiet, the other on a master that dies and comes back, with a Block
+// longer than pingFresh (1 s). While the second is set aside, each turn
+// blocked a whole Block on the quiet game, and the answer of the dead
+// node's PING, sent off the loop, was older than pingFresh whenever a turn
+// came to take it: it was thrown away and the PING sent again, turn after
+// turn, and the game was never read again (with the default Block, 1 s,
+// now and then: a game of a slot whose keys a migration split was read
+// 2.8-11 s after the move ended, against 1.2-1.3 s with a Block of 300
+// ms). While streams are set aside the loop waits at most asideWait
+// between turns.
+func TestClusterStaticListBackAfterAside(t *testing.T) {
+	ctx := context.Background()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: noFailover, AOF: true}})
+	rdb := rc.Client(t)
+	doomed := spareMaster(t, rc, "c1")
+	quiet, lost := stream(gameOn(t, rc, "quiet", doomed, false)), stream(gameOn(t, rc, "lost", doomed, true))
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1", quiet, lost)
+	cfg.Block = 2 * time.Second
+	logs := captureLogs(t, &cfg)
+	cfg.Handler = rec.handler
+	mustOpen(t, cfg)
+	id := add(t, rdb, lost)
+	waitFor(t, 10*time.Second, "the game read", func() bool { return rec.count(id) == 1 })
+
+	doomed.Kill(t)
+	waitFor(t, 20*time.Second, "the game set aside", func() bool { return logs.count("streams not reachable") > 0 })
+	doomed.Start(t)
+	var back string
+	waitFor(t, 30*time.Second, "the game written again", func() bool {
+		id := minter.Next(time.Now())
+		err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: lost, Values: []any{"id", id, "kind", "chat",
+			"at", time.Now().UTC().Format(time.RFC3339), "player", "ana", "text", "back"}}).Err()
+		if err == nil {
+			back = id
+		}
+		return err == nil
+	})
+	// Within the node's retry (5 s at most) and its PING, with room for a
+	// loaded host.
+	waitFor(t, 20*time.Second, "the game read again once its master is back", func() bool { return rec.count(back) == 1 })
+}

@@ -106,6 +106,7 @@ type Consumer struct {
 	// (setAsideNode).
 	downNodes map[string]*downNode
 	pings     pings // of cluster nodes, off the loop goroutine
+	asideHeld bool  // streams or nodes were set aside at the turn's probe (blockFor)
 	// The hash slots whose keys a migration split (TRYAGAIN), read one
 	// stream a command until then (splitSlot).
 	splitSlots map[int]time.Time

@@ -221,12 +221,16 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// blockFor is how long the blocking read may wait: Block, and with a
-// registry no later than the next beat or sweep page.
+// blockFor is how long the blocking read may wait: Block, with a registry
+// no later than the next beat or sweep page, and while streams are set
+// aside no longer than asideWait.
 func (c *Consumer) blockFor(now time.Time) time.Duration {
 	d := c.cfg.Block
 	if c.cfg.Registry != "" {
 		d = min(d, c.nextWake.Sub(now), c.sweep.next.Sub(now))
+	}
+	if c.asideHeld || len(c.aside) > 0 {
+		d = min(d, asideWait)
 	}
 	return max(d, time.Millisecond)
 }
