@@ -86,15 +86,7 @@ func TestUpsertCancelled(t *testing.T) {
 func TestUpsertCancelledWhileLocked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "feed.db")
 	db := MustOpen(t, path)
-	raw := mustRaw(t, path)
-	holder, err := raw.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	if _, err := holder.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := mustHoldWriteLock(t, path)
 	m := event.NewMinter(6)
 	evs := []store.Event{mkEvent(t, m.Next(time.Now()), "g", "chat", time.Now(), "player", "ada", "text", "hi")}
 	retries := store.BusyRetries("upsert")
@@ -123,7 +115,7 @@ func TestUpsertCancelledWhileLocked(t *testing.T) {
 		cancelled <- time.Now()
 		cancel()
 	}()
-	_, err = db.Upsert(ctx, evs)
+	_, err := db.Upsert(ctx, evs)
 	returned := time.Now()
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Upsert = %v, want context.Canceled", err)
@@ -139,9 +131,7 @@ func TestUpsertCancelledWhileLocked(t *testing.T) {
 	if store.BusyRetries("upsert") == retries {
 		t.Error("the batch never found the store busy: it did not wait for the lock")
 	}
-	if _, err := holder.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if n, err := db.Count(context.Background()); err != nil || n != 0 {
 		t.Fatalf("Count = %d, %v; want nothing stored", n, err)
 	}
@@ -161,14 +151,7 @@ func TestUpsertLockHeldTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	holder, err := mustRaw(t, path).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	if _, err := holder.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := mustHoldWriteLock(t, path)
 	m := event.NewMinter(7)
 	evs := []store.Event{mkEvent(t, m.Next(time.Now()), "g", "chat", time.Now(), "player", "ada", "text", "hi")}
 	// The deadline only keeps a store that waits for good from hanging
@@ -190,9 +173,7 @@ func TestUpsertLockHeldTooLong(t *testing.T) {
 	if took < 300*time.Millisecond || took > 5*time.Second {
 		t.Errorf("Upsert gave up after %v, LockWait 300ms", took)
 	}
-	if _, err := holder.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if n, err := db.Count(ctx); err != nil || n != 0 {
 		t.Fatalf("Count = %d, %v; want nothing stored", n, err)
 	}
@@ -233,24 +214,7 @@ func TestCancelledWhileWriterHeld(t *testing.T) {
 			for _, g := range []string{"old", "other"} {
 				mustUpsert(t, db, []store.Event{mkEvent(t, m.Next(time.Now()), g, "chat", time.Now(), "player", "ada", "text", "hi")})
 			}
-			holder, err := mustRaw(t, path).Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer holder.Close()
-			if _, err := holder.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-				t.Fatal(err)
-			}
-			released := false
-			release := func() {
-				if !released {
-					released = true
-					if _, err := holder.ExecContext(ctx, "ROLLBACK"); err != nil {
-						t.Error(err)
-					}
-				}
-			}
-			defer release()
+			release := mustHoldWriteLock(t, path)
 			// DeleteGame takes the writer, then finds the file locked and
 			// retries until the holder lets go.
 			retries := store.BusyRetries("delete game")

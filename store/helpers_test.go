@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,6 +221,34 @@ func inBatches(evs []store.Event, n int) [][]store.Event {
 
 // mustRaw opens a plain connection pool on the store file at path, beside
 // the store's own, for a test to change or lock the file behind its back.
+// mustHoldWriteLock takes the store file's write lock on a connection of
+// its own (BEGIN IMMEDIATE), as another process's writer would, and returns
+// release, which lets it go (ROLLBACK); release may be called more than
+// once, and the test's cleanup calls it.
+func mustHoldWriteLock(tb testing.TB, path string) (release func()) {
+	tb.Helper()
+	ctx := context.Background()
+	holder, err := mustRaw(tb, path).Conn(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := holder.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		holder.Close()
+		tb.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if _, err := holder.ExecContext(ctx, "ROLLBACK"); err != nil {
+				tb.Error(err)
+			}
+			holder.Close()
+		})
+	}
+	tb.Cleanup(release)
+	return release
+}
+
 func mustRaw(tb testing.TB, path string) *sql.DB {
 	tb.Helper()
 	raw, err := sql.Open("sqlite", path)
