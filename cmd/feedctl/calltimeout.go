@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/redisconn"
 )
 
 // DefaultTimeout is feedctl's -timeout: how long it waits for Redis to
@@ -76,11 +78,7 @@ func (h callTimeout) expired(parent, call context.Context, err error) bool {
 	if err == nil || parent.Err() != nil {
 		return false
 	}
-	if errors.Is(call.Err(), context.DeadlineExceeded) {
-		return true
-	}
-	d, ok := call.Deadline()
-	return ok && !time.Now().Before(d)
+	return errors.Is(redisconn.Ended(call), context.DeadlineExceeded)
 }
 
 // wrap says which bound ran out: go-redis's own text for it is

@@ -83,7 +83,7 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 	cluster := false
 	if opt.Network == "tcp" {
 		if cluster, err = isCluster(ctx, opt); err != nil {
-			if cerr := ended(ctx); cerr != nil {
+			if cerr := Ended(ctx); cerr != nil {
 				return nil, fmt.Errorf("redisconn: cluster probe of %s (INFO cluster): %w", opt.Addr, cerr)
 			}
 		}
@@ -167,10 +167,11 @@ func openCluster(rawURL string) (*redis.ClusterClient, error) {
 
 func poolSize() int { return max(minPoolSize, 5*runtime.GOMAXPROCS(0)) }
 
-// ended returns ctx's error, or context.DeadlineExceeded once its deadline
+// Ended returns ctx's error, or context.DeadlineExceeded once its deadline
 // has passed: a read cut at that deadline (i/o timeout) can return before
-// ctx's own timer has fired.
-func ended(ctx context.Context) error {
+// ctx's own timer has fired, and the call is then over by its deadline
+// although ctx.Err is still nil.
+func Ended(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
