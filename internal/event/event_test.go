@@ -135,6 +135,134 @@ func TestMinterClockOutOfRange(t *testing.T) {
 	}
 }
 
+// mintNoPanic calls m.Next(at) n times and returns the ids, failing t
+// (not crashing the test binary) if Next panics.
+func mintNoPanic(t *testing.T, m *event.Minter, at time.Time, n int) (ids []string) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("Next(%v) panicked after %d ids: %v", at, len(ids), r)
+		}
+	}()
+	for range n {
+		ids = append(ids, m.Next(at))
+	}
+	return ids
+}
+
+// TestMinterLastMillisecond: resumed After an id in ULID's last
+// millisecond (the year 10889), Next panicked: no id sorts after
+// evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ, and moving on to the next millisecond
+// is "ulid: time too big". A Minter never panics: After ignores an id in
+// that millisecond, and ids minted there from a clock past it go on
+// increasing, many of them, as after an id of the millisecond before.
+func TestMinterLastMillisecond(t *testing.T) {
+	last := ulid.MaxTime()
+	idAt := func(ms uint64, random byte) string {
+		return event.IDPrefix + ulid.MustNew(ms, bytes.NewReader(bytes.Repeat([]byte{random}, 10))).String()
+	}
+	beyond := time.UnixMilli(int64(last)).Add(time.Hour)
+	tests := []struct {
+		name  string
+		after string
+		at    time.Time
+		// above: the ids minted sort after the id given to After, which
+		// was honoured.
+		above bool
+	}{
+		{"ULID's last id", "evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ", beyond, false},
+		{"last millisecond, 3 ids below the last", "evt_7ZZZZZZZZZZZZZZZZZZZZZZZZW", beyond, false},
+		{"last millisecond, empty random part", idAt(last, 0), beyond, false},
+		{"millisecond before, full random part", idAt(last-1, 0xff), beyond, true},
+		{"millisecond before, full, clock there", idAt(last-1, 0xff), time.UnixMilli(int64(last - 1)), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !event.ValidID(tt.after) {
+				t.Fatalf("premise: %s is no EVT id", tt.after)
+			}
+			m := event.NewMinter(1)
+			m.After(tt.after)
+			ids := mintNoPanic(t, m, tt.at, 10000)
+			prev := ""
+			for i, id := range ids {
+				if !event.ValidID(id) || id <= prev {
+					t.Fatalf("id %d: %q after %q", i, id, prev)
+				}
+				prev = id
+			}
+			if tt.above && ids[0] <= tt.after {
+				t.Fatalf("resumed after %s, minted %s", tt.after, ids[0])
+			}
+			if at, _ := event.IDTime(prev); at.UnixMilli() != int64(last) {
+				t.Fatalf("last id %s at %v, want ULID's last millisecond", prev, at)
+			}
+		})
+	}
+}
+
+// overflowing is a monotonic entropy whose every read within a
+// millisecond after the first overflows, as ulid.Monotonic's does after
+// some 2^48 reads.
+type overflowing struct {
+	fill byte
+	ms   uint64
+	read bool
+}
+
+func (e *overflowing) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = e.fill
+	}
+	return len(p), nil
+}
+
+func (e *overflowing) MonotonicRead(ms uint64, p []byte) error {
+	if e.read && ms == e.ms {
+		return ulid.ErrMonotonicOverflow
+	}
+	e.ms, e.read = ms, true
+	_, err := e.Read(p)
+	return err
+}
+
+// TestMinterEntropyOverflowLastMillisecond: the entropy overflowing in
+// ULID's last millisecond made Next move on to the next one, and panic
+// ("ulid: time too big"). It goes on from the last id instead; past
+// ULID's very last id, which nothing sorts after, Next returns that id
+// again rather than panic.
+func TestMinterEntropyOverflowLastMillisecond(t *testing.T) {
+	beyond := time.UnixMilli(int64(ulid.MaxTime())).Add(time.Hour)
+	t.Run("room left", func(t *testing.T) {
+		ids := mintNoPanic(t, event.NewMinterFrom(&overflowing{fill: 0}), beyond, 1000)
+		for i := 1; i < len(ids); i++ {
+			if !event.ValidID(ids[i]) || ids[i] <= ids[i-1] {
+				t.Fatalf("id %d: %q after %q", i, ids[i], ids[i-1])
+			}
+		}
+	})
+	t.Run("none left", func(t *testing.T) {
+		const top = "evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ"
+		ids := mintNoPanic(t, event.NewMinterFrom(&overflowing{fill: 0xff}), beyond, 3)
+		for i, id := range ids {
+			if id != top {
+				t.Fatalf("id %d: %q, want ULID's last id %s", i, id, top)
+			}
+		}
+	})
+	t.Run("millisecond before", func(t *testing.T) {
+		// The overflow moves on to the next millisecond, as before: to
+		// ULID's last id, here.
+		at := time.UnixMilli(int64(ulid.MaxTime() - 1))
+		ids := mintNoPanic(t, event.NewMinterFrom(&overflowing{fill: 0xff}), at, 2)
+		for i := 1; i < len(ids); i++ {
+			if !event.ValidID(ids[i]) || ids[i] <= ids[i-1] {
+				t.Fatalf("id %d: %q after %q", i, ids[i], ids[i-1])
+			}
+		}
+	})
+}
+
 // FuzzValidID holds ValidID to the spec (docs/contracts.md, "EVT ids"):
 // "evt_" and a ULID in Crockford base32, upper case, whose first character
 // is at most 7. An accepted id is the one spelling of its 128-bit value,

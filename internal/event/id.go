@@ -74,25 +74,33 @@ func NewMinter(seed int64) *Minter {
 // Next mints an id at time t (or later: the clock never goes back for a
 // Minter, so a step back in t reuses the last millisecond). A t before
 // 1970 counts as the epoch, one past the year 10889 as ULID's last
-// millisecond.
+// millisecond. Next never panics: past ULID's very last id
+// (evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ), which only a Minter that minted some
+// 2^48 ids in that last millisecond reaches, there is no id to move on
+// to, and Next returns that id again.
 func (m *Minter) Next(t time.Time) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ms := timestamp(t)
-	if ms < m.last.Time() {
-		ms = m.last.Time()
-	}
+	ms := max(timestamp(t), m.last.Time())
 	u, err := ulid.New(ms, m.entropy)
-	if err != nil {
+	if err != nil && ms < ulid.MaxTime() {
 		// The monotonic entropy overflowed within one millisecond: move on
 		// to the next millisecond, which resets it.
-		u = ulid.MustNew(ms+1, m.entropy)
+		u, err = ulid.New(ms+1, m.entropy)
 	}
-	if u.Compare(m.last) <= 0 {
-		// The last id came from After, not from the entropy: go on from it.
+	if err != nil || u.Compare(m.last) <= 0 {
+		// The last id came from After, not from the entropy, or the
+		// entropy overflowed in ULID's last millisecond, where there is
+		// no next one (ulid.New would fail "time too big"): go on from
+		// the last id.
 		u = m.last
 		if !increment(&u) {
-			u = ulid.MustNew(m.last.Time()+1, m.entropy)
+			u = m.last
+			if ms := u.Time(); ms < ulid.MaxTime() {
+				if next, err := ulid.New(ms+1, m.entropy); err == nil {
+					u = next
+				}
+			}
 		}
 	}
 	m.last = u
@@ -121,13 +129,18 @@ func timestamp(t time.Time) uint64 {
 // After makes the ids m mints from now on sort after id, a valid EVT id
 // (others are ignored): a writer that restarts resumes after the last id
 // it wrote, as if its Minter had lived on, whatever its clock says now (a
-// step back, or a restart within the millisecond of that id).
+// step back, or a restart within the millisecond of that id). An id in
+// ULID's last millisecond (the year 10889, which no clock reaches: a
+// forged id, or one minted from a clock gone wrong) is ignored too: the
+// ids after it run out within that millisecond, there is none after
+// evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ, and a Minter must go on minting distinct
+// ids. Until 6 Dec 2026 After took it, and Next then panicked.
 func (m *Minter) After(id string) {
 	if !ValidID(id) {
 		return
 	}
 	u, err := ulid.ParseStrict(id[len(IDPrefix):])
-	if err != nil {
+	if err != nil || u.Time() >= ulid.MaxTime() {
 		return
 	}
 	m.mu.Lock()
