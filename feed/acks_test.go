@@ -127,7 +127,7 @@ func deadLetterFailureLeavesPending(t *testing.T, registry bool) {
 		t.Fatal(err)
 	}
 	v := letters[0].Values
-	if v["text"] != "no id" || v[feed.DeadStreamID] != pos || !strings.Contains(fmt.Sprint(v[feed.DeadReason]), "missing id") {
+	if v["text"] != "no id" || v[feed.DeadStreamID] != pos || !strings.Contains(fmt.Sprint(v[feed.DeadReason]), `missing field "id"`) {
 		t.Errorf("dead letter %v: want the entry's fields, its position %s and the reason", v, pos)
 	}
 }

@@ -119,9 +119,10 @@ func TestMalformedEntriesDeadLetteredAtOnce(t *testing.T) {
 		vals   []any
 		reason string
 	}{
-		{[]any{"kind", "chat", "player", "x"}, "missing id"},
+		{[]any{"kind", "chat", "player", "x"}, `missing field "id"`},
+		{[]any{"player", "x"}, `missing fields "id", "kind"`},
 		{[]any{"id", "evt_123", "kind", "chat"}, "invalid id"},
-		{[]any{"id", minter.Next(time.Now())}, "missing kind"},
+		{[]any{"id", minter.Next(time.Now())}, `missing field "kind"`},
 		{[]any{"id", minter.Next(time.Now()), "kind", "chat", "text", strings.Repeat("x", 9000)}, "byte limit"},
 		{[]any{"id", minter.Next(time.Now()), "kind", "chat", "text", "bad\xff"}, "UTF-8"},
 	}

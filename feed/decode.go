@@ -3,6 +3,7 @@ package feed
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
@@ -12,7 +13,8 @@ import (
 
 // Decode turns a stream entry into a Message, applying the generic checks of
 // docs/contracts.md "Bad entries": the entry fits in event.MaxEntryBytes, every field name
-// and value is valid UTF-8, id is an EVT id and kind is present. Group and
+// and value is valid UTF-8, id is an EVT id and kind is present (every
+// missing one named: missing fields "id", "kind"). Group and
 // Attempts are left for the consumer to fill. A known kind's own fields are
 // not checked here: that is event.Validate, called by the handler. Errors
 // wrap ErrMalformed and say why in words fit for the dead_reason field.
@@ -45,16 +47,31 @@ func Decode(stream string, x redis.XMessage) (Message, error) {
 			}
 		}
 	}
-	id, ok := x.Values[event.FieldID].(string)
-	switch {
-	case !ok:
-		return m, fmt.Errorf("%w: missing id", ErrMalformed)
-	case !event.ValidID(id):
-		return m, fmt.Errorf("%w: invalid id %s", ErrMalformed, quote(id))
-	}
+	// Every required field at fault is named, the missing ones first, in
+	// event.Validate's words: the reason is what feedctl dead requeue
+	// shows, and an entry lacking both id and kind was refused for its id
+	// only until 6 Dec 2026, then again for its kind once -set gave it one.
+	id, hasID := x.Values[event.FieldID].(string)
 	kind, _ := x.Values[event.FieldKind].(string)
+	var missing, faults []string
+	if !hasID {
+		missing = append(missing, quote(event.FieldID))
+	}
 	if kind == "" {
-		return m, fmt.Errorf("%w: missing kind", ErrMalformed)
+		missing = append(missing, quote(event.FieldKind))
+	}
+	switch len(missing) {
+	case 0:
+	case 1:
+		faults = append(faults, "missing field "+missing[0])
+	default:
+		faults = append(faults, "missing fields "+strings.Join(missing, ", "))
+	}
+	if hasID && !event.ValidID(id) {
+		faults = append(faults, "invalid id "+quote(id))
+	}
+	if len(faults) > 0 {
+		return m, fmt.Errorf("%w: %s", ErrMalformed, strings.Join(faults, "; "))
 	}
 	m.ID, m.Kind = id, kind
 	m.Payload = make(map[string]string, len(x.Values)-1)

@@ -26,11 +26,19 @@ func TestDecode(t *testing.T) {
 		{"valid", map[string]any{"id": goodID, "kind": "chat", "player": "ana", "text": "hi"}, ""},
 		{"unknown kind is valid", map[string]any{"id": goodID, "kind": "teleport", "x": "1"}, ""},
 		{"no fields", map[string]any{}, "no fields"},
-		{"missing id", map[string]any{"kind": "chat"}, "missing id"},
-		{"bad id", map[string]any{"id": "evt_nope", "kind": "chat"}, "invalid id"},
+		// A reason that starts "feed: " is the whole error: the missing
+		// fields are all named, in Validate's words, the missing ones
+		// first. Until 6 Dec 2026 an entry lacking both id and kind was
+		// refused for its id only ("missing id"), and feedctl dead
+		// requeue -set id=… was refused again, for its kind.
+		{"missing id", map[string]any{"kind": "chat"}, `feed: malformed entry: missing field "id"`},
+		{"bad id", map[string]any{"id": "evt_nope", "kind": "chat"}, `feed: malformed entry: invalid id "evt_nope"`},
 		{"lower-case ulid", map[string]any{"id": strings.ToLower(goodID), "kind": "chat"}, "invalid id"},
-		{"missing kind", map[string]any{"id": goodID}, "missing kind"},
-		{"empty kind", map[string]any{"id": goodID, "kind": ""}, "missing kind"},
+		{"missing kind", map[string]any{"id": goodID}, `feed: malformed entry: missing field "kind"`},
+		{"empty kind", map[string]any{"id": goodID, "kind": ""}, `feed: malformed entry: missing field "kind"`},
+		{"missing id and kind", map[string]any{"player": "ana", "text": "hi"}, `feed: malformed entry: missing fields "id", "kind"`},
+		{"missing id, empty kind", map[string]any{"kind": ""}, `feed: malformed entry: missing fields "id", "kind"`},
+		{"bad id, missing kind", map[string]any{"id": "evt_nope"}, `feed: malformed entry: missing field "kind"; invalid id "evt_nope"`},
 		{"oversized", map[string]any{"id": goodID, "kind": "chat", "text": strings.Repeat("a", event.MaxEntryBytes)}, "over the 8192 byte limit"},
 		// An entry of exactly MaxEntryBytes fits; one byte more does not.
 		{"exactly the limit", map[string]any{"id": goodID, "kind": "chat", "text": strings.Repeat("a", event.MaxEntryBytes-len("idkindchattext")-len(goodID))}, ""},
@@ -61,7 +69,11 @@ func TestDecode(t *testing.T) {
 			if !errors.Is(err, feed.ErrMalformed) {
 				t.Fatalf("Decode err = %v, want ErrMalformed", err)
 			}
-			if !strings.Contains(err.Error(), tt.reason) {
+			if strings.HasPrefix(tt.reason, "feed: ") {
+				if err.Error() != tt.reason {
+					t.Errorf("reason %q, want %q", err, tt.reason)
+				}
+			} else if !strings.Contains(err.Error(), tt.reason) {
 				t.Errorf("reason %q does not say %q", err, tt.reason)
 			}
 			if !utf8.ValidString(err.Error()) {
