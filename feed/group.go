@@ -82,7 +82,6 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 					c.stats.groupsCreated.add(causeNew, 1)
 					created = append(created, st.key)
 				}
-				st.noGroup = false // what a read's NOGROUP asked for is done
 				// A new group has an empty pending list, but recovering
 				// it is cheap and keeps one rule: recover after every door.
 				st.recover = true

@@ -41,7 +41,7 @@ type streamState struct {
 	due      bool // read ">" without blocking next turn
 	pending  bool // the group has pending entries here
 	seenOpen bool // the group existed once: a creation is a re-creation
-	noGroup  bool // a read met NOGROUP on it and it was not read since (readFailed)
+	noGroup  bool // a read's NOGROUP named it (or none of the read's streams), not read since; the door leaves it (readFailed)
 	caught   bool // the store was caught up with the group (catchup.go)
 	// A catch-up under way across turns (catchup.go): the XRANGE start of
 	// its next page, the group's last-delivered id it runs to, and the
