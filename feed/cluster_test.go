@@ -93,14 +93,7 @@ func TestClusterReadsPerSlot(t *testing.T) {
 	waitFor(t, 10*time.Second, "the live game hot", func() bool { return c.Stats().Hot == 1 && len(rec.ids()) > len(want) })
 	slot := rc.Slot(t, stream(hot))
 	from := rc.MasterOfSlot(t, slot)
-	var to *redistest.Server
-	for _, m := range rc.Masters(t) {
-		if m.Addr != from.Addr {
-			to = m
-			break
-		}
-	}
-	rc.MoveSlot(t, slot, to)
+	rc.MoveSlot(t, slot, rc.OtherMaster(t, from))
 	time.Sleep(500 * time.Millisecond) // the game goes on writing after the move
 	close(stop)
 	want = append(want, <-done...)

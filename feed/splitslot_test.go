@@ -42,14 +42,7 @@ func TestClusterSplitSlotReadOn(t *testing.T) {
 
 	slot := rc.Slot(t, stream(a))
 	from := rc.MasterOfSlot(t, slot)
-	var to *redistest.Server
-	for _, m := range rc.Masters(t) {
-		if m != from {
-			to = m
-			break
-		}
-	}
-	move := rc.StartSlotMove(t, slot, to)
+	move := rc.StartSlotMove(t, slot, rc.OtherMaster(t, from))
 	move.Migrate(t, stream(a))
 	// Both streams are read in every turn (a static list): the next read
 	// of both meets the split (on Redis 7.0 after the blocked read's

@@ -210,6 +210,21 @@ func (c *Cluster) Masters(tb testing.TB) []*Server {
 	return out
 }
 
+// OtherMaster returns a live master other than not, the first that
+// Masters lists (a slot's new home in a move, say), or fails tb when
+// there is none. Servers are compared by address, so not may come from
+// MasterOfSlot or Masters alike.
+func (c *Cluster) OtherMaster(tb testing.TB, not *Server) *Server {
+	tb.Helper()
+	for _, m := range c.Masters(tb) {
+		if m.Addr != not.Addr {
+			return m
+		}
+	}
+	tb.Fatalf("redistest: no live master other than %s", not.Addr)
+	return nil
+}
+
 // ReplicaOf returns a live replica of master, or fails tb.
 func (c *Cluster) ReplicaOf(tb testing.TB, master *Server) *Server {
 	tb.Helper()

@@ -64,13 +64,7 @@ func TestCluster(t *testing.T) {
 	}
 	wantLen("kill", 2)
 
-	var to *redistest.Server
-	for _, m := range c.Masters(t) {
-		if m != survivor {
-			to = m
-			break
-		}
-	}
+	to := c.OtherMaster(t, survivor)
 	if n := c.MoveSlot(t, slot, to); n != 1 {
 		t.Fatalf("moved %d keys, want 1", n)
 	}

@@ -31,13 +31,7 @@ func TestMoveSlotOntoACopy(t *testing.T) {
 			}
 			slot := c.Slot(t, tt.key)
 			from := c.MasterOfSlot(t, slot)
-			var to *Server
-			for _, m := range c.Masters(t) {
-				if m != from {
-					to = m
-					break
-				}
-			}
+			to := c.OtherMaster(t, from)
 			dump, err := do(ctx, from, "dump", tt.key)
 			if err != nil {
 				t.Fatal(err)
