@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
@@ -19,7 +21,9 @@ const rebuildBatch = 500
 
 // rebuild builds a store from every registered game's stream, from the
 // start, through the renderer's own pipeline. Running it again changes
-// nothing: the upsert is keyed by EVT id.
+// nothing: the upsert is keyed by EVT id. A position the renderers
+// dead-lettered is skipped (rebuildGame), so that the new store holds what
+// a live one does.
 //
 // Onto an existing file it asks first (or needs -yes): the store may be a
 // live one, and a rebuild from streams that no longer hold everything
@@ -82,13 +86,28 @@ func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout,
 		fmt.Fprintf(stderr, "rebuild: %d/%d %s: %d entries, %d new lines, %d skipped\n",
 			i+1, len(games), game, n, ins, skip)
 	}
-	fmt.Fprintf(stdout, "rebuilt %s: %d games, %d entries, %d new lines, %d skipped (malformed, refused or in conflict: the renderers dead-letter them)\n",
+	fmt.Fprintf(stdout, "rebuilt %s: %d games, %d entries, %d new lines, %d skipped (dead-lettered by the renderers, or malformed, refused or in conflict: the renderers dead-letter them)\n",
 		untrusted.Escape(path), len(games), total, inserted, skipped)
 	return nil
 }
 
+// rebuildGame rebuilds one game's stream into p's store and counts its
+// entries, the lines new to the store and the entries skipped.
+//
+// An entry whose position is in the game's dead positions set (its dead
+// letter's, docs/contracts.md "Keys") is skipped without a look: the
+// renderers refused it, and the live store has no line of it. Most such
+// entries the pipeline refuses again, but not every one: a stream id
+// forged more than -future-bound ahead of the renderers' clock is a
+// future id when read before its time and passes once that time has
+// come, an entry dead-lettered after -poison-after failed deliveries is
+// well formed, and a conflict depends on what was stored first. Judged
+// afresh, such entries made lines the live store never had
+// (e2e/TestRebuildSkipsDeadLetteredPositions). A requeued letter is a new
+// entry at a new position, so its copy is rebuilt.
 func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game string) (n, inserted, skipped int, err error) {
 	key := event.StreamKey(game)
+	deadPos := feed.DeadPositionsKey(event.DeadKey(game))
 	start := "-"
 	for {
 		xs, err := g.rdb.XRangeN(ctx, key, start, "+", rebuildBatch).Result()
@@ -98,8 +117,16 @@ func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game stri
 		if len(xs) == 0 {
 			return n, inserted, skipped, nil
 		}
+		dead, err := deadPositions(ctx, g.rdb, deadPos, xs)
+		if err != nil {
+			return n, inserted, skipped, err
+		}
 		evs := make([]store.Event, 0, len(xs))
-		for _, x := range xs {
+		for i, x := range xs {
+			if dead[i] {
+				skipped++
+				continue
+			}
 			m, err := feed.Decode(key, x)
 			if err != nil {
 				skipped++
@@ -132,4 +159,28 @@ func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game stri
 		n += len(xs)
 		start = "(" + xs[len(xs)-1].ID
 	}
+}
+
+// deadPositions reports, for each of xs, whether its position is in the
+// dead positions set key. ZMSCORE is asked through Do: go-redis's ZMScore
+// gives 0 for a member that is absent, which a position of ms 0 (XADD
+// key 0-1) is scored with too.
+func deadPositions(ctx context.Context, rdb redis.UniversalClient, key string, xs []redis.XMessage) ([]bool, error) {
+	args := make([]any, 0, 2+len(xs))
+	args = append(args, "ZMSCORE", key)
+	for _, x := range xs {
+		args = append(args, x.ID)
+	}
+	scores, err := rdb.Do(ctx, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("dead positions: %w", err)
+	}
+	if len(scores) != len(xs) {
+		return nil, fmt.Errorf("dead positions: %d scores for %d positions", len(scores), len(xs))
+	}
+	dead := make([]bool, len(xs))
+	for i, s := range scores {
+		dead[i] = s != nil
+	}
+	return dead, nil
 }
