@@ -127,7 +127,9 @@ func newDB(abs string, opts Options) *DB {
 // Open opens (creating it and its directory if needed) the store at path,
 // switches it to WAL and applies pending migrations. Several processes may
 // Open the same new file at once. It fails with ErrSchemaNewer when the file
-// records a migration this binary does not know.
+// records a migration this binary does not know, and with a *NotStoreError
+// (ErrNotStore), before writing anything, when the file is no SQLite
+// database or another program's (see Probe).
 func Open(ctx context.Context, path string) (*DB, error) {
 	return OpenWith(ctx, path, Options{})
 }
@@ -140,6 +142,13 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// Before the first write (the switch to WAL rewrites the header, the
+	// first migration adds tables): a path that names another program's
+	// database, or no database at all, is refused as it is, where the
+	// store's tables were added to it.
+	if err := Probe(ctx, abs); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	db := newDB(abs, opts)
@@ -206,9 +215,11 @@ const readOnlyMinSchema = 3
 // checkpointer; its connections are SQLite read-only (mode=ro, query_only).
 // It fails when path does not exist (it is never created), with
 // ErrSchemaNewer when the file records a migration this binary does not
-// know, and with ErrSchemaOlder when the file predates the tables the reads
-// query. The read methods work as on a DB from Open; Upsert, UpsertBatch
-// and DeleteGame fail with ErrReadOnly.
+// know, with ErrSchemaOlder when the file predates the tables the reads
+// query, and with a *NotStoreError (ErrNotStore) when it is no store at
+// all: no SQLite database, one without tables, or another program's. The
+// read methods work as on a DB from Open; Upsert, UpsertBatch and
+// DeleteGame fail with ErrReadOnly.
 //
 // SQLite may still create the -wal and -shm beside a WAL-mode file that
 // has none (a reader needs the shared-memory index): empty companions that
@@ -256,15 +267,33 @@ func (db *DB) statFiles() error {
 }
 
 // checkSchema reads the file's schema version (the highest recorded in
-// schema_migrations, 0 for a file without it) for OpenReadOnly, and
-// refuses one it cannot read.
+// schema_migrations) for OpenReadOnly, and refuses one it cannot read, or
+// a file that is no store.
 func (db *DB) checkSchema(ctx context.Context) error {
+	var isStore bool
+	err := db.retryBusy(ctx, "schema", func() error {
+		var err error
+		isStore, err = probeTables(ctx, db.r)
+		return err
+	})
+	var ns *NotStoreError
+	switch {
+	case errors.As(err, &ns):
+		return err
+	case err != nil:
+		return fmt.Errorf("schema: %w", err)
+	case !isStore:
+		// Nothing to read: Open would make a store of it, which a
+		// read-only open never does.
+		return &NotStoreError{Why: "an SQLite database without tables"}
+	}
 	known := latestSchema()
 	var have int
-	err := db.retryBusy(ctx, "schema", func() error {
-		return db.r.QueryRowContext(ctx, `SELECT CASE
-			WHEN EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')
-			THEN (SELECT coalesce(max(version), 0) FROM schema_migrations) ELSE 0 END`).Scan(&have)
+	err = db.retryBusy(ctx, "schema", func() error {
+		// The table is there (probeTables): SQLite prepares a statement
+		// whole, so the CASE over its existence that this was failed on
+		// a file without it ("no such table"), whichever branch it took.
+		return db.r.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have)
 	})
 	switch {
 	case err != nil:

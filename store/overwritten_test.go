@@ -41,7 +41,7 @@ func TestFileOverwrittenInPlace(t *testing.T) {
 		}, "truncated in place", "malformed"},
 		{"overwritten", func(path string) error {
 			return os.WriteFile(path, []byte("2026-12-05 not a database\n"), 0o644) // O_TRUNC: same inode
-		}, "overwritten in place", "not a database"},
+		}, "overwritten in place", "not an SQLite database: not a store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

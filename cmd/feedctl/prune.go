@@ -91,6 +91,15 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 		// plan: that is asked first, so a run refused or answered no
 		// leaves it as it was too (TestPruneOlderSchemaAsksFirst).
 		db, err = store.OpenReadOnly(ctx, dbPath)
+		if ns := (*store.NotStoreError)(nil); errors.As(err, &ns) {
+			// Another program's database, or no database: refused in
+			// the empty file's words. They were refused in SQLite's,
+			// "schema: SQL logic error: no such table: schema_migrations
+			// (1)" and "schema: file is not a database (26)"
+			// (TestPruneRefusesNotAStore).
+			return fmt.Errorf("prune: -db %s: %s: not a store; give this host's store, the renderers' -db",
+				untrusted.Escape(dbPath), ns.Why)
+		}
 		planOnly = err == nil
 		if errors.Is(err, store.ErrSchemaOlder) && !ask.dryRun {
 			what := fmt.Sprintf("prune: %s; migrate it to this release's schema (as its renderers would) to read the plan",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -244,5 +245,103 @@ func TestPruneRefusesEmptyFile(t *testing.T) {
 				t.Errorf("%s left the registry: %v", game, err)
 			}
 		})
+	}
+}
+
+// notAStore writes at path a file that is no store, of the given kind: an
+// SQLite database of another program's table ("sqlite"), or text
+// ("text"), and returns its bytes.
+func notAStore(tb testing.TB, path, kind string) []byte {
+	tb.Helper()
+	switch kind {
+	case "sqlite":
+		raw, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, q := range []string{`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`, `INSERT INTO notes (body) VALUES ('keep me')`} {
+			if _, err := raw.Exec(q); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := raw.Close(); err != nil {
+			tb.Fatal(err)
+		}
+	case "text":
+		if err := os.WriteFile(path, []byte(strings.Repeat("not a database\n", 400)), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	default:
+		tb.Fatalf("notAStore: kind %q", kind)
+	}
+	return mustRead(tb, path)
+}
+
+// TestPruneRefusesNotAStore: prune -db F where F is a file but no store
+// (another program's SQLite database, a text file) is refused as an empty
+// file is, saying what F is, before anything is done, -yes or not, and F
+// is left byte for byte. The database was taken for a store at version 0:
+// a dry run said "database schema is older than a read-only open needs",
+// and -yes migrated it, adding the store's tables to it; the text file got
+// SQLite's "file is not a database".
+func TestPruneRefusesNotAStore(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	const game = "old-1"
+	register(t, rdb, game, twoDaysAgo())
+	addGameOver(t, rdb, game)
+	for _, tt := range []struct {
+		kind, why string
+	}{
+		{"sqlite", "an SQLite database of other tables (notes)"},
+		{"text", "not an SQLite database"},
+	} {
+		for _, args := range [][]string{{"-dry-run"}, {"-yes"}, nil} {
+			t.Run(fmt.Sprintf("%s %v", tt.kind, args), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "other.db")
+				before := notAStore(t, path, tt.kind)
+				out, errOut, err := runCtl(t, s.Addr, append([]string{"prune", "-older-than", "24h", "-db", path}, args...)...)
+				if want := "-db " + path + ": " + tt.why + ": not a store"; err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("prune -db of a file that is no store: %v, want %q\n%s%s", err, want, out, errOut)
+				}
+				if !bytes.Equal(mustRead(t, path), before) {
+					t.Errorf("prune changed the file")
+				}
+				if _, err := rdb.ZScore(context.Background(), event.RegistryKey, game).Result(); err != nil {
+					t.Errorf("%s left the registry: %v", game, err)
+				}
+			})
+		}
+	}
+}
+
+// TestRebuildRefusesNotAStore: rebuild -db F where F is a file but no
+// store is refused before its plan and its question, and F is left byte
+// for byte. The dry run offered to rebuild "into the existing file", and
+// -yes added the store's tables to another program's database.
+func TestRebuildRefusesNotAStore(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	register(t, rdb, "g-1", time.Now())
+	addGameOver(t, rdb, "g-1")
+	for _, tt := range []struct {
+		kind, why string
+	}{
+		{"sqlite", "an SQLite database of other tables (notes)"},
+		{"text", "not an SQLite database"},
+	} {
+		for _, args := range [][]string{{"-dry-run"}, {"-yes"}} {
+			t.Run(fmt.Sprintf("%s %v", tt.kind, args), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "other.db")
+				before := notAStore(t, path, tt.kind)
+				out, errOut, err := runCtl(t, s.Addr, append([]string{"rebuild", "-db", path}, args...)...)
+				if want := "-db " + path + ": " + tt.why + ": not a store"; err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("rebuild -db of a file that is no store: %v, want %q\n%s%s", err, want, out, errOut)
+				}
+				if !bytes.Equal(mustRead(t, path), before) {
+					t.Errorf("rebuild changed the file")
+				}
+			})
+		}
 	}
 }

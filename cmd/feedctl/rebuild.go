@@ -48,6 +48,13 @@ func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout,
 	}
 	fi, statErr := os.Stat(path)
 	exists := statErr == nil
+	// Before the dry run's plan and the question, which call it a store:
+	// the open refuses such a file, but only once answered
+	// (TestRebuildRefusesNotAStore).
+	if ns := (*store.NotStoreError)(nil); exists && errors.As(store.Probe(ctx, path), &ns) {
+		return fmt.Errorf("rebuild: -db %s: %s: not a store; give a new file, or a store to add to",
+			untrusted.Escape(path), ns.Why)
+	}
 	if c.dryRun {
 		var n int64
 		for _, game := range games {
