@@ -7,7 +7,7 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,10 +21,16 @@ func main() {
 
 	m := renderer.NewMain()
 	if err := m.ParseFlags(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
+		if !errors.Is(err, flag.ErrHelp) {
+			// Refused before -log-level is known, yet one line in the
+			// format of every other: an operator who greps the logs for
+			// level=ERROR finds why a renderer never started, where it
+			// was a plain "renderer: …" line, and for a value the flag
+			// package refused, after its copy of the error and the usage
+			// of every flag (TestFlagErrorIsOneSlogLine). The usage is
+			// one -h away.
+			slog.New(slog.NewTextHandler(os.Stderr, nil)).Error("bad flags", "err", err, "help", "renderer -h")
 		}
-		fmt.Fprintln(os.Stderr, "renderer:", err)
 		os.Exit(2)
 	}
 	if err := m.Run(ctx); err != nil {

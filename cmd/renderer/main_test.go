@@ -106,3 +106,59 @@ func TestLogsOneFormatAndLevel(t *testing.T) {
 		})
 	}
 }
+
+// TestFlagErrorIsOneSlogLine: a flag or value the renderer refuses at start
+// (exit status 2) is one slog ERROR line on stderr, "bad flags" with its
+// err, as every other line of the renderer, and nothing else: an operator
+// who greps the logs for level=ERROR finds it. It was a plain "renderer: …"
+// line, and for a value the flag package refused that came after the flag
+// package's own copy of the error and the usage of every flag. -h still
+// prints the usage (exit status 2, as before).
+func TestFlagErrorIsOneSlogLine(t *testing.T) {
+	bin := filepath.Join(proctest.Binaries(t), "renderer")
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  string
+		err  string // in the line's err value, as slog quotes it
+	}{
+		{"not a duration", []string{"-claim-every", "abc"}, "", `err="invalid value \"abc\" for flag -claim-every: parse error"`},
+		{"unknown flag", []string{"-claim-evry", "1s"}, "", `err="flag provided but not defined: -claim-evry"`},
+		{"under its floor", []string{"-claim-every", "1ns"}, "", `err="-claim-every 1ns: want at least 10ms"`},
+		{"bad variable", nil, "FEED_CLAIM_EVERY=abc", `err="$FEED_CLAIM_EVERY: time: invalid duration \"abc\""`},
+		{"argument", []string{"stray"}, "", `err="unexpected arguments: [\"stray\"]"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tt.args...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			if tt.env != "" {
+				cmd.Env = append(cmd.Env, tt.env)
+			}
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			var exit *exec.ExitError
+			if err := cmd.Run(); !errors.As(err, &exit) || exit.ExitCode() != 2 {
+				t.Fatalf("renderer %v: %v, want exit status 2\n%s", tt.args, err, &stderr)
+			}
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if len(lines) != 1 || stdout.Len() != 0 {
+				t.Fatalf("renderer %v wrote %d lines on stderr and %q on stdout, want one slog line:\n%s", tt.args, len(lines), &stdout, &stderr)
+			}
+			if l := lines[0]; !strings.HasPrefix(l, "time=") || !strings.Contains(l, ` level=ERROR msg="bad flags" `+tt.err+` help="renderer -h"`) {
+				t.Errorf("renderer %v: %s\nwant slog's ERROR \"bad flags\" with %s", tt.args, l, tt.err)
+			}
+		})
+	}
+	t.Run("help", func(t *testing.T) {
+		cmd := exec.Command(bin, "-h")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Fatalf("renderer -h: %v, want exit status 2", err)
+		}
+		if s := string(out); !strings.HasPrefix(s, "Usage of renderer:\n") || !strings.Contains(s, "\n  -claim-every duration\n") || strings.Contains(s, "level=") {
+			t.Errorf("renderer -h printed:\n%s\nwant the usage of every flag", s)
+		}
+	})
+}

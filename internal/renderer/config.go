@@ -2,7 +2,9 @@ package renderer
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -117,7 +119,9 @@ type Config struct {
 	proxies []netip.Prefix // TrustedProxies, parsed
 }
 
-// ParseFlags parses the renderer's command line into m.Config.
+// ParseFlags parses the renderer's command line into m.Config. It prints
+// nothing but the usage that -h asks for (then it returns flag.ErrHelp):
+// a flag or value it refuses is its error, for the caller to report.
 func (m *Main) ParseFlags(args []string) error {
 	host, _ := os.Hostname()
 	if host == "" {
@@ -160,7 +164,17 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Duration(&c.FileCheck, "file-check", "FEED_FILE_CHECK", time.Second, "how often to check that the store file is still the one opened")
 	fs.Duration(&c.PresenceEvery, "presence-every", "FEED_PRESENCE_EVERY", 2*time.Second, "beat of the shared viewer count (\"N watching\")")
 	fs.Duration(&c.PresenceTTL, "presence-ttl", "FEED_PRESENCE_TTL", presence.DefaultTTL, "how long a replica's viewer count outlives its last beat (a crashed replica's viewers vanish after it)")
+	// A parse error is returned alone, for the caller to log as one line
+	// (cmd/renderer: slog's, as every other line of the renderer): the
+	// flag package printed it, then every flag's usage, some eighty lines
+	// between the error and the log's next line. -h still prints them.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stderr)
+			fmt.Fprintf(os.Stderr, "Usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
