@@ -199,6 +199,8 @@ func (m *Main) ParseFlags(args []string) error {
 			return fmt.Errorf("-%s %v: want at least %v", f.name, f.v, f.floor)
 		}
 	}
+	// Once: the case that refuses it returns its error too.
+	httpErr := checkListenAddr(c.HTTP)
 	switch {
 	case c.Consumer == "":
 		return fmt.Errorf("-consumer must not be empty")
@@ -233,11 +235,11 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("-send-buffer must be at least 1")
 	case c.MaxClients < 1 || c.MaxSocketsPerClient < 1 || c.MaxRequestsPerClient < 1 || c.TimelineLines < 1 || c.TimelineBytes < 1:
 		return fmt.Errorf("-max-clients, -max-sockets-per-client, -max-requests-per-client, -timeline-lines and -timeline-bytes must be at least 1")
-	case checkListenAddr(c.HTTP) != nil:
+	case httpErr != nil:
 		// Before the admin-token case, which takes an address it cannot
 		// read for one beyond loopback: "-http 8080" was refused for
 		// wanting -admin-token.
-		return fmt.Errorf("-http %s: %w", c.HTTP, checkListenAddr(c.HTTP))
+		return fmt.Errorf("-http %s: %w", c.HTTP, httpErr)
 	case c.AdminToken == "" && !loopbackAddr(c.HTTP):
 		return fmt.Errorf("-http %s listens beyond loopback: set -admin-token (or $FEED_ADMIN_TOKEN) to guard /status, /fragments/status, /api/status, /metrics and /debug/pprof/, or listen on 127.0.0.1", c.HTTP)
 	}
