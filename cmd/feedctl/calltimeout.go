@@ -73,9 +73,13 @@ func (h callTimeout) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // expired reports whether err is the call's own deadline, not the
 // caller's (a Ctrl-C, say) or Redis's answer. A read cut at the deadline
 // (i/o timeout) can return before the call's timer has ended its context:
-// a deadline that has passed counts as expired.
+// a deadline that has passed counts as expired. An error reply (redis.Nil,
+// WRONGTYPE) is an answer however late it came: read just before the
+// deadline and looked at just after, it was reported as "redis did not
+// answer" (TestCallTimeoutReplyAtDeadline).
 func (h callTimeout) expired(parent, call context.Context, err error) bool {
-	if err == nil || parent.Err() != nil {
+	var reply redis.Error
+	if err == nil || parent.Err() != nil || errors.As(err, &reply) {
 		return false
 	}
 	return errors.Is(redisconn.Ended(call), context.DeadlineExceeded)
