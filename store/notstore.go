@@ -11,6 +11,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // ErrNotStore is what a NotStoreError is (errors.Is): the file at the path
@@ -97,7 +99,8 @@ func probeTables(ctx context.Context, r *sql.DB) (bool, error) {
 			rows.Close()
 			return true, nil
 		}
-		tables = append(tables, name)
+		// Another program's names, printed to an operator's terminal.
+		tables = append(tables, untrusted.Escape(name))
 	}
 	// Err too: a failed Next closes the rows and leaves Close nil.
 	if err := errors.Join(rows.Close(), rows.Err()); err != nil {

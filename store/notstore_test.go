@@ -34,6 +34,10 @@ func TestNotAStoreRefused(t *testing.T) {
 				rawExec(t, path, `CREATE TABLE `+n+` (x)`)
 			}
 		}, "an SQLite database of other tables (a, b, c, d, e and 2 more)"},
+		{"hostile table name", func(t *testing.T, path string) {
+			// Another program's names reach an operator's terminal.
+			rawExec(t, path, "CREATE TABLE \"red\x1b[31m\u202e\" (x)")
+		}, `an SQLite database of other tables (red\x1b[31m\u202e)`},
 		{"text", func(t *testing.T, path string) {
 			if err := os.WriteFile(path, []byte(strings.Repeat("not a database\n", 400)), 0o644); err != nil {
 				t.Fatal(err)
