@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/untrusted"
 )
 
@@ -41,7 +42,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		// A command line the flag package refused (-h too) is already
+		// written, with the usage, and exits 2 as the flag package's own
+		// ExitOnError does; it was written twice and exited 1
+		// (TestFeedctlFlagErrorWrittenOnce).
+		if le := (*flagenv.LineError)(nil); errors.Is(err, flag.ErrHelp) || errors.As(err, &le) {
 			os.Exit(2)
 		}
 		printErr(os.Stderr, err)

@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	neturl "net/url"
@@ -23,7 +22,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		// Written already by the flag package, with the usage (as
+		// feedctl's; it was written twice and exited 1).
+		if le := (*flagenv.LineError)(nil); errors.As(err, &le) {
 			os.Exit(2)
 		}
 		fmt.Fprintln(os.Stderr, "gamesim:", err)

@@ -35,11 +35,23 @@ func New(name string) *Set {
 	return &Set{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
 }
 
+// LineError is an error of the command line itself (a flag not defined, a
+// value its type refuses, -h: flag.ErrHelp), which the flag package has
+// already written to the Set's output, with the usage, when Parse returns
+// it: a caller that prints its errors leaves this one out. A bad
+// environment value is not one: nothing printed it.
+type LineError struct{ Err error }
+
+func (e *LineError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the flag package's error (flag.ErrHelp for -h).
+func (e *LineError) Unwrap() error { return e.Err }
+
 // Parse parses args and reports the first bad environment value, if any,
-// of a flag args did not set.
+// of a flag args did not set. An error of args themselves is a *LineError.
 func (s *Set) Parse(args []string) error {
 	if err := s.FlagSet.Parse(args); err != nil {
-		return err
+		return &LineError{err}
 	}
 	given := map[string]bool{}
 	s.Visit(func(f *flag.Flag) { given[f.Name] = true })

@@ -1,6 +1,9 @@
 package flagenv_test
 
 import (
+	"errors"
+	"flag"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +36,37 @@ func TestBadEnvOverriddenByFlag(t *testing.T) {
 			c.define(s)
 			if err := s.Parse([]string{c.flagArg}); err != nil {
 				t.Errorf("%s: Parse = %v, want the flag to override the bad variable", c.flagArg, err)
+			}
+		})
+	}
+}
+
+// TestLineError: an error of the command line is a *LineError (the flag
+// package wrote it), -h's flag.ErrHelp among them; a bad environment value
+// is not (nothing wrote it), so a caller that prints its errors prints
+// that one.
+func TestLineError(t *testing.T) {
+	t.Setenv("FLAGENV_TEST_LINE", "abc")
+	for _, tt := range []struct {
+		name string
+		args []string
+		line bool
+		help bool
+	}{
+		{"unknown flag", []string{"-nope"}, true, false},
+		{"bad value", []string{"-d", "abc"}, true, false},
+		{"help", []string{"-h"}, true, true},
+		{"bad variable", nil, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := flagenv.New("test")
+			s.SetOutput(io.Discard)
+			var d time.Duration
+			s.Duration(&d, "d", "FLAGENV_TEST_LINE", time.Second, "")
+			err := s.Parse(tt.args)
+			var le *flagenv.LineError
+			if err == nil || errors.As(err, &le) != tt.line || errors.Is(err, flag.ErrHelp) != tt.help {
+				t.Errorf("Parse(%q) = %v (%T), want a LineError %v, flag.ErrHelp %v", tt.args, err, err, tt.line, tt.help)
 			}
 		})
 	}
