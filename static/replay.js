@@ -38,6 +38,18 @@
   var say = window.feed.announcer(document.getElementById('announce'));
   var sayPlayed = window.feed.bursts(say, 'lines played');
 
+  // A 404 from timeline.json: the store no longer has the game (feedctl
+  // prune deleted it), which no retry or reload brings back.
+  var GONE = 'gone';
+
+  // gone says that the game is no longer stored, on screen and to a
+  // screen reader, and ends the polling (schedule asks for 'ready').
+  function gone(what) {
+    root.dataset.state = 'gone';
+    posText.textContent = 'this game is no longer stored: ' + what;
+    say(posText.textContent);
+  }
+
   function show(n) {
     n = Math.max(0, Math.min(entries.length, n));
     while (shown < n) {
@@ -104,6 +116,7 @@
   function load(after) {
     var url = root.dataset.timeline + (after ? '?after=' + encodeURIComponent(after) : '');
     return fetch(url, { cache: 'no-store' }).then(function (r) {
+      if (r.status === 404) throw new Error(GONE);
       if (!r.ok) throw new Error('status ' + r.status);
       return r.json();
     }).then(function (page) {
@@ -161,10 +174,17 @@
     polling = true;
     var url = root.dataset.timeline + '?since=' + since;
     fetch(url, { cache: 'no-store' }).then(function (r) {
+      if (r.status === 404) return null;
       if (!r.ok) throw new Error('status ' + r.status);
       return r.json();
     }).then(function (page) {
       polling = false;
+      if (page === null) {
+        // Deleted while open: what was loaded still plays, and asking
+        // again every few seconds would bring nothing.
+        gone('the lines loaded still play');
+        return;
+      }
       if (storeID && page && page.store && page.store !== storeID) {
         root.dataset.state = 'changed';
         posText.textContent = 'the timeline changed: reload to see it';
@@ -199,6 +219,11 @@
     show(0);
     schedule(0); // what was committed while the pages loaded
   }).catch(function (e) {
+    if (e.message === GONE) {
+      entries = [];
+      gone('nothing to replay');
+      return;
+    }
     root.dataset.state = 'error';
     posText.textContent = 'could not load the timeline (' + e.message + ')';
     say(posText.textContent);

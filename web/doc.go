@@ -17,7 +17,9 @@
 //	GET /healthz, /readyz                process up; Config.Ready passes (its reason for admins only)
 //	GET /static/NAME.HASH.EXT            embedded assets, cached for a year
 //
-// An invalid game name answers 404 on every game route.
+// An invalid game name answers 404 on every game route. A game the store
+// has no line of answers 404 on ?before=, /older, /replay and every form
+// of timeline.json; its game page is served, and waits for its first line.
 //
 // # Limits
 //

@@ -220,7 +220,9 @@ type TimelinePage struct {
 // timelineJSON serves the replay data a page at a time: at most
 // TimelineLines entries and, past the first entry, TimelineBytes of JSON.
 // A whole 30,000-line game in one response would cost the server its size
-// in memory per request.
+// in memory per request. A game the store does not know is a 404 on every
+// form (after=, since=, neither), as its replay page and /older are; a
+// known game past its last line is a page of no entries.
 func (s *Server) timelineJSON(w http.ResponseWriter, r *http.Request) {
 	game, ok := s.game(w, r)
 	if !ok {
@@ -266,6 +268,15 @@ func (s *Server) timelineJSON(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, "timeline", err)
 		return
+	}
+	// A game the store does not know is a 404, as for /older: a replay
+	// open on a game deleted since (feedctl prune) learns that it is gone
+	// instead of polling an empty timeline for ever. A line is proof
+	// enough that the store knows the game; only an empty page asks.
+	if len(lines) == 0 {
+		if _, ok := s.storedGame(ctx, w, r, game); !ok {
+			return
+		}
 	}
 	more := len(lines) > s.cfg.TimelineLines
 	if more {

@@ -521,6 +521,53 @@ func TestTimelineLastPageHasNoNext(t *testing.T) {
 	}
 }
 
+// TestTimelineUnknownGame: the replay data of a game the store does not
+// know, never played or deleted since (feedctl prune), is a 404 on every
+// form of timeline.json, as /older and ?before= are (TestOlderUnknownGame)
+// and as the replay page is; a known game paged or polled past its last
+// line is an empty 200. timeline.json answered an empty 200 for any valid
+// name: a replay open on a deleted game asked ?since= every 5 s for ever.
+func TestTimelineUnknownGame(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	evs := e.gen("g1").chats(t, 2)
+	seqs := e.upsert(evs...)
+	e.upsert(e.gen("gone").chats(t, 1)...)
+	if _, err := e.db.DeleteGame(context.Background(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	last := evs[1].EvtID
+	for _, tc := range []struct {
+		path    string
+		code    int
+		entries int
+	}{
+		{"/games/nobody/timeline.json", http.StatusNotFound, 0},
+		{"/games/nobody/timeline.json?after=" + last, http.StatusNotFound, 0},
+		{"/games/nobody/timeline.json?since=0", http.StatusNotFound, 0},
+		{"/games/gone/timeline.json", http.StatusNotFound, 0},
+		{"/games/gone/timeline.json?since=0", http.StatusNotFound, 0},
+		{"/games/g1/timeline.json", http.StatusOK, 2},
+		{"/games/g1/timeline.json?after=" + last, http.StatusOK, 0},
+		{fmt.Sprintf("/games/g1/timeline.json?since=%d", seqs[1]), http.StatusOK, 0},
+	} {
+		resp, body := e.get(tc.path)
+		if resp.StatusCode != tc.code {
+			t.Errorf("GET %s: %d, want %d", tc.path, resp.StatusCode, tc.code)
+			continue
+		}
+		if tc.code != http.StatusOK {
+			continue
+		}
+		var p web.TimelinePage
+		if err := json.Unmarshal([]byte(body), &p); err != nil {
+			t.Fatalf("GET %s: %v", tc.path, err)
+		}
+		if len(p.Entries) != tc.entries {
+			t.Errorf("GET %s: %d entries, want %d", tc.path, len(p.Entries), tc.entries)
+		}
+	}
+}
+
 func timelinePage(tb testing.TB, e *env, path string) web.TimelinePage {
 	tb.Helper()
 	resp, body := e.get(path)

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -162,6 +163,63 @@ func TestBrowserReplayChangedSaid(t *testing.T) {
 	b.until("the change announced", `window.__announced.length > 0`)
 	if got := b.eval(`window.__announced`); len(got) != 1 || got[0] != "the timeline changed: reload to see it" {
 		t.Fatalf("announced %q, want the change alone", got)
+	}
+	b.noProblems()
+}
+
+// A replay whose game the store no longer has (feedctl prune deleted it)
+// says so, on screen and to a screen reader: one whose first page is
+// answered 404 offers nothing to play, and one deleted while it is open
+// stops asking for what was committed since and still plays the lines it
+// loaded. Until timeline.json answered 404 for such a game (it was an
+// empty 200) the first read "0 / 0" with play disabled, as for a game of
+// no lines, and the second asked every 5 s for ever without a word.
+func TestBrowserReplayGameDeleted(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	e.upsert(e.gen("g1").chats(t, 2)...)
+	e.upsert(e.gen("g2").chats(t, 2)...)
+	deleteGame := func(game string) {
+		t.Helper()
+		if _, err := e.db.DeleteGame(context.Background(), game); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := mustOpenBrowser(t)
+	b.allowFailing("timeline.json") // the 404s are the answers the test wants
+
+	// Deleted while open: the next ?since= poll (at most 5 s) is a 404.
+	b.do(chromedp.Navigate(e.url("/games/g1/replay")))
+	b.until("loaded", `document.querySelector('#replay').dataset.state === 'ready' && document.querySelector('#pos').max === '2'`)
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
+	deleteGame("g1")
+	b.until("the deletion shown", `document.querySelector('#replay').dataset.state === 'gone'`)
+	const goneOpen = "this game is no longer stored: the lines loaded still play"
+	if got := b.eval(`[document.getElementById('postext').textContent, document.getElementById('pos').max]`); got[0] != goneOpen || got[1] != "2" {
+		t.Fatalf("position text %q, max %q; want %q, the timeline left as loaded", got[0], got[1], goneOpen)
+	}
+	b.until("the deletion announced", `window.__announced.length > 0`)
+	if got := b.eval(`window.__announced`); len(got) != 1 || got[0] != goneOpen {
+		t.Fatalf("announced %q, want the deletion alone", got)
+	}
+	b.do(chromedp.SetValue(chromedp.CSS("#speed"), "50"))
+	b.do(chromedp.Click(chromedp.CSS("#play")))
+	b.until("the loaded lines played", `document.querySelectorAll('#timeline > li').length === 2 && document.querySelector('#play').dataset.state === 'paused'`)
+
+	// Deleted between the page and its first timeline page.
+	holdFetch(t, b, "/games/g2/timeline.json")
+	b.do(chromedp.Navigate(e.url("/games/g2/replay")))
+	b.until("the timeline asked for", `!!window.__release`)
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
+	deleteGame("g2")
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__release()`))
+	b.until("the deletion shown", `document.querySelector('#replay').dataset.state === 'gone'`)
+	const goneLoad = "this game is no longer stored: nothing to replay"
+	if got := b.eval(`[document.getElementById('postext').textContent, String(document.getElementById('play').disabled)]`); got[0] != goneLoad || got[1] != "true" {
+		t.Fatalf("position text %q, play disabled %s; want %q, play disabled", got[0], got[1], goneLoad)
+	}
+	b.until("the deletion announced", `window.__announced.length > 0`)
+	if got := b.eval(`window.__announced`); len(got) != 1 || got[0] != goneLoad {
+		t.Fatalf("announced %q, want the deletion alone", got)
 	}
 	b.noProblems()
 }
