@@ -30,7 +30,10 @@
 // given back at close. A client is its address (IPv6: its /64), read from
 // X-Forwarded-For only when the peer is in Config.TrustedProxies.
 // Websocket, event stream and admin requests must name one of
-// Config.PublicHosts in Host.
+// Config.PublicHosts in Host. A websocket handshake's or an event stream's
+// request body is read before the switch or the stream's head, within
+// Config.ReadTimeout and up to 4 KiB (413 beyond it, 400 when it does not
+// come in time).
 //
 // # Websocket
 //

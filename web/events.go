@@ -113,9 +113,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	es.pump(r, c, last)
 }
 
-// readBody reads a stream request's body to its end, before the stream
-// starts: no EventSource sends one, but a GET may carry one, and the
-// connection must hold nothing of the request once the stream has it. It
+// readBody reads a stream's or a websocket handshake's request body to its
+// end, before the stream starts or the protocol switches: no EventSource or
+// browser sends one, but a GET may carry one, and the connection must hold
+// nothing of the request once the stream or the socket has it. It
 // reads within the request's ReadTimeout, and at most maxBody (limitBody):
 // beyond that it answers 413, as limitBody answers a Content-Length over
 // it, and a body that fails or does not come in time is a 400; then it
@@ -123,7 +124,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 // response's head on the std engine, with no deadline once the stream had
 // cleared it (a body announced and never sent held the stream back for
 // ever), and on the nbio engine the poller took it for bytes sent after the
-// request and dropped the connection (TestEventsRequestBody).
+// request and dropped the connection (TestEventsRequestBody). A websocket
+// handshake's body fared alike, with the 101 in place of the stream's head
+// (TestHandshakeRequestBody).
 func readBody(w http.ResponseWriter, r *http.Request) bool {
 	if r.ContentLength == 0 {
 		return true // none: a chunked body's length is -1
@@ -133,7 +136,7 @@ func readBody(w http.ResponseWriter, r *http.Request) bool {
 		if errors.As(err, &tooBig) {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 		} else {
-			http.Error(w, "request body unread: an event stream takes none", http.StatusBadRequest)
+			http.Error(w, "request body unread: a stream or websocket takes none", http.StatusBadRequest)
 		}
 		return false
 	}

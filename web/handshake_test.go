@@ -2,6 +2,10 @@ package web_test
 
 import (
 	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -57,4 +61,169 @@ func TestHandshakeOneKey(t *testing.T) {
 			e.dial("g1", 0).c.CloseNow()
 		})
 	}
+}
+
+// TestHandshakeRequestBody: a websocket handshake may carry a body (no
+// browser sends one; a GET may): it is read before the switch, within
+// ReadTimeout and up to the 4 KiB every request is allowed, as an event
+// stream's is (TestEventsRequestBody), and the socket served, on both
+// engines. A chunked body over 4 KiB is a 413, as a Content-Length over it
+// is on every route; a body announced and not sent within ReadTimeout a
+// 400; neither holds one of the client's sockets. Unread, the body's bytes
+// were the client's first frames on the std engine (coder/websocket reads
+// on from net/http's buffer), which closed the socket as a protocol error
+// or took a body that held a frame for a message, and on the nbio engine
+// what net/http had buffered of it was dropped and the rest taken for
+// frames; a body announced and never sent was switched as if it had come.
+func TestHandshakeRequestBody(t *testing.T) {
+	big := strings.Repeat("x", 5<<10)
+	for _, engine := range []string{web.WSEngineStd, web.WSEngineNbio} {
+		t.Run(engine, func(t *testing.T) {
+			e := MustOpenEnv(t, func(c *web.Config) {
+				c.WSEngine = engine
+				c.ReadTimeout = time.Second // the body that never comes
+			})
+			g := e.gen("g1")
+			e.upsert(g.chats(t, 1)...)
+			var sockets []*bodySocket
+			for _, tc := range []struct {
+				name, header, body string
+				code               int
+			}{
+				{"Content-Length", "Content-Length: 5\r\n", "hello", http.StatusSwitchingProtocols},
+				// A masked text frame of a probe, as a page would send it.
+				{"a frame for a body", "Content-Length: 19\r\n", string(maskedText(`{"t":"probe"}`)), http.StatusSwitchingProtocols},
+				{"chunked", "Transfer-Encoding: chunked\r\n", "5\r\nhello\r\n0\r\n\r\n", http.StatusSwitchingProtocols},
+				{"chunked, over 4 KiB", "Transfer-Encoding: chunked\r\n", fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(big), big),
+					http.StatusRequestEntityTooLarge},
+				{"announced, not sent", "Content-Length: 5\r\n", "", http.StatusBadRequest},
+			} {
+				s := dialWithBody(t, e, "g1", tc.header, tc.body)
+				if s.err != nil {
+					t.Errorf("%s: no response: %v", tc.name, s.err)
+					continue
+				}
+				if s.resp.StatusCode != tc.code {
+					t.Errorf("%s: %d, want %d", tc.name, s.resp.StatusCode, tc.code)
+					continue
+				}
+				if tc.code != http.StatusSwitchingProtocols {
+					continue
+				}
+				if seq, err := s.nextLine(); err != nil || seq != 1 {
+					t.Errorf("%s: first line seq %d (%v), want 1", tc.name, seq, err)
+					continue
+				}
+				sockets = append(sockets, s)
+			}
+			e.upsert(g.chats(t, 1)...)
+			for i, s := range sockets {
+				if seq, err := s.nextLine(); err != nil || seq != 2 {
+					t.Errorf("socket %d: live line seq %d (%v), want 2", i, seq, err)
+				}
+			}
+			if t.Failed() {
+				return
+			}
+			if n := e.srv.Stats().Clients; n != int64(len(sockets)) {
+				t.Fatalf("%d websockets open, want %d", n, len(sockets))
+			}
+		})
+	}
+}
+
+// bodySocket is a websocket opened by a handshake with a body, read frame
+// by frame off its bare connection.
+type bodySocket struct {
+	conn net.Conn
+	br   *bufio.Reader
+	resp *http.Response
+	err  error // no response was read
+}
+
+// dialWithBody sends game's websocket handshake with the header lines
+// header (each ending in CRLF) and body after its head, in one write, and
+// reads the response's head, whatever its status, or the error that
+// ended its read.
+func dialWithBody(tb testing.TB, e *env, game, header, body string) *bodySocket {
+	tb.Helper()
+	conn, err := net.DialTimeout("tcp", e.srv.Addr(), 5*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET /games/%s/live?after=0 HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n%s\r\n%s", game, e.srv.Addr(), header, body)
+	s := &bodySocket{conn: conn, br: bufio.NewReader(conn)}
+	if s.resp, s.err = http.ReadResponse(s.br, nil); s.err != nil {
+		return s
+	}
+	if s.resp.StatusCode != http.StatusSwitchingProtocols {
+		s.resp.Body.Close()
+	}
+	return s
+}
+
+// nextLine reads frames until a line frame and returns its seq; a close
+// frame, or the connection's end, is an error.
+func (s *bodySocket) nextLine() (int64, error) {
+	s.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		var h [2]byte
+		if _, err := io.ReadFull(s.br, h[:]); err != nil {
+			return 0, fmt.Errorf("read a frame: %w", err)
+		}
+		n := uint64(h[1] & 0x7f)
+		var ext []byte
+		switch n {
+		case 126:
+			ext = make([]byte, 2)
+		case 127:
+			ext = make([]byte, 8)
+		}
+		if ext != nil {
+			if _, err := io.ReadFull(s.br, ext); err != nil {
+				return 0, fmt.Errorf("read a frame's length: %w", err)
+			}
+			n = 0
+			for _, b := range ext {
+				n = n<<8 | uint64(b)
+			}
+		}
+		p := make([]byte, n)
+		if _, err := io.ReadFull(s.br, p); err != nil {
+			return 0, fmt.Errorf("read a frame's payload: %w", err)
+		}
+		switch op := h[0] & 0x0f; op {
+		case 0x8:
+			code := 0
+			if len(p) >= 2 {
+				code = int(binary.BigEndian.Uint16(p))
+			}
+			return 0, fmt.Errorf("closed by the server: %d %q", code, p[min(2, len(p)):])
+		case 0x1:
+			var f struct {
+				T   string `json:"t"`
+				Seq int64  `json:"seq"`
+			}
+			if err := json.Unmarshal(p, &f); err != nil {
+				return 0, fmt.Errorf("frame %q: %w", p, err)
+			}
+			if f.T == "line" {
+				return f.Seq, nil
+			}
+		}
+	}
+}
+
+// maskedText is a client's text frame of payload (under 126 bytes).
+func maskedText(payload string) []byte {
+	mask := [4]byte{1, 2, 3, 4}
+	b := []byte{0x81, 0x80 | byte(len(payload))}
+	b = append(b, mask[:]...)
+	for i := range len(payload) {
+		b = append(b, payload[i]^mask[i%4])
+	}
+	return b
 }

@@ -72,6 +72,19 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// A body (none from a browser; a GET may carry one) is read now,
+	// within the request's ReadTimeout, as an event stream's is: on the std
+	// engine net/http read it before the 101 with the deadline cleared
+	// below, so one announced and never sent held the handshake and its
+	// slot for as long as the client kept the connection; on nbio what
+	// net/http had buffered of it was dropped and the rest taken for the
+	// client's frames (TestHandshakeRequestBody).
+	if !readBody(w, r) {
+		mUpgradesRejected.WithLabelValues("handshake").Inc()
+		release()
+		s.wg.Done()
+		return
+	}
 
 	// net/http leaves clearing a hijacked connection's deadlines to the
 	// hijacker: a websocket must not inherit the plain-request ReadTimeout.
