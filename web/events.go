@@ -86,7 +86,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// The headers go at once, and a ping with them: the EventSource opens
 	// before the backfill, and the page knows the ping period from the start.
 	if err := es.ping(); err != nil {
-		es.closedStuck(after, err)
+		es.closedStuck(nil, after, err)
 		return
 	}
 
@@ -105,7 +105,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		err = es.flush()
 	}
 	if err != nil {
-		if !es.closedStuck(after, err) && !errors.Is(err, errReset) {
+		if !es.closedStuck(c, after, err) && !errors.Is(err, errReset) {
 			s.log.Debug("web: event stream ended in backfill", "game", game, "seq", after, untrusted.Err(err))
 		}
 		return
@@ -327,13 +327,17 @@ func (es *sseConn) ping() error {
 // write that made no progress for WriteTimeout (errWriteStuck): a slow
 // client, whatever the write, a frame or a ping (the nbio engine's sweep
 // counts either; until 6 Dec 2026 a stuck ping went uncounted here,
-// TestEventsStuckPingIsSlow). seq is the last line it was sent. It reports
-// whether err was that.
-func (es *sseConn) closedStuck(seq int64, err error) bool {
+// TestEventsStuckPingIsSlow). It is not counted when c, its mailbox (nil
+// before the stream subscribed), was counted already by its hub
+// (claimSlow). seq is the last line it was sent. It reports whether err
+// was that.
+func (es *sseConn) closedStuck(c *client, seq int64, err error) bool {
 	if !errors.Is(err, errWriteStuck) {
 		return false
 	}
-	es.s.countSlow(1)
+	if c == nil || c.claimSlow() {
+		es.s.countSlow(1)
+	}
 	es.s.log.Info("web: slow event stream closed", "game", es.game, "seq", seq, untrusted.Err(err))
 	return true
 }
@@ -354,6 +358,10 @@ func (es *sseConn) pump(r *http.Request, c *client, last int64) {
 		case <-s.ctx.Done():
 			return
 		case <-c.slow:
+			// As a websocket's (wsConn.pump): counted once.
+			if c.claimSlow() {
+				s.countSlow(1)
+			}
 			s.log.Info("web: slow event stream closed", "game", es.game, "seq", last)
 			return
 		case <-c.ready:
@@ -363,11 +371,8 @@ func (es *sseConn) pump(r *http.Request, c *client, last int64) {
 		}
 		if err != nil {
 			// Stuck for WriteTimeout, in frames or in a ping: as slow as
-			// a full queue (a client the hub dropped for that is counted
-			// there).
-			if !isClosed(c.slow) {
-				es.closedStuck(last, err)
-			}
+			// a full queue, and counted once with it (claimSlow).
+			es.closedStuck(c, last, err)
 			return
 		}
 	}

@@ -42,6 +42,7 @@ type client struct {
 	ready    chan struct{} // one slot: wakes the writer after an offer
 	slow     chan struct{}
 	slowOnce sync.Once
+	counted  atomic.Bool // counted in SlowCloses (claimSlow)
 	// wake, when set, is called after every offer instead of signalling
 	// ready (and after the client turned slow): the nbio engine has no
 	// goroutine waiting on ready (see poll.go).
@@ -60,6 +61,15 @@ type client struct {
 func newClient(queue int, boards bool) *client {
 	return &client{max: queue, whole: !boards, ready: make(chan struct{}, 1), slow: make(chan struct{})}
 }
+
+// claimSlow reports whether the caller is the first to count c in
+// SlowCloses, and takes that turn. A client can be judged slow twice in
+// the same moments: by its hub, its mailbox full, and by its own writer,
+// a write stuck for WriteTimeout (the hub offers to a client until it
+// unsubscribes, after its writer gave up). Whoever claims first counts it;
+// a look at slow first was not enough, as the hub could close it just
+// after (TestSlowClientCountedOnce).
+func (c *client) claimSlow() bool { return c.counted.CompareAndSwap(false, true) }
 
 // isClosed reports whether ch is closed, without waiting: the
 // engines ask it of a client's slow channel.
@@ -158,7 +168,7 @@ func (h *hub) removeLocked(c *client) {
 
 // broadcast offers f to every client and wakes their writers; slow ones
 // are dropped from the hub (their own goroutine closes them). It returns
-// how many were dropped.
+// how many it dropped that were not counted as slow already (claimSlow).
 func (h *hub) broadcast(f frame) (dropped int) { return h.broadcastTo(f, nil) }
 
 // broadcastTo is broadcast for the tailer: with w, a client whose frames
@@ -186,7 +196,9 @@ func (h *hub) broadcastTo(f frame, w *wakes) (dropped int) {
 		}
 		if !ok {
 			h.removeLocked(c)
-			dropped++
+			if c.claimSlow() {
+				dropped++
+			}
 		}
 	}
 	return dropped

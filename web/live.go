@@ -227,7 +227,7 @@ func (s *Server) serveSocket(conn *websocket.Conn, netConn net.Conn, game string
 			// the close carries no reason; the page resumes from the
 			// last line it got. (A store read that timed out is not the
 			// client's doing: fail closed the socket and said so.)
-			ws.closedStuck(after, err)
+			ws.closedStuck(c, after, err)
 		case !errors.Is(err, errReset):
 			s.log.Debug("web: websocket ended in backfill", "game", game, "seq", after, untrusted.Err(err))
 		}

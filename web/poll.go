@@ -213,7 +213,6 @@ type pollSocket struct {
 	// ctl is taken by every write of the socket with a look at closing,
 	// so that nothing follows the close frame (see closeNow).
 	ctl      sync.Mutex
-	counted  atomic.Bool // counted in SlowCloses
 	closeReq atomic.Pointer[pollClose]
 
 	pingAt   atomic.Int64 // unix ns of the last unanswered ping, or of when bytes ahead of it last moved; 0 when answered
@@ -384,6 +383,7 @@ func (ps *pollSocket) flush() {
 			return
 		}
 		if isClosed(ps.c.slow) {
+			ps.countSlowOnce() // its hub's, or a probe's answer found it full
 			ps.closeSlow(nil)
 			return
 		}

@@ -42,9 +42,9 @@ func (ps *pollSocket) closeSlow(err error) {
 
 // countSlowOnce counts the socket in SlowCloses unless it was counted
 // already: by this socket's writer, by the sweep, or by its hub (a full
-// mailbox). It reports whether it counted.
+// mailbox; client.claimSlow). It reports whether it counted.
 func (ps *pollSocket) countSlowOnce() bool {
-	if isClosed(ps.c.slow) || !ps.counted.CompareAndSwap(false, true) {
+	if !ps.c.claimSlow() {
 		return false
 	}
 	ps.p.s.countSlow(1)

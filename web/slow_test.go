@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -311,5 +312,72 @@ func TestBigPanelNotSlow(t *testing.T) {
 	}
 	if got := s.lines(1); got[0].Seq != after+1 {
 		t.Fatalf("event stream: line seq %d, want %d", got[0].Seq, after+1)
+	}
+}
+
+// TestSlowClientCountedOnce: a client judged slow by its hub (its mailbox
+// full) and by its own writer (a write stuck for WriteTimeout) counts once
+// in SlowCloses, on both engines, websocket or event stream. The hook holds
+// the client between its hub subscription and its backfill until the hub
+// has dropped it for a full mailbox; the backfill, which its client does
+// not read, then gets stuck. On the std engine the stuck backfill counted
+// the client again (SlowCloses 2), as the live writer did when the hub
+// dropped the client between the writer's look at it and its
+// unsubscription; the nbio engine's writer looked whether the hub had
+// counted it.
+func TestSlowClientCountedOnce(t *testing.T) {
+	for _, engine := range []string{web.WSEngineStd, web.WSEngineNbio} {
+		for _, transport := range []string{"websocket", "event stream"} {
+			t.Run(engine+"/"+transport, func(t *testing.T) {
+				var once sync.Once
+				subscribed, proceed := make(chan struct{}), make(chan struct{})
+				t.Cleanup(web.SetTestHookSubscribed(func(string) {
+					once.Do(func() {
+						close(subscribed)
+						<-proceed
+					})
+				}))
+				e := MustOpenEnv(t, func(c *web.Config) {
+					c.WSEngine = engine
+					c.WriteTimeout = 300 * time.Millisecond
+					c.SendBuffer = 256 << 10
+					c.SendQueue = 4 // the hub drops the client at the fifth frame
+					c.PingEvery = time.Hour
+				})
+				var unblock sync.Once
+				t.Cleanup(func() { unblock.Do(func() { close(proceed) }) }) // before the server's Close, registered earlier
+				g := e.gen("g1")
+				for range 60 { // 7.5 MiB: past the socket buffers (TestBackfillStuckIsSlow)
+					e.upsert(g.bigChats(t, 8, 16<<10)...)
+				}
+				conn, err := smallBufferDialer().Dial("tcp", e.srv.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { conn.Close() })
+				// The request, and not a byte read after it.
+				if transport == "websocket" {
+					fmt.Fprintf(conn, "GET /games/g1/live?after=0 HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+						"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", e.srv.Addr())
+				} else {
+					fmt.Fprintf(conn, "GET /games/g1/events?after=0 HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", e.srv.Addr())
+				}
+				select {
+				case <-subscribed:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the client was not subscribed within 10 s")
+				}
+				e.upsert(g.chats(t, 5)...)
+				waitFor(t, 10*time.Second, "the hub dropped the client", func() bool { return e.srv.Stats().SlowCloses >= 1 })
+				unblock.Do(func() { close(proceed) })
+				waitFor(t, 10*time.Second, "the stuck backfill ended", func() bool {
+					st := e.srv.Stats()
+					return st.Clients == 0 && st.EventStreams == 0
+				})
+				if n := e.srv.Stats().SlowCloses; n != 1 {
+					t.Fatalf("SlowCloses %d for one slow client, want 1", n)
+				}
+			})
+		}
 	}
 }

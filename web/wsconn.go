@@ -41,11 +41,14 @@ func (ws *wsConn) closeWithin(code websocket.StatusCode, reason string, grace ti
 	ws.conn.Close(code, reason)
 }
 
-// closedStuck counts and logs a std-engine socket whose write made no
-// progress for WriteTimeout, in its backfill or live: a slow client, whose
-// connection is already dropped. seq is the last line it was sent.
-func (ws *wsConn) closedStuck(seq int64, err error) {
-	ws.s.countSlow(1)
+// closedStuck logs a std-engine socket whose write made no progress for
+// WriteTimeout, in its backfill or live: a slow client, whose connection
+// is already dropped. It counts it unless its hub did (claimSlow). seq is
+// the last line it was sent.
+func (ws *wsConn) closedStuck(c *client, seq int64, err error) {
+	if c.claimSlow() {
+		ws.s.countSlow(1)
+	}
 	ws.s.log.Info("web: slow websocket closed", "game", ws.game, "seq", seq, untrusted.Err(err))
 }
 
@@ -117,15 +120,21 @@ func (ws *wsConn) pump(c *client, last int64, gone context.Context) {
 			ws.closeWithin(websocket.StatusGoingAway, reasonShutdown, time.Second)
 			return
 		case <-c.slow:
+			// Its mailbox filled: its hub counts it, or a probe's
+			// answer found it full (whoever claims first).
+			if c.claimSlow() {
+				s.countSlow(1)
+			}
 			s.log.Info("web: slow websocket closed", "game", ws.game, "seq", last)
 			ws.closeWithin(websocket.StatusPolicyViolation, reasonSlow, s.cfg.WriteTimeout)
 			return
 		case <-c.ready:
 			var err error
 			if last, err = ws.flush(c, last, g); err != nil {
-				if errors.Is(err, errWriteStuck) && !isClosed(c.slow) {
-					// Stuck in a write for WriteTimeout: as slow as a full queue.
-					ws.closedStuck(last, err)
+				if errors.Is(err, errWriteStuck) {
+					// Stuck in a write for WriteTimeout: as slow as a
+					// full queue, and counted once with it.
+					ws.closedStuck(c, last, err)
 				}
 				return
 			}
