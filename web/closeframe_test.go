@@ -3,11 +3,14 @@ package web_test
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,5 +189,73 @@ func (c *rawSocket) rest() ([]frameSeen, error) {
 		return out, err
 	default:
 		return out, nil
+	}
+}
+
+// TestNothingAfterNbioClose: nbio's own close frames, 1009 for a message
+// over the 512 bytes a page may send and 1002 for a protocol error (text
+// that is not UTF-8, a close code no endpoint may send), take the socket's
+// lock and look whether the close frame went out, as every other write of
+// the socket does: sent after the server's own close (here for a message
+// that is not a probe), before the peer's answer, they are not written.
+// nbio wrote them without a look, and the client read a second close frame
+// after the first, which a browser takes for a protocol error ("Close
+// received after close"). The same lock keeps the sweep's ping and the
+// writer's frames from following nbio's close, which it writes just before
+// it drops the connection.
+func TestNothingAfterNbioClose(t *testing.T) {
+	tests := []struct {
+		name    string
+		op      byte
+		payload string
+	}{
+		{"message too big", 0x1, strings.Repeat("x", 600)},
+		{"text not UTF-8", 0x1, "\xff\xfe"},
+		{"close code 999", 0x8, "\x03\xe7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := MustOpenEnv(t, func(cfg *web.Config) { cfg.WSEngine = web.WSEngineNbio })
+			e.upsert(e.gen("g1").chats(t, 1)...)
+			c := dialRaw(t, e, "g1")
+			c.send(0x1, "hello") // not a probe: the server closes 1008
+			select {
+			case <-c.closed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no close frame within 10 s of a message that is not a probe")
+			}
+			c.sendLong(tt.op, tt.payload)
+			after, err := c.rest()
+			if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatal(err)
+			}
+			if len(after) > 0 {
+				t.Errorf("frames after the close frame: %v", after)
+			}
+		})
+	}
+}
+
+// sendLong writes one masked frame (opcode op) from the client, of any
+// payload length.
+func (c *rawSocket) sendLong(op byte, payload string) {
+	mask := [4]byte{1, 2, 3, 4}
+	b := []byte{0x80 | op}
+	switch n := len(payload); {
+	case n < 126:
+		b = append(b, 0x80|byte(n))
+	case n < 1<<16:
+		b = append(b, 0x80|126)
+		b = binary.BigEndian.AppendUint16(b, uint16(n))
+	default:
+		b = append(b, 0x80|127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	b = append(b, mask[:]...)
+	for i := range len(payload) {
+		b = append(b, payload[i]^mask[i%4])
+	}
+	if _, err := c.conn.Write(b); err != nil {
+		c.tb.Errorf("send: %v", err)
 	}
 }

@@ -113,6 +113,15 @@ func newPoller(s *Server) (*poller, error) {
 		default:
 		}
 	})
+	// A websocket's connection enters the poller here, before it is
+	// read: nbio's own writes to it go through ownWrites from then on
+	// (before nbio can parse a byte of the peer's, which is what makes
+	// it write).
+	p.eng.Engine.OnOpen(func(c *nbio.Conn) {
+		if wsc, ok := c.Session().(*nbws.Conn); ok {
+			wsc.Conn = &ownWrites{Conn: wsc.Conn, ws: wsc}
+		}
+	})
 	if err := p.eng.Start(); err != nil {
 		return nil, fmt.Errorf("web: nbio engine: %w", err)
 	}
@@ -265,7 +274,7 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 	up.OnMessage(ps.onMessage)
 	up.SetPongHandler(func(*nbws.Conn, string) { ps.pingAt.Store(0) })
 	up.SetPingHandler(func(c *nbws.Conn, data string) {
-		// nbio's own answer would not wait for ctl (see closeNow).
+		// nbio's own answer would not look at closing (see closeNow).
 		if ps.control(nbws.PongMessage, []byte(data)) != nil {
 			c.Close()
 		}
@@ -339,10 +348,10 @@ func (ps *pollSocket) onClose(c *nbws.Conn, code int, reason string) {
 		return
 	}
 	if code == int(websocket.StatusNoStatusRcvd) {
-		_ = c.WriteMessage(nbws.CloseMessage, nil)
+		_ = ps.writeControl(nbws.CloseMessage, nil)
 		return
 	}
-	_ = c.WriteClose(code, reason)
+	_ = ps.writeControl(nbws.CloseMessage, closePayload(code, reason))
 }
 
 // wake runs a writer unless one holds the socket; that one looks again

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/coder/websocket"
@@ -62,25 +64,87 @@ func (ps *pollSocket) requestClose(code websocket.StatusCode, reason string, gra
 // the peer has not answered by then (nbio closes it when the answer
 // comes). Only the socket's writer calls it. Nothing is written after the
 // close frame: every write of the socket (writeFrames, the sweep's ping,
-// a pong, the answer to the peer's close) takes ctl and looks at closing
-// first. Chromium fails the connection on a frame after the close ("Ping
-// received after close"), and the page sees 1006, not the code sent.
+// a pong, the answer to the peer's close, and nbio's own close frames:
+// ownWrites) takes ctl and looks at closing first. Chromium fails the
+// connection on a frame after the close ("Ping received after close",
+// "Close received after close"), and the page sees 1006, not the code
+// sent.
 func (ps *pollSocket) closeNow(code websocket.StatusCode, reason string, grace time.Duration) {
 	ps.ctl.Lock()
-	defer ps.ctl.Unlock()
 	if ps.closing.Swap(true) {
+		ps.ctl.Unlock()
 		return
 	}
 	if ps.stream != nil {
+		ps.ctl.Unlock()
 		go ps.closeWhenSent(grace)
 		return
 	}
-	ps.queued.Add(wireSize([]byte(reason)) + 2)
-	if err := ps.conn.WriteClose(int(code), reason); err != nil {
+	err := ps.writeControl(nbws.CloseMessage, closePayload(int(code), reason))
+	// The connection is closed without ctl: ctl is taken under nbio's
+	// own lock of the websocket (ownWrites), and nothing of nbio's is
+	// called with ctl held.
+	ps.ctl.Unlock()
+	if err != nil {
 		ps.hardClose()
 		return
 	}
 	time.AfterFunc(grace, ps.hardClose)
+}
+
+// closePayload is a close frame's payload: code, then reason.
+func closePayload(code int, reason string) []byte {
+	b := binary.BigEndian.AppendUint16(make([]byte, 0, 2+len(reason)), uint16(code))
+	return append(b, reason...)
+}
+
+// writeControl writes a control frame (a ping, a pong, a close) of typ and
+// payload b, at most 125 bytes, to the socket's connection; ctl is held.
+// It is framed here, not by nbio's WriteMessage: nbio's writes go through
+// ownWrites, which takes ctl itself, and nbio's lock of the websocket
+// must never be waited for with ctl held.
+func (ps *pollSocket) writeControl(typ nbws.MessageType, b []byte) error {
+	f := append(make([]byte, 0, 2+len(b)), 0x80|byte(typ), byte(len(b)))
+	f = append(f, b...)
+	ps.queued.Add(int64(len(f)))
+	_, err := ps.out().Write(f)
+	return err
+}
+
+// ownWrites is a poller websocket's connection as nbio writes to it: the
+// handshake's 101, then only nbio's own close frames (1009 for a message
+// over MessageLengthLimit or a control frame over 125 bytes, 1002 for text
+// that is not UTF-8 or a close code no peer may send), which nbio writes,
+// on the goroutine that parsed the peer's bytes, just before it drops the
+// connection. The socket's own writes go to the connection under it
+// (pollSocket.out). Each of nbio's takes ctl, as those do: one after the
+// socket's close frame is not written, and one written marks the close
+// frame sent, so that nothing follows it, a ping of the sweep or a frame
+// of the writer in the moments before nbio drops the connection. Without
+// it a peer that broke the protocol after the server's close frame was
+// sent a second one (TestNothingAfterNbioClose).
+type ownWrites struct {
+	net.Conn
+	ws *nbws.Conn
+}
+
+// Write writes b unless the socket's close frame went out.
+func (o *ownWrites) Write(b []byte) (int, error) {
+	ps, _ := o.ws.Session().(*pollSocket)
+	if ps == nil {
+		return o.Conn.Write(b) // the handshake: no socket yet
+	}
+	ps.ctl.Lock()
+	defer ps.ctl.Unlock()
+	if ps.closing.Load() {
+		// Taken as written: nbio drops the connection next.
+		return len(b), nil
+	}
+	if len(b) > 0 && nbws.MessageType(b[0]&0x0f) == nbws.CloseMessage {
+		ps.closing.Store(true)
+	}
+	ps.queued.Add(int64(len(b)))
+	return o.Conn.Write(b)
 }
 
 // hardClose drops the connection without a handshake.
@@ -143,23 +207,22 @@ func (ps *pollSocket) check(now time.Time, ping bool) {
 	}
 }
 
-// control writes a control frame of nbio's framing (a ping, a pong)
-// unless the close frame went out (see closeNow); then it writes nothing
-// and the close handshake goes on.
+// control writes a control frame (a ping, a pong) unless the close frame
+// went out (see closeNow); then it writes nothing and the close handshake
+// goes on.
 func (ps *pollSocket) control(typ nbws.MessageType, b []byte) error {
 	ps.ctl.Lock()
 	defer ps.ctl.Unlock()
 	if ps.closing.Load() {
 		return nil
 	}
-	ps.queued.Add(wireSize(b))
-	return ps.conn.WriteMessage(typ, b)
+	return ps.writeControl(typ, b)
 }
 
 // delivered is the bytes of this socket that reached the peer (see
 // delivered in ping.go).
 func (ps *pollSocket) delivered() int64 {
-	return delivered(ps.written.Load(), ps.conn.UnderlayerConn())
+	return delivered(ps.written.Load(), ps.out())
 }
 
 // end is the socket's close callback (or the failed handshake's): it gives

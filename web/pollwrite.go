@@ -77,8 +77,8 @@ func (ps *pollSocket) appendFrame(b []byte, f frame) []byte {
 // in one write: the frames a writer drained together cost one system call
 // (docs/benchmarks-journal.md, "one write per wake-up"). The write
 // goes to the connection under the websocket: one Write of the nbio
-// connection is atomic against the others (its lock), and the frames of
-// nbio's framing (pongs, pings, close frames) are single Writes too, so no
+// connection is atomic against the others (its lock), and control frames
+// (writeControl, and nbio's own close frames) are single Writes too, so no
 // frame is split by another. It writes nothing once the close frame went
 // out (closeNow).
 func (ps *pollSocket) writeFrames(b []byte) error {
@@ -95,12 +95,18 @@ func (ps *pollSocket) writeFrames(b []byte) error {
 	return err
 }
 
-// out is the connection the socket's bytes are written to.
+// out is the connection the socket's bytes are written to: the one under
+// nbio's own writes (ownWrites), which the socket's writes hold ctl for
+// already.
 func (ps *pollSocket) out() net.Conn {
 	if ps.stream != nil {
 		return ps.stream
 	}
-	return ps.conn.UnderlayerConn()
+	c := ps.conn.UnderlayerConn()
+	if o, ok := c.(*ownWrites); ok {
+		return o.Conn
+	}
+	return c
 }
 
 // writeQueued writes the frames queued in the mailbox, in order, gathered
