@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -43,6 +44,12 @@ func (e *NotStoreError) Is(target error) bool { return target == ErrNotStore }
 // SQLite may create the -wal and -shm beside a WAL-mode file that has none,
 // as OpenReadOnly may; the file itself is left byte for byte.
 func Probe(ctx context.Context, path string) error {
+	return probe(ctx, path, Options{}.withDefaults().BusyTimeout)
+}
+
+// probe is Probe whose statement waits up to busy for another process's
+// lock inside SQLite (Open's BusyTimeout; Open retries a busy probe).
+func probe(ctx context.Context, path string, busy time.Duration) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return fmt.Errorf("store: probe %s: %w", path, err)
@@ -60,7 +67,7 @@ func Probe(ctx context.Context, path string) error {
 	if fi.Size() == 0 {
 		return nil
 	}
-	r, err := sql.Open("sqlite", dsn(abs, Options{}.withDefaults().BusyTimeout, roleReadOnly))
+	r, err := sql.Open("sqlite", dsn(abs, busy, roleReadOnly))
 	if err != nil {
 		return fmt.Errorf("store: probe %s: %w", path, err)
 	}

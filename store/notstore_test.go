@@ -5,10 +5,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codemojex/feed/store"
 )
@@ -150,3 +152,74 @@ func rawExec(tb testing.TB, path string, stmts ...string) {
 		}
 	}
 }
+
+// TestOpenWaitsOutLockedProbe: Open waits for a lock another process holds
+// on a store in rollback mode (its write transaction in the middle), as its
+// switch to WAL and its migrations do, and opens it once the lock is let
+// go. Its probe failed with SQLITE_BUSY ("database is locked") after the
+// busy timeout and Open gave up, where every other step retries.
+func TestOpenWaitsOutLockedProbe(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "feed.db")
+	rawExec(t, path, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	holder, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	for _, q := range []string{`BEGIN EXCLUSIVE`, `CREATE TABLE scratch (x)`} {
+		if _, err := holder.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	retried := make(chan struct{}, 1)
+	log := slog.New(&signalHandler{msg: "store busy, retrying", ch: retried})
+	opened := make(chan error, 1)
+	go func() {
+		db, err := store.OpenWith(ctx, path, store.Options{BusyTimeout: 10 * time.Millisecond, Logger: log})
+		if err == nil {
+			err = db.Close()
+		}
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		t.Fatalf("Open with the lock held: %v, want it to wait", err)
+	case <-retried:
+	}
+	if _, err := holder.ExecContext(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("Open once the lock was let go: %v", err)
+	}
+	if err := store.Probe(ctx, path); err != nil {
+		t.Fatalf("Probe of the store Open made: %v", err)
+	}
+}
+
+// signalHandler is a slog handler that signals ch at a record of msg.
+type signalHandler struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (h *signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (h *signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *signalHandler) WithGroup(string) slog.Handler      { return h }

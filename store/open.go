@@ -148,10 +148,13 @@ func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	// first migration adds tables): a path that names another program's
 	// database, or no database at all, is refused as it is, where the
 	// store's tables were added to it.
-	if err := Probe(ctx, abs); err != nil {
+	// A lock another process holds past the busy timeout (a database in
+	// rollback mode mid-write) is waited out, as every other step of Open
+	// waits it out (retryBusy), not taken for a refusal.
+	db := newDB(abs, opts)
+	if err := db.retryBusy(ctx, "probe", func() error { return probe(ctx, abs, opts.BusyTimeout) }); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db := newDB(abs, opts)
 	db.fx, db.slow, db.lockWait = newEffects(), opts.EntryByEntry, opts.LockWait
 
 	db.w, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, roleWriter))
