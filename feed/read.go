@@ -50,52 +50,6 @@ func (c *Consumer) drain(now time.Time) (bool, error) {
 	return c.readManyThen(sts, rest, now, nil)
 }
 
-// hotRefresh is how long the hot read keeps its choice of streams when
-// nothing new became hot and the read set kept its members.
-const hotRefresh = 100 * time.Millisecond
-
-// hotSet is the hot read's choice of streams (hotReadSet).
-type hotSet struct {
-	streams []*streamState // the blockKeys most recently active, hot when chosen
-	live    int            // streams[:live] are the liveKeys most recent of them
-	gen     uint64         // the work set's generation they were chosen from
-	next    time.Time      // when to choose again
-	stale   bool           // a stream became hot since: choose again
-	// restNext is when readSlots reads the streams past the live ones
-	// next (hotslots.go).
-	restNext time.Time
-}
-
-// hotReadSet returns the streams of this turn's hot read: the blockKeys
-// most recently active hot streams, readable and not due, the liveKeys
-// most recent of them first (sts[:live]); a blocking read takes them all,
-// the hot tick of a cluster reads those past live less often (readSlots). Choosing them walks every hot stream, thousands at times,
-// while a turn can come every millisecond; so the choice is kept across
-// turns, and made again when a stream became hot, the work set changed its
-// members, or hotRefresh has passed (the order of recency among them
-// moves). Each turn still drops from it the streams no longer hot,
-// readable or due: only a readable stream may be read with ">"
-// (catchup.go).
-func (c *Consumer) hotReadSet(now time.Time) (sts []*streamState, live int) {
-	h := &c.hotSet
-	if h.stale || h.gen != c.work.gen || !now.Before(h.next) {
-		// Chosen among the hot streams whether readable or not, so that
-		// one that becomes readable later (door, inspect, catch-up) is
-		// already in the choice.
-		h.streams, h.live = byRecency(mostRecent(c.pick(func(st *streamState) bool { return st.hot(now) }), blockKeys), liveKeys)
-		h.gen, h.next, h.stale = c.work.gen, now.Add(hotRefresh), false
-	}
-	for i, st := range h.streams {
-		if st.hot(now) && st.readable() && !st.due && !st.down(now) {
-			sts = append(sts, st)
-			if i < h.live {
-				live++
-			}
-		}
-	}
-	return sts, live
-}
-
 // hotFirst returns sts with the hot streams first, each part in the order
 // it had: a partition, linear, where a stable sort was n log n a turn.
 func hotFirst(sts []*streamState, now time.Time) []*streamState {
