@@ -67,48 +67,6 @@ func hotFirst(sts []*streamState, now time.Time) []*streamState {
 	return out
 }
 
-// poll reads the next page of the known streams once without blocking
-// (every PollEvery; pollNext): the net under the registry beat. Streams
-// not hot that deliver here are ones whose score the beat missed; a poll
-// that finds entries on one is counted. A hot stream's entries are the
-// hot read's and the beat's: the poll reads it too, and finds there what
-// landed while a batch committed, which is no missed score. Until 6 Dec
-// 2026 those were counted as well, and codemojex_feed_polls_found_total
-// rose under writers that score every entry
-// (TestPollFoundCountsOnlyMissedScores).
-func (c *Consumer) poll(now time.Time) (bool, error) {
-	sts := c.pollNext()
-	if len(sts) == 0 {
-		return false, nil
-	}
-	cold := map[string]bool{}
-	for _, st := range sts {
-		if !st.hot(now) {
-			cold[st.key] = true
-		}
-	}
-	missed := false
-	got, err := c.readManyThen(sts, nil, now, func(first []delivery) {
-		for _, d := range first {
-			missed = missed || cold[d.stream]
-		}
-	})
-	if got && missed {
-		c.stats.polled.Add(1)
-	}
-	return got, err
-}
-
-func cmpKey(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // readMany reads ">" without blocking from streams, one XREADGROUP per
 // group of keys (per slot on a cluster), all in one pipeline, which a
 // cluster client splits per node. A stream whose read came back full stays

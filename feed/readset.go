@@ -172,6 +172,16 @@ func (w *workSet) all() []*streamState {
 	return w.list
 }
 
+func cmpKey(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // track adds st to the work set.
 func (c *Consumer) track(st *streamState) { c.work.add(st) }
 
@@ -366,47 +376,6 @@ func upOf(sts []*streamState, now time.Time) []*streamState {
 
 // maxKeys caps the streams of one multi-key XREADGROUP.
 const maxKeys = 500
-
-// pollPage caps the streams one poll reads: up to pollPage known streams
-// every PollEvery is the whole registry, beyond that a round over every
-// stream takes several polls (at 100,000 games, 20 polls: 100s at the
-// default PollEvery), so that the net's cost stays flat however long the
-// history. The sweep's census (lag → due) is the slower net beneath it.
-const pollPage = 10 * maxKeys
-
-// pollNext returns the next page of the poll: up to pollPage readable
-// streams, not due, that the current round has not read yet, in key
-// order. When none remains past this page, the round is over and the
-// next poll starts a new one. Its cost per call is one walk over the known
-// streams' map, no sort of the registry.
-func (c *Consumer) pollNext() []*streamState {
-	if c.pollRound == 0 {
-		c.pollRound = 1
-	}
-	out := make([]*streamState, 0, min(len(c.streams), pollPage))
-	now := time.Now()
-	more := false // a stream of this round is left for the next poll
-	for _, st := range c.streams {
-		if st.polled >= c.pollRound || !st.readable() || st.due || st.down(now) {
-			continue
-		}
-		if len(out) == pollPage {
-			more = true
-			break
-		}
-		st.polled = c.pollRound
-		out = append(out, st)
-	}
-	// The round ends with its last page, full or not: ended only by a
-	// page short of pollPage, a round of exactly pages' worth (5,000
-	// streams) left the next poll nothing to read, and the net came
-	// every other PollEvery (TestPollRoundOfExactPages).
-	if !more {
-		c.pollRound++
-	}
-	slices.SortFunc(out, func(a, b *streamState) int { return cmpKey(a.key, b.key) })
-	return out
-}
 
 // groups splits streams into the key sets of multi-key commands: at most
 // maxKeys each and, on a cluster, all of one hash slot (a multi-key
