@@ -4,8 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/event"
 )
@@ -372,57 +370,6 @@ func upOf(sts []*streamState, now time.Time) []*streamState {
 		}
 	}
 	return sts
-}
-
-// maxKeys caps the streams of one multi-key XREADGROUP.
-const maxKeys = 500
-
-// groups splits streams into the key sets of multi-key commands: at most
-// maxKeys each and, on a cluster, all of one hash slot (a multi-key
-// XREADGROUP over two slots fails with CROSSSLOT, even on one node), and
-// one stream each in a slot whose keys a migration split (splitSlot).
-// Streams keep their relative order inside a group.
-func (c *Consumer) groups(sts []*streamState) [][]*streamState {
-	if !c.perSlot {
-		return slices.Collect(slices.Chunk(sts, maxKeys))
-	}
-	var split map[int]bool
-	if len(c.splitSlots) > 0 {
-		now := time.Now()
-		split = map[int]bool{}
-		for s, until := range c.splitSlots {
-			if now.Before(until) {
-				split[s] = true
-			} else {
-				delete(c.splitSlots, s)
-			}
-		}
-	}
-	bySlot := map[int][]*streamState{}
-	var slots []int
-	for _, st := range sts {
-		if _, ok := bySlot[st.slot]; !ok {
-			slots = append(slots, st.slot)
-		}
-		bySlot[st.slot] = append(bySlot[st.slot], st)
-	}
-	var out [][]*streamState
-	for _, s := range slots {
-		if split[s] {
-			for _, st := range bySlot[s] {
-				out = append(out, []*streamState{st})
-			}
-			continue
-		}
-		out = append(out, slices.Collect(slices.Chunk(bySlot[s], maxKeys))...)
-	}
-	return out
-}
-
-// isCluster reports whether rdb is a cluster client.
-func isCluster(rdb redis.UniversalClient) bool {
-	_, ok := rdb.(*redis.ClusterClient)
-	return ok
 }
 
 // streamsArgs is the STREAMS part of an XREADGROUP: keys, then one id each.
