@@ -57,3 +57,15 @@ func (c *Consumer) argsFor(keys []string) *readArgs {
 	c.args.last[c.args.next.Add(1)%uint32(len(c.args.last))].Store(ra)
 	return ra
 }
+
+// streamsArgs is the STREAMS part of an XREADGROUP: keys, then one id each.
+func streamsArgs(sts []*streamState, id func(*streamState) string) []string {
+	args := make([]string, 0, 2*len(sts))
+	for _, st := range sts {
+		args = append(args, st.key)
+	}
+	for _, st := range sts {
+		args = append(args, id(st))
+	}
+	return args
+}

@@ -371,15 +371,3 @@ func upOf(sts []*streamState, now time.Time) []*streamState {
 	}
 	return sts
 }
-
-// streamsArgs is the STREAMS part of an XREADGROUP: keys, then one id each.
-func streamsArgs(sts []*streamState, id func(*streamState) string) []string {
-	args := make([]string, 0, 2*len(sts))
-	for _, st := range sts {
-		args = append(args, st.key)
-	}
-	for _, st := range sts {
-		args = append(args, id(st))
-	}
-	return args
-}
