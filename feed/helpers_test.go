@@ -244,3 +244,81 @@ func deliveredAt(ctx context.Context, rdb redis.UniversalClient, m feed.Message)
 	}
 	return time.Unix(sec, usec*1000).Add(-time.Duration(idle) * time.Millisecond), nil
 }
+
+// noFailover is the cluster-node-timeout of the tests that kill a master
+// with no replica: longer than any test, so the cluster never marks the
+// dead master failed, which would make every node answer CLUSTERDOWN
+// (full coverage is required) and fail a slow test's writes to the live
+// masters. One minute could, in a test slowed by a loaded machine.
+const noFailover = 10 * time.Minute
+
+func redisZ(game string) redis.Z {
+	return redis.Z{Score: float64(time.Now().UnixMilli()), Member: game}
+}
+
+// spareMaster returns a master of rc that serves neither the registry nor
+// consumer's lease: those have a master of their own to fail over, at a
+// cost to every game.
+func spareMaster(t *testing.T, rc *redistest.Cluster, consumer string) *redistest.Server {
+	t.Helper()
+	busy := map[string]bool{
+		rc.MasterOfSlot(t, rc.Slot(t, event.RegistryKey)).Addr:               true,
+		rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, consumer))).Addr: true,
+	}
+	for _, m := range rc.Masters(t) {
+		if !busy[m.Addr] {
+			return m
+		}
+	}
+	t.Fatal("no master free of the registry and the lease")
+	return nil
+}
+
+// mustReadSpareMastersGame starts a cluster of three masters that do not
+// fail over, and opens consumer c1 on two games: one on a master that
+// serves neither the registry nor c1's lease (returned as spare, the one
+// a test then kills or hangs), the other on another master. It returns
+// once c1 has read an entry of each, with the two games' streams.
+func mustReadSpareMastersGame(t *testing.T, prefix string) (rdb *redis.ClusterClient, spare *redistest.Server, live, onSpare string) {
+	t.Helper()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: noFailover}})
+	rdb = rc.Client(t)
+	spare = spareMaster(t, rc, "c1")
+	live, onSpare = stream(gameOn(t, rc, "live", spare, false)), stream(gameOn(t, rc, prefix, spare, true))
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1", live, onSpare)
+	cfg.Handler = rec.handler
+	mustOpen(t, cfg)
+	ids := []string{add(t, rdb, live), add(t, rdb, onSpare)}
+	waitFor(t, 10*time.Second, "both games read", func() bool { return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 })
+	return rdb, spare, live, onSpare
+}
+
+// gameOn returns the first game prefix-N whose stream master serves, or
+// (on false) does not.
+func gameOn(t *testing.T, rc *redistest.Cluster, prefix string, master *redistest.Server, on bool) string {
+	t.Helper()
+	for i := 0; ; i++ {
+		g := fmt.Sprintf("%s-%d", prefix, i)
+		if (rc.MasterOfSlot(t, rc.Slot(t, stream(g))).Addr == master.Addr) == on {
+			return g
+		}
+	}
+}
+
+// registryCluster starts a 3-master cluster without failover, its client,
+// and the master of the registry, which is not the master of consumer c1's
+// lease (else the consumer could not read at all with it down).
+func registryCluster(t *testing.T) (*redistest.Cluster, *redis.ClusterClient, *redistest.Server) {
+	t.Helper()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: noFailover}})
+	registry := rc.MasterOfSlot(t, rc.Slot(t, event.RegistryKey))
+	if registry.Addr == rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, "c1"))).Addr {
+		t.Fatal("the registry and the lease share a master: the consumer could not read at all")
+	}
+	return rc, rc.Client(t), registry
+}
+
+func handled1(rec *recorder, id string) func() bool { return func() bool { return rec.count(id) == 1 } }

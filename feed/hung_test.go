@@ -196,8 +196,6 @@ func TestHungRedisResumed(t *testing.T) {
 	t.Logf("stats: %+v", c.Stats())
 }
 
-func handled1(rec *recorder, id string) func() bool { return func() bool { return rec.count(id) == 1 } }
-
 // TestClusterHungRegistryMasterOthersReadOn: the registry's master hangs
 // (SIGSTOP) while a game of another master is written. Its entries must
 // go on being read, waiting at most about nodeTimeout once, and once the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 // TestLeaseLostStopsReading: when another process holds the name (this one
@@ -137,4 +138,45 @@ func TestStuckCloseFreesEntries(t *testing.T) {
 	peer.Handler = rec.handler
 	mustOpen(t, peer)
 	waitFor(t, 10*time.Second, "the stuck entry claimed by a peer", func() bool { return rec.count(id) == 1 })
+}
+
+// TestClusterLeaseMasterDownLogged: the master of the leases' slot is down
+// (no replica to take over) while the others answer. The consumer cannot
+// refresh its lease, so it reads none of its games (the lease is what
+// keeps one process per name), and it must say so, once: it stopped
+// without a log line, its games unread, for as long as the master was
+// down.
+func TestClusterLeaseMasterDownLogged(t *testing.T) {
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1,
+		Node: redistest.Options{NodeTimeout: noFailover}})
+	rdb := rc.Client(t)
+	doomed := rc.MasterOfSlot(t, rc.Slot(t, event.LeaseKey(group, "c1")))
+	live := stream(gameOn(t, rc, "live", doomed, false))
+	rec := &recorder{}
+	cfg := baseConfig(t, rdb, "c1", live)
+	cfg.Handler = rec.handler
+	logs := captureLogs(t, &cfg)
+	c := mustOpen(t, cfg)
+	first := add(t, rdb, live)
+	waitFor(t, 10*time.Second, "the live game read", func() bool { return rec.count(first) == 1 })
+
+	doomed.Kill(t)
+	const line = "lease not held; reading nothing"
+	waitFor(t, 10*time.Second, "the stop said", func() bool { return logs.count(line) == 1 })
+	if err := c.Ready(); !errors.Is(err, feed.ErrLeaseLost) {
+		t.Errorf("Ready = %v; want the lease lost", err)
+	}
+	// Six failed refreshes later (one every LeaseTTL/3), still one line,
+	// and Ready still says why: each failed refresh records a Redis error
+	// that the loop, reading nothing, never clears, and Ready gave that
+	// instead from the first refresh after the line on (read right after
+	// the line, the lease lost showed only when the test was quick).
+	errs := c.Stats().LoopErrors
+	waitFor(t, 10*time.Second, "more failed refreshes", func() bool { return c.Stats().LoopErrors >= errs+6 })
+	if n := logs.count(line); n != 1 {
+		t.Errorf("%d lines saying the consumer reads nothing; want one", n)
+	}
+	if err := c.Ready(); !errors.Is(err, feed.ErrLeaseLost) {
+		t.Errorf("six failed refreshes later, Ready = %v; want the lease lost", err)
+	}
 }
