@@ -24,6 +24,22 @@ const group = "feed"
 // waitFor is wait.For: poll a condition with a deadline.
 var waitFor = wait.For
 
+// readBlocked reports whether a client of node is blocked in an
+// XREADGROUP (CLIENT LIST's flags=b): the consumer's blocking read is
+// under way there, so what a test does next happens under it.
+func readBlocked(ctx context.Context, node redis.Cmdable) bool {
+	list, err := node.ClientList(ctx).Result()
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, "cmd=xreadgroup") && strings.Contains(line, "flags=b") {
+			return true
+		}
+	}
+	return false
+}
+
 // testLogger sends warnings and errors to the test log.
 func testLogger(tb testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,18 +81,7 @@ func TestNoGroupJudgedPerStream(t *testing.T) {
 				}
 				return true
 			})
-			blocked := func() bool {
-				list, err := rdb.ClientList(ctx).Result()
-				if err != nil {
-					return false
-				}
-				for _, line := range strings.Split(list, "\n") {
-					if strings.Contains(line, "cmd=xreadgroup") && strings.Contains(line, "flags=b") {
-						return true
-					}
-				}
-				return false
-			}
+			blocked := func() bool { return readBlocked(ctx, rdb) }
 			const met = "read refused with NOGROUP; its streams go through the group door"
 			const backoff = "consumer loop error; backing off"
 			// Delete all games but the last, one after another, each under

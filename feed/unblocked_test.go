@@ -64,18 +64,7 @@ func unblockedDelay(t *testing.T, rdb redis.UniversalClient, a, b string, rounds
 		}
 		node = m
 	}
-	blocked := func() bool {
-		list, err := node.ClientList(ctx).Result()
-		if err != nil {
-			return false
-		}
-		for _, line := range strings.Split(list, "\n") {
-			if strings.Contains(line, "cmd=xreadgroup") && strings.Contains(line, "flags=b") {
-				return true
-			}
-		}
-		return false
-	}
+	blocked := func() bool { return readBlocked(ctx, node) }
 	for i := range 2 * rounds {
 		del := i%2 == 1
 		waitFor(t, 10*time.Second, "the blocking read", blocked)
