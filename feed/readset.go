@@ -73,7 +73,6 @@ func (st *streamState) busy(now time.Time) bool {
 		now.Before(st.hotUntil)
 }
 
-// readable reports whether ">" reads may go to the stream.
 // readable reports whether the stream may be read with ">" and claimed: a
 // stream whose store is not yet caught up is not (catchUpAll).
 func (st *streamState) readable() bool { return st.open && st.caught && !st.inspect && !st.recover }
