@@ -264,42 +264,10 @@ func TestFutureIDJudgedByStreamTime(t *testing.T) {
 // passes the check now), the renderer stores the copy, and a second
 // rebuild takes that copy and still skips the original.
 func TestRebuildSkipsDeadLetteredPositions(t *testing.T) {
-	ctx := context.Background()
 	c := newCluster(t)
 	c.start("r1", "-future-bound", "1s")
-	const game = "forged"
-	w := c.writer(game)
-	genuine := w.mint()
-	w.add(genuine, event.KindChat, "player", "ada", "text", "hi")
-	ahead := time.UnixMilli(time.Now().Add(12 * time.Second).UnixMilli())
-	forged := event.NewMinter(22).Next(ahead)
-	chat := gamesim.Event{Kind: event.KindChat, Fields: []gamesim.Field{{Name: "player", Value: "eve"}, {Name: "text", Value: "first"}}}
-	forgedPos := fmt.Sprintf("%d-0", ahead.UnixMilli())
-	if err := c.rdb.XAdd(ctx, &redis.XAddArgs{Stream: event.StreamKey(game), ID: forgedPos, Values: chat.Entry(forged, ahead)}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: game}).Err(); err != nil {
-		t.Fatal(err)
-	}
-
-	var ids []string
-	var dead []feed.DeadLetter
-	wait.Until(t, 20*time.Second, func() bool {
-		ids = c.storeIDs(game)
-		var err error
-		dead, err = feed.ListDead(ctx, c.rdb, event.DeadKey(game), 0)
-		return err == nil && len(ids)+len(dead) == 2
-	}, func() string {
-		return fmt.Sprintf("both entries stored or dead-lettered (%d stored, %d dead)", len(ids), len(dead))
-	})
-	if !equal(ids, []string{genuine}) || len(dead) != 1 || dead[0].EvtID != forged || !strings.HasPrefix(dead[0].Reason, "future id") {
-		t.Fatalf("live renderer: stored %v, dead letters %+v; want %s stored and %s dead-lettered as a future id (read within 10 s of its write)",
-			ids, dead, genuine, forged)
-	}
-
-	// The forged position's time has come: judged afresh, the entry passes.
-	wait.Until(t, 30*time.Second, func() bool { return time.Now().After(ahead) },
-		func() string { return "the clock to pass the forged stream id's time" })
+	f := forgeDeadLettered(t, c, "forged")
+	game, genuine, forged, dead := f.game, f.genuine, f.forged, f.dead
 	rebuild := func() (ids []string, summary string) {
 		t.Helper()
 		path := filepath.Join(t.TempDir(), "rebuilt.db")
@@ -310,7 +278,7 @@ func TestRebuildSkipsDeadLetteredPositions(t *testing.T) {
 		t.Errorf("rebuild after the forged time: stored %v (%s); want %s only, the dead-lettered position skipped", got, summary, genuine)
 	}
 
-	run(t, "feedctl", "-redis", c.redis.URL(), "-future-bound", "1s", "dead", "requeue", "-game", game, "-id", dead[0].DeadID)
+	run(t, "feedctl", "-redis", c.redis.URL(), "-future-bound", "1s", "dead", "requeue", "-game", game, "-id", dead.DeadID)
 	both := []string{genuine, forged}
 	sort.Strings(both)
 	c.waitStored(game, both, 20*time.Second)

@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
@@ -111,10 +109,12 @@ func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout,
 // well formed, and a conflict depends on what was stored first. Judged
 // afresh, such entries made lines the live store never had
 // (e2e/TestRebuildSkipsDeadLetteredPositions). A requeued letter is a new
-// entry at a new position, so its copy is rebuilt.
+// entry at a new position, so its copy is rebuilt. The renderers' catch-up
+// and a replay skip the same positions (feed.DeadPositions), one ZMSCORE
+// per page.
 func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game string) (n, inserted, skipped int, err error) {
 	key := event.StreamKey(game)
-	deadPos := feed.DeadPositionsKey(event.DeadKey(game))
+	deadKey := event.DeadKey(game)
 	start := "-"
 	for {
 		xs, err := g.rdb.XRangeN(ctx, key, start, "+", rebuildBatch).Result()
@@ -124,7 +124,11 @@ func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game stri
 		if len(xs) == 0 {
 			return n, inserted, skipped, nil
 		}
-		dead, err := deadPositions(ctx, g.rdb, deadPos, xs)
+		ids := make([]string, len(xs))
+		for i, x := range xs {
+			ids[i] = x.ID
+		}
+		dead, err := feed.DeadPositions(ctx, g.rdb, deadKey, ids)
 		if err != nil {
 			return n, inserted, skipped, err
 		}
@@ -166,28 +170,4 @@ func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game stri
 		n += len(xs)
 		start = "(" + xs[len(xs)-1].ID
 	}
-}
-
-// deadPositions reports, for each of xs, whether its position is in the
-// dead positions set key. ZMSCORE is asked through Do: go-redis's ZMScore
-// gives 0 for a member that is absent, which a position of ms 0 (XADD
-// key 0-1) is scored with too.
-func deadPositions(ctx context.Context, rdb redis.UniversalClient, key string, xs []redis.XMessage) ([]bool, error) {
-	args := make([]any, 0, 2+len(xs))
-	args = append(args, "ZMSCORE", key)
-	for _, x := range xs {
-		args = append(args, x.ID)
-	}
-	scores, err := rdb.Do(ctx, args...).Slice()
-	if err != nil {
-		return nil, fmt.Errorf("dead positions: %w", err)
-	}
-	if len(scores) != len(xs) {
-		return nil, fmt.Errorf("dead positions: %d scores for %d positions", len(scores), len(xs))
-	}
-	dead := make([]bool, len(xs))
-	for i, s := range scores {
-		dead[i] = s != nil
-	}
-	return dead, nil
 }
