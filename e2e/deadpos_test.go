@@ -111,6 +111,55 @@ func waitSettled(t *testing.T, c *cluster, game, last, what string) {
 	}, "%s: the group at %s with nothing pending", what, last)
 }
 
+// TestReplaySkipsDeadLetteredPositions: a replay (feedctl replay rewinds
+// the group, and the renderers re-deliver every retained entry) settles
+// the positions the renderers dead-lettered as the live read settled them,
+// and does not judge them afresh: the forged entry of forgeDeadLettered,
+// re-delivered after its time had come, passed and was stored, a line the
+// live read never stored. A letter requeued meanwhile is a new entry at a
+// new position, and the replay takes that copy, not the original.
+func TestReplaySkipsDeadLetteredPositions(t *testing.T) {
+	c := newCluster(t)
+	c.start("r1", "-future-bound", "1s")
+	f := forgeDeadLettered(t, c, "forged-replay")
+	ctl := func(args ...string) string {
+		t.Helper()
+		return run(t, "feedctl", append([]string{"-redis", c.redis.URL(), "-future-bound", "1s"}, args...)...)
+	}
+
+	ctl("replay", "-game", f.game, "-yes")
+	waitSettled(t, c, f.game, f.forgedPos, "the replay")
+	if got := c.storeIDs(f.game); !equal(got, []string{f.genuine}) {
+		t.Errorf("after the replay the store holds %v; want %s only, the dead-lettered position not judged again", got, f.genuine)
+	}
+	if dead, err := feed.ListDead(context.Background(), c.rdb, event.DeadKey(f.game), 0); err != nil || len(dead) != 1 {
+		t.Errorf("after the replay: dead letters %+v (%v); want the one letter, not a second", dead, err)
+	}
+
+	// Requeued, the letter is a new entry at a new position, stored live;
+	// a second replay re-delivers the original position before it, which
+	// is skipped again, and the copy, which is taken (a no-op now).
+	ctl("dead", "requeue", "-game", f.game, "-id", f.dead.DeadID)
+	copyPos := lastPos(t, c, f.game)
+	if copyPos == f.forgedPos {
+		t.Fatalf("the requeue appended nothing after %s", f.forgedPos)
+	}
+	waitSettled(t, c, f.game, copyPos, "the requeued copy")
+	ctl("replay", "-game", f.game, "-yes")
+	waitSettled(t, c, f.game, copyPos, "the replay after the requeue")
+	both := []string{f.genuine, f.forged}
+	sort.Strings(both)
+	if got := c.storeIDs(f.game); !equal(got, both) {
+		t.Fatalf("after the requeue and replay the store holds %v; want %v", got, both)
+	}
+	// The original and the copy have the same EVT id and payload: the
+	// line records which position it was stored from.
+	if pos := streamIDOf(t, c.dbPath, f.game, f.forged); pos != copyPos {
+		t.Errorf("the line of %s was stored from position %s; want the requeued copy's %s, not the dead-lettered original %s",
+			f.forged, pos, copyPos, f.forgedPos)
+	}
+}
+
 // TestCatchUpSkipsDeadLetteredPositions: a renderer's catch-up (its store
 // lacks entries the group acked, here a lost store file, so it re-reads
 // the stream with XRANGE, docs/reader-law.md) skips the positions the

@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -13,9 +14,9 @@ import (
 // ZMSCORE, a single-key command, so it is cluster-safe; the set shares
 // the game's hash slot with its stream anyway.
 //
-// A path that reads a stream's entries again after the live read judged
-// them (a catch-up, feedctl rebuild) asks it first and skips the
-// dead-lettered ones: a dead letter is not always refused again. A stream
+// Every path that reads a stream's entries again after the live read
+// judged them (a catch-up, a replay, feedctl rebuild) asks it first and
+// skips the dead-lettered ones: a dead letter is not always refused again. A stream
 // id forged more than the future bound ahead of the reader's clock is a
 // future id when read before its time and passes once that time has come,
 // an entry dead-lettered after PoisonAfter failed deliveries is well
@@ -61,4 +62,80 @@ func deadPositionsOf(cmd *redis.Cmd, n int) ([]bool, error) {
 		dead[i] = s != nil
 	}
 	return dead, nil
+}
+
+// skipDead moves the entries of todo whose positions the renderers
+// dead-lettered to s.dead and returns the rest, in order: one ZMSCORE per
+// stream of the batch, in one pipeline (one per node on a cluster). Only a
+// batch that may re-read positions asks (reread).
+//
+// An entry comes back to the group after its dead letter only when the
+// group is rewound (feedctl replay) or a peer that held it so re-delivered
+// died. Handed to the handler again, it was judged afresh and could pass
+// (DeadPositions says which do), so a replay stored lines no live read
+// had (e2e/TestReplaySkipsDeadLetteredPositions). Now it is settled as
+// the live reader settles an entry it dead-lettered before: deadScript
+// finds the position recorded, writes no second letter, acks it and
+// counts a duplicate (Stats.DeadDuplicates).
+//
+// The entries of a stream whose node does not answer are left pending
+// (as withAttempts leaves them), for the own pending list or a claim once
+// it answers. A set that cannot be read (an error reply: another type
+// under its key) does not stop the game: its entries are judged afresh,
+// as before there was a set, and the failure counted and logged.
+func (c *Consumer) skipDead(todo []delivery, s *settlement) ([]delivery, error) {
+	ctx, cancel := c.callCtx(c.ctx, 5*time.Second)
+	defer cancel()
+	byStream := map[string][]string{}
+	for _, d := range todo {
+		byStream[d.stream] = append(byStream[d.stream], d.x.ID)
+	}
+	p := c.pipes()
+	cmds := make(map[string]*redis.Cmd, len(byStream))
+	for stream, ids := range byStream {
+		cmds[stream] = deadPositionsCmd(ctx, p.of(stream), c.cfg.DeadKey(stream), ids)
+	}
+	p.exec(ctx)
+	dead := map[string]bool{} // stream+"\x00"+pos
+	left := map[string]bool{} // streams whose entries stay pending
+	for stream, cmd := range cmds {
+		ids := byStream[stream]
+		is, err := deadPositionsOf(cmd, len(ids))
+		if err != nil {
+			c.fail("deadpos", err)
+			if serverError(err) {
+				if ok, skipped := c.sample.Allow("deadpos failed"); ok {
+					c.log.Warn("dead positions set unreadable; entries judged afresh", "stream", stream,
+						"dead_key", c.cfg.DeadKey(stream), "err", err, "similar_unlogged", skipped)
+				}
+				continue
+			}
+			if st := c.streams[stream]; st != nil && c.setAside([]*streamState{st}, err) == nil {
+				c.markPending(stream)
+				left[stream] = true
+				continue
+			}
+			return nil, err
+		}
+		for i, id := range ids {
+			if is[i] {
+				dead[stream+"\x00"+id] = true
+			}
+		}
+	}
+	if len(dead) == 0 && len(left) == 0 {
+		return todo, nil
+	}
+	out := todo[:0]
+	for _, d := range todo {
+		switch {
+		case left[d.stream]:
+		case dead[d.stream+"\x00"+d.x.ID]:
+			d.reason, d.label = "dead-lettered already", "duplicate"
+			s.dead = append(s.dead, d)
+		default:
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,122 @@ import (
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 )
+
+// TestReplayedDeadPositionNotHanded: after a rewind of the group (feedctl
+// replay), an entry the consumer dead-lettered is not handed to the
+// handler again but settled as a dead letter already written (acked, no
+// second letter, a duplicate counted); the other entries, and the copy a
+// requeue appended at a new position, are handed again. The handler here
+// refuses the entry at first and would take it later, as the renderer's
+// pipeline does with a stream id forged ahead of its clock once its time
+// has come: before, the replay handed it over and it was taken.
+func TestReplayedDeadPositionNotHanded(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s, dk := stream("replayed"), event.DeadKey("replayed")
+	var refuse atomic.Bool
+	refuse.Store(true)
+	var rec recorder
+	cfg := baseConfig(t, rdb, "r1", s)
+	var bad string
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.ID == bad && refuse.Load() {
+			return feed.Poison(errors.New("not yet"))
+		}
+		return rec.handler(ctx, m)
+	}
+	before := add(t, rdb, s)
+	bad = minter.Next(time.Now())
+	badPos := addRaw(t, rdb, s, "id", bad, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "eve", "text", "hi")
+	after := add(t, rdb, s)
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "two entries handled, one dead-lettered", func() bool {
+		return rec.count(before) == 1 && rec.count(after) == 1 && c.Stats().Dead == 1 && pending(t, rdb, s) == 0
+	})
+	refuse.Store(false)
+
+	// Live batches ask nothing of the set: only a batch that holds a
+	// position read before (a rewind, the own pending list, a claim) does.
+	// Asking every batch cost one more round trip between read and commit.
+	zmscores := func() string {
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if strings.HasPrefix(line, "cmdstat_zmscore:") {
+				calls, _, _ := strings.Cut(strings.TrimPrefix(line, "cmdstat_zmscore:"), ",")
+				return calls
+			}
+		}
+		return "calls=0"
+	}
+	asked := zmscores()
+	live := []string{add(t, rdb, s), add(t, rdb, s), add(t, rdb, s)}
+	waitFor(t, 10*time.Second, "three live entries handled", func() bool {
+		return rec.count(live[0]) == 1 && rec.count(live[1]) == 1 && rec.count(live[2]) == 1
+	})
+	if now := zmscores(); now != asked {
+		t.Errorf("ZMSCORE %s before three live entries, %s after; want no look at the dead positions on the live path", asked, now)
+	}
+
+	lastPos := func() string {
+		xs, err := rdb.XRevRangeN(ctx, s, "+", "-", 1).Result()
+		if err != nil || len(xs) != 1 {
+			t.Fatalf("last entry of %s: %v", s, err)
+		}
+		return xs[0].ID
+	}
+	replayed := func(last string) func() bool {
+		return func() bool {
+			gs, err := rdb.XInfoGroups(ctx, s).Result()
+			return err == nil && len(gs) == 1 && gs[0].LastDeliveredID == last && gs[0].Pending == 0
+		}
+	}
+	last := lastPos()
+	if err := rdb.Do(ctx, "XGROUP", "SETID", s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the rewound stream re-delivered and settled", replayed(last))
+	if n := rec.count(bad); n != 0 {
+		t.Errorf("the dead-lettered entry was handed %d times after the replay; want none", n)
+	}
+	if rec.count(before) != 2 || rec.count(after) != 2 {
+		t.Errorf("the other entries handed %d and %d times; want 2 each", rec.count(before), rec.count(after))
+	}
+	if st := c.Stats(); st.Dead != 1 || st.DeadDuplicates != 1 {
+		t.Errorf("dead %d, duplicates %d; want 1 letter and 1 duplicate", st.Dead, st.DeadDuplicates)
+	}
+	dead, err := feed.ListDead(ctx, rdb, dk, 0)
+	if err != nil || len(dead) != 1 || dead[0].StreamID != badPos {
+		t.Fatalf("dead letters %+v (%v); want the one of %s", dead, err, badPos)
+	}
+
+	// Requeued, the letter is a new entry at a new position: handed, and
+	// handed again by a replay, while the original position is not.
+	copyPos, err := feed.RequeueDead(ctx, rdb, s, dk, dead[0].DeadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the requeued copy handled", func() bool { return rec.count(bad) == 1 })
+	waitFor(t, 10*time.Second, "the requeued copy acked", replayed(copyPos))
+	if err := rdb.Do(ctx, "XGROUP", "SETID", s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the rewound stream re-delivered and settled again", replayed(copyPos))
+	var from []string
+	for _, m := range rec.all() {
+		if m.ID == bad {
+			from = append(from, m.Position)
+		}
+	}
+	if len(from) != 2 || from[0] != copyPos || from[1] != copyPos {
+		t.Errorf("the requeued EVT id was handed from positions %v; want the copy's %s twice, the original %s never", from, copyPos, badPos)
+	}
+	if st := c.Stats(); st.DeadDuplicates != 2 {
+		t.Errorf("duplicates %d; want 2 (one a replay)", st.DeadDuplicates)
+	}
+}
 
 // TestCatchUpSkipsDeadPositions: a catch-up (the store lacks every entry:
 // no position) does not hand a dead-lettered position to the handler,

@@ -65,6 +65,7 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 	}
 	c.stats.delivered.add(path, int64(len(live)))
 
+	again := c.reread(path, live) // before todo reuses live's array
 	todo := live[:0]
 	for _, d := range live {
 		m, err := d.msg, d.decErr
@@ -85,6 +86,12 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 			s.dead = append(s.dead, d)
 		default:
 			todo = append(todo, d)
+		}
+	}
+	if again && len(todo) > 0 {
+		var err error
+		if todo, err = c.skipDead(todo, &s); err != nil {
+			return err
 		}
 	}
 	var held []delivery
@@ -309,6 +316,35 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 		}
 	}
 	return verdicts
+}
+
+// reread reports whether a batch that came by path may hold entries read
+// before, whose positions the renderers may have dead-lettered (skipDead),
+// and notes the newest position ">" gave of each stream. The own pending
+// list and a claim hold entries delivered before; a ">" read does only
+// after the group was rewound (feedctl replay, or a group re-made on a
+// stream that kept its entries), which shows as a position no newer than
+// one ">" gave this process already. A live batch pays nothing: asking
+// every batch cost one more round trip between its read and its commit.
+// A rewind this process did not see (it started after the replay) is not
+// noticed, and its entries are judged afresh (docs/reader-law.md).
+func (c *Consumer) reread(path string, batch []delivery) bool {
+	if path != pathNew {
+		return true
+	}
+	again := false
+	for _, d := range batch {
+		st := c.streams[d.stream]
+		switch {
+		case st == nil:
+			again = true
+		case st.newest != "" && cmpID(d.x.ID, st.newest) <= 0:
+			again = true
+		default:
+			st.newest = d.x.ID
+		}
+	}
+	return again
 }
 
 // cmpID compares two stream ids ("ms-seq") numerically.

@@ -31,16 +31,17 @@ type streamState struct {
 	game string
 	slot int
 
-	pinned   bool // a static stream: always in the read set
-	open     bool // the group is known to exist: read and claim it
-	needDoor bool // run XGROUP CREATE before using the stream
-	inspect  bool // XINFO GROUPS after the door: pending and lag decide the rest
-	recover  bool // read the own pending list from 0 before ">"
-	due      bool // read ">" without blocking next turn
-	pending  bool // the group has pending entries here
-	seenOpen bool // the group existed once: a creation is a re-creation
-	noGroup  bool // a read's NOGROUP named it (or none of the read's streams), not read since; the door leaves it (readFailed)
-	caught   bool // the store was caught up with the group (catchup.go)
+	pinned   bool   // a static stream: always in the read set
+	open     bool   // the group is known to exist: read and claim it
+	needDoor bool   // run XGROUP CREATE before using the stream
+	inspect  bool   // XINFO GROUPS after the door: pending and lag decide the rest
+	recover  bool   // read the own pending list from 0 before ">"
+	due      bool   // read ">" without blocking next turn
+	pending  bool   // the group has pending entries here
+	seenOpen bool   // the group existed once: a creation is a re-creation
+	noGroup  bool   // a read's NOGROUP named it (or none of the read's streams), not read since; the door leaves it (readFailed)
+	caught   bool   // the store was caught up with the group (catchup.go)
+	newest   string // the newest position ">" gave this process (reread)
 	// A catch-up under way across turns (catchup.go): the XRANGE start of
 	// its next page, the group's last-delivered id it runs to, and the
 	// entries it handed so far.

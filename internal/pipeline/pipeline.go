@@ -202,8 +202,14 @@ func (p *Pipeline) Event(m feed.Message) (store.Event, error) {
 // behind the server's by less than the bound refuses nothing more), and
 // as that when it does not fit a position's 63 bits. That cap is the one
 // place the reader's clock counts: an entry so forged, refused when read
-// before its position's time, is taken in by a rebuild run after it, which
-// cannot tell its position from one the server chose.
+// before its position's time, passes when judged after it, since nothing
+// tells its position from one the server chose. So nothing judges a
+// dead-lettered position again: a replay, a catch-up and feedctl rebuild
+// skip the positions in the dead positions set (feed.DeadPositions), and
+// agree with the live read there too
+// (e2e/TestRebuildSkipsDeadLetteredPositions,
+// TestReplaySkipsDeadLetteredPositions,
+// TestCatchUpSkipsDeadLetteredPositions).
 func (p *Pipeline) checkAhead(m feed.Message) error {
 	bound := p.MaxAhead
 	if bound == 0 {
