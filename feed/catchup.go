@@ -127,7 +127,16 @@ func (c *Consumer) catchUp(st *streamState, budget int) (n, pages int, done bool
 			return n, pages, true, nil
 		}
 		dead, err := c.deadOf(st.key, msgs)
-		if err != nil {
+		switch {
+		case err != nil && serverError(err):
+			// A set that cannot be read (another type under its key)
+			// does not stop the game, as in skipDead: the page is judged
+			// afresh. Returned, the error failed every turn's catch-up
+			// of the game, which is not read before its catch-up ends
+			// (TestCatchUpDeadSetUnreadable).
+			c.deadSetUnreadable(st.key, err)
+			dead = nil
+		case err != nil:
 			c.fail("catchup", err)
 			return n, pages, false, c.setAside([]*streamState{st}, err)
 		}
@@ -274,6 +283,13 @@ func (c *Consumer) onlyPending(ctx context.Context, key, pos, last string) (bool
 	// again. Under traffic with bad entries one is often in the range.
 	dead, err := DeadPositions(ctx, c.rdb, c.cfg.DeadKey(key), acked)
 	if err != nil {
+		if serverError(err) {
+			// Unreadable (another type under its key): then a catch-up
+			// judges the entries afresh, where the error stopped the
+			// game's catch-up at every turn (TestCatchUpDeadSetUnreadable).
+			c.deadSetUnreadable(key, err)
+			return false, nil
+		}
 		return false, err
 	}
 	for _, d := range dead {
@@ -301,7 +317,7 @@ func (c *Consumer) deadOf(stream string, msgs []redis.XMessage) ([]bool, error) 
 }
 
 // catchUpBatch hands one XRANGE page to the handler, but for the entries
-// dead says were dead-lettered; an Unavailable verdict holds the page as
+// dead says were dead-lettered (nil: none is known); an Unavailable verdict holds the page as
 // the reader law does (pause, retry in hand).
 //
 // A dead-lettered position is skipped without being judged again: some
@@ -315,7 +331,7 @@ func (c *Consumer) deadOf(stream string, msgs []redis.XMessage) ([]bool, error) 
 func (c *Consumer) catchUpBatch(stream string, msgs []redis.XMessage, dead []bool) error {
 	todo := make([]delivery, 0, len(msgs))
 	for i, x := range msgs {
-		if dead[i] {
+		if dead != nil && dead[i] {
 			continue
 		}
 		m, err := Decode(stream, x)

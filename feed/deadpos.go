@@ -102,14 +102,11 @@ func (c *Consumer) skipDead(todo []delivery, s *settlement) ([]delivery, error) 
 		ids := byStream[stream]
 		is, err := deadPositionsOf(cmd, len(ids))
 		if err != nil {
-			c.fail("deadpos", err)
 			if serverError(err) {
-				if ok, skipped := c.sample.Allow("deadpos failed"); ok {
-					c.log.Warn("dead positions set unreadable; entries judged afresh", "stream", stream,
-						"dead_key", c.cfg.DeadKey(stream), "err", err, "similar_unlogged", skipped)
-				}
+				c.deadSetUnreadable(stream, err)
 				continue
 			}
+			c.fail("deadpos", err)
 			if st := c.streams[stream]; st != nil && c.setAside([]*streamState{st}, err) == nil {
 				c.markPending(stream)
 				left[stream] = true
@@ -138,4 +135,16 @@ func (c *Consumer) skipDead(todo []delivery, s *settlement) ([]delivery, error) 
 		}
 	}
 	return out, nil
+}
+
+// deadSetUnreadable counts and logs (sampled) a dead positions set that
+// answered with an error (another type under its key): the entries it was
+// asked about are judged afresh, as before there was a set, rather than
+// stop the game.
+func (c *Consumer) deadSetUnreadable(stream string, err error) {
+	c.fail("deadpos", err)
+	if ok, skipped := c.sample.Allow("deadpos failed"); ok {
+		c.log.Warn("dead positions set unreadable; entries judged afresh", "stream", stream,
+			"dead_key", c.cfg.DeadKey(stream), "err", err, "similar_unlogged", skipped)
+	}
 }

@@ -189,3 +189,33 @@ func TestCatchUpSkipsDeadPositions(t *testing.T) {
 		t.Errorf("the requeued EVT id was caught up from positions %v; want the copy's %s only, not the dead-lettered original", from, copyPos)
 	}
 }
+
+// TestCatchUpDeadSetUnreadable: a dead positions set that cannot be read
+// (another type under its key, WRONGTYPE) does not stop a catch-up: its
+// pages are judged afresh and the game is read on, as a batch of the live
+// read is (skipDead). The error failed every turn's catch-up of the game,
+// which is not read before its catch-up ends, so the game stalled.
+func TestCatchUpDeadSetUnreadable(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s := stream("deadsetstring")
+	if err := rdb.Set(ctx, feed.DeadPositionsKey(event.DeadKey("deadsetstring")), "not a set", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old := []string{add(t, rdb, s), add(t, rdb, s)}
+	if err := rdb.XGroupCreate(ctx, s, group, "$").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Handler = rec.handler
+	cfg.Position = func(context.Context, string) (string, error) { return "", nil } // the store lacks every entry
+	c := mustOpen(t, cfg)
+	live := add(t, rdb, s)
+	waitFor(t, 10*time.Second, "the old entries caught up and the new one read", func() bool {
+		return rec.count(old[0]) == 1 && rec.count(old[1]) == 1 && rec.count(live) == 1
+	})
+	if st := c.Stats(); st.CaughtUp != 2 {
+		t.Errorf("caught up %d entries; want the 2 written before the group", st.CaughtUp)
+	}
+}
