@@ -52,16 +52,7 @@ func forgeDeadLettered(t *testing.T, c *cluster, game string) forgedGame {
 	if err := c.rdb.ZAdd(ctx, event.RegistryKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: game}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	var dead []feed.DeadLetter
-	wait.Until(t, 20*time.Second, func() bool {
-		ids = c.storeIDs(game)
-		var err error
-		dead, err = feed.ListDead(ctx, c.rdb, event.DeadKey(game), 0)
-		return err == nil && len(ids)+len(dead) == 2
-	}, func() string {
-		return fmt.Sprintf("both entries stored or dead-lettered (%d stored, %d dead)", len(ids), len(dead))
-	})
+	ids, dead := waitJudged(t, c, game, 2)
 	if !equal(ids, []string{f.genuine}) || len(dead) != 1 || dead[0].EvtID != f.forged || !strings.HasPrefix(dead[0].Reason, "future id") {
 		t.Fatalf("live renderer: stored %v, dead letters %+v; want %s stored and %s dead-lettered as a future id (read within 10 s of its write)",
 			ids, dead, f.genuine, f.forged)
@@ -70,6 +61,24 @@ func forgeDeadLettered(t *testing.T, c *cluster, game string) forgedGame {
 	wait.Until(t, 30*time.Second, func() bool { return time.Now().After(ahead) },
 		func() string { return "the clock to pass the forged stream id's time" })
 	return f
+}
+
+// waitJudged waits until the renderers of c have judged n entries of
+// game, each stored or dead-lettered, and returns the EVT ids stored and
+// the dead letters.
+func waitJudged(t *testing.T, c *cluster, game string, n int) ([]string, []feed.DeadLetter) {
+	t.Helper()
+	var ids []string
+	var dead []feed.DeadLetter
+	wait.Until(t, 20*time.Second, func() bool {
+		ids = c.storeIDs(game)
+		var err error
+		dead, err = feed.ListDead(context.Background(), c.rdb, event.DeadKey(game), 0)
+		return err == nil && len(ids)+len(dead) == n
+	}, func() string {
+		return fmt.Sprintf("%d entries stored or dead-lettered (%d stored, %d dead)", n, len(ids), len(dead))
+	})
+	return ids, dead
 }
 
 // streamIDOf returns the stream position the store at path recorded for

@@ -17,7 +17,6 @@ import (
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/testkit/proctest"
-	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
 )
 
@@ -226,17 +225,7 @@ func TestFutureIDJudgedByStreamTime(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The live renderer has judged both once each is stored or dead.
-	var ids []string
-	var dead []feed.DeadLetter
-	wait.Until(t, 20*time.Second, func() bool {
-		ids = c.storeIDs(game)
-		var err error
-		dead, err = feed.ListDead(ctx, c.rdb, event.DeadKey(game), 0)
-		return err == nil && len(ids)+len(dead) == 2
-	}, func() string {
-		return fmt.Sprintf("both entries stored or dead-lettered (%d stored, %d dead)", len(ids), len(dead))
-	})
+	ids, dead := waitJudged(t, c, game, 2)
 	if !equal(ids, []string{genuine}) || len(dead) != 1 || dead[0].EvtID != forged || !strings.HasPrefix(dead[0].Reason, "future id") {
 		t.Errorf("live renderer: stored %v, dead letters %+v; want %s stored and %s dead-lettered as a future id", ids, dead, genuine, forged)
 	}

@@ -12,6 +12,23 @@ import (
 	"github.com/codemojex/feed/internal/event"
 )
 
+// refuser is a handler that dead-letters (Poison) the entry of EVT id bad
+// until let is set, as the renderer's pipeline refuses a stream id forged
+// ahead of its clock until its time has come, and hands every other entry,
+// and that one after, to rec. bad is set before the consumer opens.
+type refuser struct {
+	bad string
+	let atomic.Bool
+	rec *recorder
+}
+
+func (r *refuser) handler(ctx context.Context, m feed.Message) error {
+	if m.ID == r.bad && !r.let.Load() {
+		return feed.Poison(errors.New("not yet"))
+	}
+	return r.rec.handler(ctx, m)
+}
+
 // TestReplayedDeadPositionNotHanded: after a rewind of the group (feedctl
 // replay), an entry the consumer dead-lettered is not handed to the
 // handler again but settled as a dead letter already written (acked, no
@@ -24,26 +41,20 @@ func TestReplayedDeadPositionNotHanded(t *testing.T) {
 	ctx := context.Background()
 	_, rdb := mustStart(t)
 	s, dk := stream("replayed"), event.DeadKey("replayed")
-	var refuse atomic.Bool
-	refuse.Store(true)
 	var rec recorder
+	r := &refuser{rec: &rec}
 	cfg := baseConfig(t, rdb, "r1", s)
-	var bad string
-	cfg.Handler = func(ctx context.Context, m feed.Message) error {
-		if m.ID == bad && refuse.Load() {
-			return feed.Poison(errors.New("not yet"))
-		}
-		return rec.handler(ctx, m)
-	}
+	cfg.Handler = r.handler
 	before := add(t, rdb, s)
-	bad = minter.Next(time.Now())
+	bad := minter.Next(time.Now())
+	r.bad = bad
 	badPos := addRaw(t, rdb, s, "id", bad, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "eve", "text", "hi")
 	after := add(t, rdb, s)
 	c := mustOpen(t, cfg)
 	waitFor(t, 10*time.Second, "two entries handled, one dead-lettered", func() bool {
 		return rec.count(before) == 1 && rec.count(after) == 1 && c.Stats().Dead == 1 && pending(t, rdb, s) == 0
 	})
-	refuse.Store(false)
+	r.let.Store(true)
 
 	// Live batches ask nothing of the set: only a batch that holds a
 	// position read before (a rewind, the own pending list, a claim) does.
@@ -135,19 +146,13 @@ func TestCatchUpSkipsDeadPositions(t *testing.T) {
 	ctx := context.Background()
 	_, rdb := mustStart(t)
 	s, dk := stream("caughtdead"), event.DeadKey("caughtdead")
-	var refuse atomic.Bool
-	refuse.Store(true)
-	var bad string
 	var first recorder
+	r := &refuser{rec: &first}
 	cfg := baseConfig(t, rdb, "r1", s)
-	cfg.Handler = func(ctx context.Context, m feed.Message) error {
-		if m.ID == bad && refuse.Load() {
-			return feed.Poison(errors.New("not yet"))
-		}
-		return first.handler(ctx, m)
-	}
+	cfg.Handler = r.handler
 	before := add(t, rdb, s)
-	bad = minter.Next(time.Now())
+	bad := minter.Next(time.Now())
+	r.bad = bad
 	addRaw(t, rdb, s, "id", bad, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "eve", "text", "hi")
 	after := add(t, rdb, s)
 	c := mustOpen(t, cfg)
@@ -158,7 +163,7 @@ func TestCatchUpSkipsDeadPositions(t *testing.T) {
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("dead letters %+v (%v); want one", dead, err)
 	}
-	refuse.Store(false)
+	r.let.Store(true)
 	copyPos, err := feed.RequeueDead(ctx, rdb, s, dk, dead[0].DeadID)
 	if err != nil {
 		t.Fatal(err)
