@@ -224,3 +224,61 @@ func TestCatchUpDeadSetUnreadable(t *testing.T) {
 		t.Errorf("caught up %d entries; want the 2 written before the group", st.CaughtUp)
 	}
 }
+
+// TestReplayNoticedWithoutLiveRead: a rewind is noticed by a renderer
+// that runs while it happens although ">" never gave it a position of
+// the stream before (it started after the game's last entry: a deploy
+// between a game's end and its replay, or a replica the dead-lettering
+// peer's reads kept idle). Its newest position of the stream was unknown,
+// so the replay's re-delivery looked live and the dead-lettered entry was
+// handed to the handler again, which took it.
+func TestReplayNoticedWithoutLiveRead(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s := stream("replayquiet")
+	var refuse atomic.Bool
+	refuse.Store(true)
+	var bad string
+	var first recorder
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.ID == bad && refuse.Load() {
+			return feed.Poison(errors.New("not yet"))
+		}
+		return first.handler(ctx, m)
+	}
+	before := add(t, rdb, s)
+	bad = minter.Next(time.Now())
+	addRaw(t, rdb, s, "id", bad, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "eve", "text", "hi")
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "one entry handled, one dead-lettered", func() bool {
+		return first.count(before) == 1 && c.Stats().Dead == 1 && pending(t, rdb, s) == 0
+	})
+	c.Close()
+	refuse.Store(false)
+
+	// The renderer restarted (the same name) while the game is quiet,
+	// then the game is replayed while it runs.
+	var rec recorder
+	cfg2 := baseConfig(t, rdb, "r1", s)
+	cfg2.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.ID == bad && refuse.Load() {
+			return feed.Poison(errors.New("not yet"))
+		}
+		return rec.handler(ctx, m)
+	}
+	c2 := mustOpen(t, cfg2)
+	waitFor(t, 10*time.Second, "the restarted renderer waiting for new entries", func() bool { return readBlocked(ctx, rdb) })
+	if err := rdb.Do(ctx, "XGROUP", "SETID", s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the replay settled", func() bool {
+		return rec.count(before) == 1 && pending(t, rdb, s) == 0 && c2.Stats().DeadDuplicates+int64(rec.count(bad)) == 1
+	})
+	if n := rec.count(bad); n != 0 {
+		t.Errorf("the dead-lettered entry was handed %d times after the replay; want none", n)
+	}
+	if st := c2.Stats(); st.DeadDuplicates != 1 {
+		t.Errorf("duplicates %d; want 1", st.DeadDuplicates)
+	}
+}

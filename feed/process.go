@@ -324,10 +324,14 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 // list and a claim hold entries delivered before; a ">" read does only
 // after the group was rewound (feedctl replay, or a group re-made on a
 // stream that kept its entries), which shows as a position no newer than
-// one ">" gave this process already. A live batch pays nothing: asking
-// every batch cost one more round trip between its read and its commit.
-// A rewind this process did not see (it started after the replay) is not
-// noticed, and its entries are judged afresh (docs/reader-law.md).
+// one ">" gave this process already, or than the group's last-delivered
+// id as its census last saw it (censusChunk: the door's look at a stream
+// found since the start included, so a quiet game replayed after a
+// restart is noticed, TestReplayNoticedWithoutLiveRead). A live batch pays
+// nothing: asking every batch cost one more round trip between its read
+// and its commit. A rewind this process did not see (it started after the
+// replay) is not noticed, and its entries are judged afresh
+// (docs/reader-law.md).
 func (c *Consumer) reread(path string, batch []delivery) bool {
 	if path != pathNew {
 		return true
