@@ -318,23 +318,34 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 	return verdicts
 }
 
-// reread reports whether a batch that came by path may hold entries read
-// before, whose positions the renderers may have dead-lettered (skipDead),
-// and notes the newest position ">" gave of each stream. The own pending
-// list and a claim hold entries delivered before; a ">" read does only
-// after the group was rewound (feedctl replay, or a group re-made on a
-// stream that kept its entries), which shows as a position no newer than
-// one ">" gave this process already, or than the group's last-delivered
-// id as its census last saw it (censusChunk: the door's look at a stream
-// found since the start included, so a quiet game replayed after a
-// restart is noticed, TestReplayNoticedWithoutLiveRead). A live batch pays
-// nothing: asking every batch cost one more round trip between its read
-// and its commit. A rewind this process did not see (it started after the
-// replay) is not noticed, and its entries are judged afresh
+// reread reports whether a batch that came by path re-reads positions this
+// group was given before, whose entries the renderers may have
+// dead-lettered (skipDead), and notes the newest position ">" gave of each
+// stream. A ">" read does so only after the group was rewound (feedctl
+// replay, or a group re-made on a stream that kept its entries), which
+// shows as a position no newer than one ">" gave this process already, or
+// than the group's last-delivered id as its census last saw it
+// (censusChunk: the door's look at a stream found since the start
+// included, so a quiet game replayed after a restart is noticed,
+// TestReplayNoticedWithoutLiveRead). A live batch pays nothing: asking
+// every batch cost one more round trip between its read and its commit.
+//
+// The own pending list and a claim are not asked about: their entries
+// have no verdict of this group yet (a dead letter is acked in the same
+// script that writes it), and a position in the set is then another
+// group's letter, given for a reason of its own (its clock, its store),
+// which is not this group's verdict (TestOtherGroupsLetterNotOurs). Until
+// 6 Dec 2026 they were asked, and an entry a plain error sent to the
+// pending list was acked as a duplicate where the live read would have
+// stored it.
+//
+// A rewind this process did not see (it started after the replay) is not
+// noticed, nor a rewound entry that went to the pending list before it
+// was looked up (its node did not answer): those are judged afresh
 // (docs/reader-law.md).
 func (c *Consumer) reread(path string, batch []delivery) bool {
 	if path != pathNew {
-		return true
+		return false
 	}
 	again := false
 	for _, d := range batch {
