@@ -61,7 +61,10 @@ func (h callTimeout) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		if h.expired(ctx, call, err) {
 			err = h.wrap(err)
 			for _, cmd := range cmds {
-				if cmd.Err() != nil {
+				// A command whose reply came (an error reply among them)
+				// keeps it: only those cut by the deadline did not answer
+				// (TestCallTimeoutPipelineReplyKept).
+				if e := cmd.Err(); e != nil && !isReply(e) {
 					cmd.SetErr(err)
 				}
 			}
@@ -78,8 +81,7 @@ func (h callTimeout) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // deadline and looked at just after, it was reported as "redis did not
 // answer" (TestCallTimeoutReplyAtDeadline).
 func (h callTimeout) expired(parent, call context.Context, err error) bool {
-	var reply redis.Error
-	if err == nil || parent.Err() != nil || errors.As(err, &reply) {
+	if err == nil || parent.Err() != nil || isReply(err) {
 		return false
 	}
 	return errors.Is(redisconn.Ended(call), context.DeadlineExceeded)
@@ -90,4 +92,11 @@ func (h callTimeout) expired(parent, call context.Context, err error) bool {
 // Redis nor the flag that sets it.
 func (h callTimeout) wrap(err error) error {
 	return fmt.Errorf("redis did not answer within -timeout %v: %w", time.Duration(h), err)
+}
+
+// isReply reports whether err is Redis's answer (an error reply, redis.Nil),
+// not a failure to get one.
+func isReply(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
 }

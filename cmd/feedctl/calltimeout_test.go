@@ -80,3 +80,31 @@ func TestCallTimeoutReplyAtDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestCallTimeoutPipelineReplyKept: in a pipeline cut by its -timeout, a
+// command whose reply came before the deadline keeps it, an error reply
+// too; only those left without one are "redis did not answer". Every
+// command with an error was relabelled, WRONGTYPE included.
+func TestCallTimeoutPipelineReplyKept(t *testing.T) {
+	s := redistest.MustStart(t)
+	ctx := context.Background()
+	setup := s.Client(t)
+	if err := setup.Set(ctx, "str", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	rdb.AddHook(callTimeout(TimeoutFloor))
+	p := rdb.Pipeline()
+	llen := p.LLen(ctx, "str")
+	blocked := p.BLPop(ctx, 0, "empty") // never answers: the deadline cuts it
+	if _, err := p.Exec(ctx); err == nil {
+		t.Fatal("the pipeline answered; want its blocked command cut by -timeout")
+	}
+	if err := llen.Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		t.Errorf("LLEN, answered before the deadline: %v, want Redis's WRONGTYPE", err)
+	}
+	if err := blocked.Err(); err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Errorf("BLPOP, cut by the deadline: %v, want \"redis did not answer within -timeout\"", err)
+	}
+}
