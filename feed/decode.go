@@ -3,7 +3,6 @@ package feed
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
@@ -48,30 +47,24 @@ func Decode(stream string, x redis.XMessage) (Message, error) {
 		}
 	}
 	// Every required field at fault is named, the missing ones first, in
-	// event.Validate's words: the reason is what feedctl dead requeue
-	// shows, and an entry lacking both id and kind was refused for its id
-	// only until 6 Dec 2026, then again for its kind once -set gave it one.
+	// event.Validate's words (event.Faults): the reason is what feedctl
+	// dead requeue shows, and an entry lacking both id and kind was
+	// refused for its id only until 6 Dec 2026, then again for its kind
+	// once -set gave it one.
 	id, hasID := x.Values[event.FieldID].(string)
 	kind, _ := x.Values[event.FieldKind].(string)
-	var missing, faults []string
+	var missing, invalid []string
 	if !hasID {
-		missing = append(missing, quote(event.FieldID))
+		missing = append(missing, event.FieldID)
 	}
 	if kind == "" {
-		missing = append(missing, quote(event.FieldKind))
-	}
-	switch len(missing) {
-	case 0:
-	case 1:
-		faults = append(faults, "missing field "+missing[0])
-	default:
-		faults = append(faults, "missing fields "+strings.Join(missing, ", "))
+		missing = append(missing, event.FieldKind)
 	}
 	if hasID && !event.ValidID(id) {
-		faults = append(faults, "invalid id "+quote(id))
+		invalid = append(invalid, "invalid id "+quote(id))
 	}
-	if len(faults) > 0 {
-		return m, fmt.Errorf("%w: %s", ErrMalformed, strings.Join(faults, "; "))
+	if missing != nil || invalid != nil {
+		return m, fmt.Errorf("%w: %s", ErrMalformed, event.Faults(missing, invalid...))
 	}
 	m.ID, m.Kind = id, kind
 	m.Payload = make(map[string]string, len(x.Values)-1)

@@ -149,7 +149,7 @@ func Validate(kind string, fields map[string]string) error {
 	for _, name := range sortedKeys(rules) {
 		v, ok := fields[name]
 		if !ok {
-			missing = append(missing, strconv.Quote(name))
+			missing = append(missing, name)
 			continue
 		}
 		if err := rules[name](v); err != nil {
@@ -159,15 +159,28 @@ func Validate(kind string, fields map[string]string) error {
 	if missing == nil && invalid == nil {
 		return nil
 	}
-	faults := invalid
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, kind, Faults(missing, invalid...))
+}
+
+// Faults words what is wrong with an entry's fields as one reason, as
+// Validate and feed.Decode give it: the missing fields first, quoted
+// (`missing field "id"`, `missing fields "exact", "near"`), then each
+// invalid one as given, all joined by "; ". One wording for both, so that
+// a dead letter's reason reads alike whichever check refused it.
+func Faults(missing []string, invalid ...string) string {
+	faults := make([]string, 0, 1+len(invalid))
 	switch len(missing) {
 	case 0:
 	case 1:
-		faults = append([]string{"missing field " + missing[0]}, invalid...)
+		faults = append(faults, "missing field "+strconv.Quote(missing[0]))
 	default:
-		faults = append([]string{"missing fields " + strings.Join(missing, ", ")}, invalid...)
+		q := make([]string, len(missing))
+		for i, name := range missing {
+			q[i] = strconv.Quote(name)
+		}
+		faults = append(faults, "missing fields "+strings.Join(q, ", "))
 	}
-	return fmt.Errorf("%w: %s: %s", ErrInvalid, kind, strings.Join(faults, "; "))
+	return strings.Join(append(faults, invalid...), "; ")
 }
 
 func sortedKeys(m map[string]fieldRule) []string {
