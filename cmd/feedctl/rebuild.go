@@ -130,7 +130,11 @@ func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game stri
 		}
 		dead, err := feed.DeadPositions(ctx, g.rdb, deadKey, ids)
 		if err != nil {
-			return n, inserted, skipped, err
+			// Stopped, not judged afresh as a renderer does: an operator
+			// is there to mend the key (another type under it, say) and
+			// run it again, and a store rebuilt without the set could
+			// hold lines no live store has.
+			return n, inserted, skipped, fmt.Errorf("%s: %w", feed.DeadPositionsKey(deadKey), err)
 		}
 		evs := make([]store.Event, 0, len(xs))
 		for i, x := range xs {
