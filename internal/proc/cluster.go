@@ -2,9 +2,7 @@ package proc
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -78,26 +76,11 @@ func StartCluster(ctx context.Context, dir string, opts ClusterOptions) (*Cluste
 }
 
 // StartClusterNode starts the server bin as one cluster node (opts.Cluster
-// is set) on a random port whose bus port (port+10000) is free too, with
-// its data under dir. Both stay below Linux's ephemeral range (32768 up),
-// where :0 listeners and outgoing connections would otherwise race them.
+// is set) on a free port whose bus port (port+10000) is free too, both
+// reserved for it until Close (Reserve), with its data under dir.
 func StartClusterNode(bin, dir string, opts RedisOptions) (*Redis, error) {
 	opts.Cluster = true
-	var lastErr error
-	for range 20 {
-		port := 12000 + rand.IntN(32768-10000-12000)
-		if !portFree(port) || !portFree(port+10000) {
-			continue
-		}
-		var s *Redis
-		if s, lastErr = StartRedisOn(bin, dir, port, opts); lastErr == nil {
-			return s, nil
-		}
-	}
-	if lastErr == nil {
-		lastErr = errors.New("proc: no free port pair for a cluster node")
-	}
-	return nil, lastErr
+	return startReserved(bin, dir, opts)
 }
 
 func portFree(port int) bool {
@@ -168,9 +151,16 @@ func (c *Cluster) Pids() []int {
 	return out
 }
 
-// Stop kills every node; the data stays.
+// Stop kills every node; the data and the ports' reservations stay.
 func (c *Cluster) Stop() {
 	for _, s := range c.Nodes {
 		s.Stop()
+	}
+}
+
+// Close kills every node and releases their ports' reservations.
+func (c *Cluster) Close() {
+	for _, s := range c.Nodes {
+		s.Close()
 	}
 }

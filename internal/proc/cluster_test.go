@@ -2,6 +2,7 @@ package proc_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -20,7 +21,7 @@ func TestStartCluster(t *testing.T) {
 	defer cancel()
 	c, err := proc.StartCluster(ctx, t.TempDir(), proc.ClusterOptions{})
 	if c != nil {
-		defer c.Stop()
+		defer c.Close()
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +32,13 @@ func TestStartCluster(t *testing.T) {
 	for _, s := range c.Nodes {
 		if s.Port > proc.MaxClusterPort {
 			t.Errorf("node port %d above %d", s.Port, proc.MaxClusterPort)
+		}
+		// The bus port is reserved with the node's.
+		if release, err := proc.Reserve(s.Port + 10000); !errors.Is(err, proc.ErrPortReserved) {
+			if err == nil {
+				release()
+			}
+			t.Errorf("Reserve(%d), node %s's bus port: %v, want ErrPortReserved", s.Port+10000, s.Addr, err)
 		}
 	}
 	rdb, err := redisconn.Open(c.URL())

@@ -42,8 +42,9 @@ type Redis struct {
 	bin  string
 	opts RedisOptions
 
-	mu   sync.Mutex
-	proc *Process
+	mu      sync.Mutex
+	proc    *Process
+	release func() // the port's reservation (Reserve), if it has one
 }
 
 // RedisServerEnv names the environment variable that chooses the server
@@ -95,28 +96,33 @@ func StartRedisOn(bin, dir string, port int, opts RedisOptions) (*Redis, error) 
 	return s, nil
 }
 
-// StartRedis starts a server on a free port with its data under dir; Stop
-// stops it.
+// StartRedis starts a server on a free port with its data under dir. The
+// port stays reserved for it (Reserve) across Stop and Start, until Close.
 func StartRedis(dir string, opts RedisOptions) (*Redis, error) {
 	bin, err := RedisBinary()
 	if err != nil {
 		return nil, err
 	}
-	s := &Redis{bin: bin, Dir: dir, opts: opts}
+	return startReserved(bin, dir, opts)
+}
+
+// startReserved starts bin on a reserved free port (with its bus port for
+// a cluster node), trying other ports while a process that does not
+// reserve takes the one probed before the server binds it.
+func startReserved(bin, dir string, opts RedisOptions) (*Redis, error) {
 	var lastErr error
-	for range 5 { // a free port can be taken between probe and bind
-		if s.Port, err = FreePort(); err != nil {
+	for range 5 {
+		port, release, err := reserveFree(opts.Cluster)
+		if err != nil {
 			return nil, err
 		}
-		for opts.Cluster && s.Port >= 55535 {
-			if s.Port, err = FreePort(); err != nil {
-				return nil, err
-			}
-		}
-		s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
-		if lastErr = s.Start(); lastErr == nil {
+		s, err := StartRedisOn(bin, dir, port, opts)
+		if err == nil {
+			s.release = release
 			return s, nil
 		}
+		release()
+		lastErr = err
 	}
 	return nil, lastErr
 }
@@ -230,7 +236,8 @@ func serverPid(ctx context.Context, c *redis.Client) (int, error) {
 	return 0, fmt.Errorf("proc: INFO server has no process_id")
 }
 
-// Stop kills the server and waits for it to exit; the data stays.
+// Stop kills the server and waits for it to exit; the data and the port's
+// reservation stay, for Start.
 func (s *Redis) Stop() {
 	s.mu.Lock()
 	p := s.proc
@@ -238,6 +245,19 @@ func (s *Redis) Stop() {
 	s.mu.Unlock()
 	if p != nil {
 		p.Kill()
+	}
+}
+
+// Close stops the server and releases its port's reservation: Start
+// after Close may find the port taken.
+func (s *Redis) Close() {
+	s.Stop()
+	s.mu.Lock()
+	release := s.release
+	s.release = nil
+	s.mu.Unlock()
+	if release != nil {
+		release()
 	}
 }
 

@@ -2,6 +2,7 @@ package proc_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -20,7 +21,7 @@ func TestStartRedisPortTakenByAnotherServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(other.Stop)
+	t.Cleanup(other.Close)
 	bin, err := proc.RedisBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -38,4 +39,42 @@ func TestStartRedisPortTakenByAnotherServer(t *testing.T) {
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("the server that held the port: %v", err)
 	}
+}
+
+// TestPortReservedUntilClose: a server's port stays reserved while it is
+// killed, so that no other server of the machine's tests takes it before
+// it starts again (a test's renderers then joined another test's server
+// and held its consumer names); Close frees it.
+func TestPortReservedUntilClose(t *testing.T) {
+	s, err := proc.StartRedis(t.TempDir(), proc.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if s.Port < 12000 || s.Port >= 32768 {
+		t.Errorf("port %d, want one below the ephemeral range [32768, …) and from 12000", s.Port)
+	}
+	reserved := func(when string) {
+		t.Helper()
+		release, err := proc.Reserve(s.Port)
+		if err == nil {
+			release()
+		}
+		if !errors.Is(err, proc.ErrPortReserved) {
+			t.Fatalf("Reserve(%d) %s: %v, want ErrPortReserved", s.Port, when, err)
+		}
+	}
+	reserved("while the server runs")
+	s.Stop()
+	reserved("while the server is stopped")
+	if err := s.Start(); err != nil {
+		t.Fatalf("start again on %s: %v", s.Addr, err)
+	}
+	reserved("after it started again")
+	s.Close()
+	release, err := proc.Reserve(s.Port)
+	if err != nil {
+		t.Fatalf("Reserve(%d) after Close: %v", s.Port, err)
+	}
+	release()
 }

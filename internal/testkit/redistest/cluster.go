@@ -53,7 +53,7 @@ func MustStartCluster(tb testing.TB, opts ...ClusterOptions) *Cluster {
 	}
 	c, err := startCluster(tb.TempDir(), o)
 	if c != nil {
-		tb.Cleanup(c.Stop)
+		tb.Cleanup(c.Close)
 	}
 	if err != nil {
 		tb.Fatal(err)
@@ -90,10 +90,18 @@ func startCluster(dir string, o ClusterOptions) (*Cluster, error) {
 	return c, nil
 }
 
-// Stop kills every node; the data stays in their directories.
+// Stop kills every node; the data stays in their directories, and their
+// ports stay reserved for them.
 func (c *Cluster) Stop() {
 	for _, s := range c.Nodes {
 		s.Stop()
+	}
+}
+
+// Close kills every node and releases their ports (proc.Reserve).
+func (c *Cluster) Close() {
+	for _, s := range c.Nodes {
+		s.Close()
 	}
 }
 

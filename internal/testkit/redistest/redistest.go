@@ -30,7 +30,9 @@ const ServerEnv = proc.RedisServerEnv
 // ServerEnv), or an error that names the package to install.
 func Binary() (string, error) { return proc.RedisBinary() }
 
-// MustStart starts a server on a free port and stops it when the test ends.
+// MustStart starts a server on a free port and stops it when the test
+// ends. The port stays reserved for it until then (proc.Reserve): a test
+// that kills its server and starts it again gets its port back.
 func MustStart(tb testing.TB, opts ...Options) *Server {
 	tb.Helper()
 	var o Options
@@ -42,7 +44,7 @@ func MustStart(tb testing.TB, opts ...Options) *Server {
 		tb.Fatal(err)
 	}
 	s := &Server{r}
-	tb.Cleanup(s.Stop)
+	tb.Cleanup(s.Close)
 	return s
 }
 

@@ -67,7 +67,7 @@ func Cluster(ctx context.Context, cfg ClusterConfig) (ClusterResult, error) {
 	}
 	cl, err := proc.StartCluster(ctx, mkdir(cfg.Dir, "redis-cluster"), proc.ClusterOptions{Node: proc.RedisOptions{MaxClients: 20000}})
 	if cl != nil {
-		defer cl.Stop()
+		defer cl.Close()
 	}
 	if err != nil {
 		return res, err

@@ -30,6 +30,3 @@ func StartRedis(dir string) (*Redis, error) {
 func (r *Redis) Client() (redis.UniversalClient, error) {
 	return redisconn.Open(r.URL())
 }
-
-// Close kills the server and waits for it.
-func (r *Redis) Close() { r.Stop() }
