@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -96,4 +97,15 @@ func reserveFree(cluster bool) (int, func(), error) {
 		release()
 	}
 	return 0, nil, fmt.Errorf("proc: no free port in [%d, %d) for a server", minServerPort, hi)
+}
+
+// ReserveAddr reserves a free loopback address for a server of this
+// process (Reserve), as 127.0.0.1:PORT: a test that kills that server and
+// starts it again on the same address finds the address still its own.
+func ReserveAddr() (addr string, release func(), err error) {
+	port, release, err := reserveFree(false)
+	if err != nil {
+		return "", nil, err
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), release, nil
 }

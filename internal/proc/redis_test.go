@@ -3,6 +3,8 @@ package proc_test
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -77,4 +79,27 @@ func TestPortReservedUntilClose(t *testing.T) {
 		t.Fatalf("Reserve(%d) after Close: %v", s.Port, err)
 	}
 	release()
+}
+
+// TestReserveAddr: an address handed out for a test's child stays
+// reserved until released.
+func TestReserveAddr(t *testing.T) {
+	addr, release, err := proc.ReserveAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
+	if again, err := proc.Reserve(port); !errors.Is(err, proc.ErrPortReserved) {
+		if err == nil {
+			again()
+		}
+		t.Fatalf("Reserve(%d) of the address %s handed out: %v, want ErrPortReserved", port, addr, err)
+	}
+	release()
+	again, err := proc.Reserve(port)
+	if err != nil {
+		t.Fatalf("Reserve(%d) after release: %v", port, err)
+	}
+	again()
 }

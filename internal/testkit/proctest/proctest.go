@@ -236,13 +236,18 @@ func tailString(s string, n int) string {
 	return s
 }
 
-// FreeAddr returns a free 127.0.0.1 address for a child to listen on.
+// FreeAddr returns a free 127.0.0.1 address for a child to listen on,
+// reserved for the test until it ends (proc.ReserveAddr): no other test's
+// server takes it while a child killed there is down, where this test's
+// browser and clients would reach that server instead, and Restart finds
+// the address free.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	addr, err := proc.FreeAddr()
+	addr, release, err := proc.ReserveAddr()
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(release)
 	return addr
 }
 
