@@ -211,16 +211,27 @@
     if (!document.hidden) schedule(0);
   });
 
-  load('').then(function () {
+  // ready offers the entries loaded to play, from the start.
+  function ready() {
     pos.max = String(entries.length);
     pos.disabled = false;
     play.disabled = entries.length === 0;
     root.dataset.state = 'ready';
     show(0);
+  }
+
+  load('').then(function () {
+    ready();
     schedule(0); // what was committed while the pages loaded
   }).catch(function (e) {
     if (e.message === GONE) {
-      entries = [];
+      // Deleted between two pages: the pages loaded still play, as they
+      // do for a game deleted once loaded; they were thrown away.
+      if (entries.length > 0) {
+        ready();
+        gone('the lines loaded still play');
+        return;
+      }
       gone('nothing to replay');
       return;
     }

@@ -223,3 +223,39 @@ func TestBrowserReplayGameDeleted(t *testing.T) {
 	}
 	b.noProblems()
 }
+
+// A game deleted between two pages of its timeline (feedctl prune while
+// the replay pages through it) plays the pages loaded, saying it is no
+// longer stored, as one deleted once loaded does. The later page's 404
+// threw the pages loaded away: "nothing to replay", play disabled.
+func TestBrowserReplayGameDeletedWhilePaging(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.TimelineLines = 1 }) // a page per line
+	evs := e.gen("g1").chats(t, 3)
+	e.upsert(evs...)
+	b := mustOpenBrowser(t)
+	b.allowFailing("timeline.json") // the 404 is the answer the test wants
+	holdFetch(t, b, "after="+evs[1].EvtID)
+	b.do(chromedp.Navigate(e.url("/games/g1/replay")))
+	b.until("the third page asked for", `!!window.__release`)
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
+	if _, err := e.db.DeleteGame(context.Background(), "g1"); err != nil {
+		t.Fatal(err)
+	}
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__release()`))
+	b.until("the deletion shown", `document.querySelector('#replay').dataset.state === 'gone'`)
+	const want = "this game is no longer stored: the lines loaded still play"
+	if got := b.eval(`[document.getElementById('postext').textContent, document.getElementById('pos').max, String(document.getElementById('play').disabled)]`); got[0] != want || got[1] != "2" || got[2] != "false" {
+		t.Fatalf("position text %q, max %q, play disabled %s; want %q, the 2 lines loaded, play enabled", got[0], got[1], got[2], want)
+	}
+	b.until("the deletion announced", `window.__announced.length > 0`)
+	if got := b.eval(`window.__announced`); len(got) != 1 || got[0] != want {
+		t.Fatalf("announced %q, want the deletion alone", got)
+	}
+	b.do(chromedp.SetValue(chromedp.CSS("#speed"), "50"))
+	b.do(chromedp.Click(chromedp.CSS("#play")))
+	b.until("the loaded lines played", `document.querySelectorAll('#timeline > li').length === 2 && document.querySelector('#play').dataset.state === 'paused'`)
+	if got, want := b.eval(`Array.from(document.querySelectorAll('#timeline > li')).map(l => l.id)`), reverse(evtIDs(evs[:2])); !eq(got, want) {
+		t.Fatalf("replay shows %v, want %v", got, want)
+	}
+	b.noProblems()
+}
