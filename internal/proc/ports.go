@@ -46,10 +46,14 @@ var ErrPortReserved = errors.New("proc: port reserved by another server")
 // dies, so a killed test binary leaves nothing reserved.
 func Reserve(port int) (release func(), err error) {
 	dir := filepath.Join(os.TempDir(), "codemojex-ports")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if err := os.Mkdir(dir, 0o777); err == nil {
+		// Like the temporary directory itself: every user's tests reserve
+		// here (a read-only open is enough for flock).
+		_ = os.Chmod(dir, 0o1777)
+	} else if !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("proc: reserve port %d: %w", port, err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("proc: reserve port %d: %w", port, err)
 	}
