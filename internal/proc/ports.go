@@ -49,7 +49,7 @@ func Reserve(port int) (release func(), err error) {
 	if err := os.Mkdir(dir, 0o777); err == nil {
 		// Like the temporary directory itself: every user's tests reserve
 		// here (a read-only open is enough for flock).
-		_ = os.Chmod(dir, 0o1777)
+		_ = os.Chmod(dir, 0o777|os.ModeSticky)
 	} else if !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("proc: reserve port %d: %w", port, err)
 	}
