@@ -307,13 +307,9 @@ func (c *Consumer) pendingPage() int64 { return 10 * c.cfg.Count }
 // deadOf reports which of a page's entries the renderers dead-lettered
 // (DeadPositions): one ZMSCORE per page.
 func (c *Consumer) deadOf(stream string, msgs []redis.XMessage) ([]bool, error) {
-	ids := make([]string, len(msgs))
-	for i, x := range msgs {
-		ids[i] = x.ID
-	}
 	ctx, cancel := c.callCtx(c.ctx, 10*time.Second)
 	defer cancel()
-	return DeadPositions(ctx, c.rdb, c.cfg.DeadKey(stream), ids)
+	return DeadEntries(ctx, c.rdb, c.cfg.DeadKey(stream), msgs)
 }
 
 // catchUpBatch hands one XRANGE page to the handler, but for the entries

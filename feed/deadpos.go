@@ -29,6 +29,16 @@ func DeadPositions(ctx context.Context, rdb redis.UniversalClient, deadKey strin
 	return deadPositionsOf(deadPositionsCmd(ctx, rdb, deadKey, ids), len(ids))
 }
 
+// DeadEntries is DeadPositions for the positions of entries read from the
+// stream (an XRANGE page): whether the renderers dead-lettered each.
+func DeadEntries(ctx context.Context, rdb redis.UniversalClient, deadKey string, xs []redis.XMessage) ([]bool, error) {
+	ids := make([]string, len(xs))
+	for i, x := range xs {
+		ids[i] = x.ID
+	}
+	return DeadPositions(ctx, rdb, deadKey, ids)
+}
+
 // deadPositionsCmd sends (or, on a pipeline, queues) the ZMSCORE of ids in
 // deadKey's dead positions set. It goes through Do: go-redis's ZMScore
 // reads a member that is absent as 0, the score of a position of ms 0

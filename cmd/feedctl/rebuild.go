@@ -124,11 +124,7 @@ func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game stri
 		if len(xs) == 0 {
 			return n, inserted, skipped, nil
 		}
-		ids := make([]string, len(xs))
-		for i, x := range xs {
-			ids[i] = x.ID
-		}
-		dead, err := feed.DeadPositions(ctx, g.rdb, deadKey, ids)
+		dead, err := feed.DeadEntries(ctx, g.rdb, deadKey, xs)
 		if err != nil {
 			// Stopped, not judged afresh as a renderer does: an operator
 			// is there to mend the key (another type under it, say) and
