@@ -169,6 +169,41 @@ func TestReplaySkipsDeadLetteredPositions(t *testing.T) {
 	}
 }
 
+// TestReplayWhileStoppedSkipsDeadLetteredPositions: a replay run while
+// every renderer of the group is stopped (a deploy) is noticed by the
+// renderer started after it, through its store's position of the game:
+// the dead-lettered position is settled as a letter already written, not
+// judged afresh. Neither a ">" read nor the group's cursor, back at 0,
+// showed the restarted renderer the rewind, and the forged entry, read
+// after its time had come, passed and was stored.
+func TestReplayWhileStoppedSkipsDeadLetteredPositions(t *testing.T) {
+	c := newCluster(t)
+	r := c.start("r1", "-future-bound", "1s")
+	f := forgeDeadLettered(t, c, "forged-stopped")
+	// A genuine line after the letter: the store's position of the game
+	// is then past the letter's.
+	w := c.writer(f.game)
+	later := w.chat("ada", "again")
+	c.waitStored(f.game, []string{f.genuine, later}, 20*time.Second)
+	last := lastPos(t, c, f.game)
+	waitSettled(t, c, f.game, last, "the line after the letter")
+
+	if err := r.Term(10 * time.Second); err != nil {
+		t.Fatalf("stop r1: %v", err)
+	}
+	run(t, "feedctl", "-redis", c.redis.URL(), "-future-bound", "1s", "replay", "-game", f.game, "-yes")
+	c.restart(r)
+	waitSettled(t, c, f.game, last, "the replay after the restart")
+	want := []string{f.genuine, later}
+	sort.Strings(want)
+	if got := c.storeIDs(f.game); !equal(got, want) {
+		t.Errorf("after the replay the store holds %v; want %v, the dead-lettered position not judged again", got, want)
+	}
+	if dead, err := feed.ListDead(context.Background(), c.rdb, event.DeadKey(f.game), 0); err != nil || len(dead) != 1 {
+		t.Errorf("after the replay: dead letters %+v (%v); want the one letter, not a second", dead, err)
+	}
+}
+
 // TestCatchUpSkipsDeadLetteredPositions: a renderer's catch-up (its store
 // lacks entries the group acked, here a lost store file, so it re-reads
 // the stream with XRANGE, docs/reader-law.md) skips the positions the

@@ -167,6 +167,14 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 	if err != nil {
 		return "", "", false, false, fmt.Errorf("feed: store position of %s: %w", st.key, err)
 	}
+	// The store's position was given to the group before (its line was
+	// committed from a ">" read or a catch-up up to the group's cursor):
+	// one no newer is a rewind (reread), also one made while every
+	// renderer of the group was stopped, which neither ">" nor the census
+	// showed this process (TestReplayNoticedAfterRestart).
+	if pos != "" && (st.newest == "" || cmpID(pos, st.newest) > 0) {
+		st.newest = pos
+	}
 	groups, err := c.rdb.XInfoGroups(ctx, st.key).Result()
 	if err != nil {
 		c.fail("catchup", err)

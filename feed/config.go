@@ -144,7 +144,9 @@ type Config struct {
 	// to the handler, never acked and never dead-lettered, a few pages per
 	// loop turn; the stream is not read, recovered or claimed until then.
 	// A store behind only by entries still pending (or dead-lettered) is
-	// not re-read: the reader law brings them (docs/reader-law.md).
+	// not re-read: the reader law brings them (docs/reader-law.md). A
+	// ">" read no newer than Position is a rewind of the group, whose
+	// dead-lettered positions are not handed again.
 	Position func(ctx context.Context, stream string) (string, error)
 	// CatchUpLookback widens a catch-up below the store's position by this
 	// much stream time, for entries that were still pending when an older

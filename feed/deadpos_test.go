@@ -282,3 +282,64 @@ func TestReplayNoticedWithoutLiveRead(t *testing.T) {
 		t.Errorf("duplicates %d; want 1", st.DeadDuplicates)
 	}
 }
+
+// TestReplayNoticedAfterRestart: a rewind made while every renderer of
+// the group was stopped (feedctl replay during a deploy) is noticed by a
+// renderer started after it, through its store's position of the stream
+// (Config.Position): the store committed lines up to a position the
+// rewound group now hands out again with ">". Neither a ">" read nor the
+// census (the group's cursor is back at 0) showed the process the rewind,
+// so the dead-lettered entry was handed to the handler again, which took
+// it.
+func TestReplayNoticedAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s := stream("replaystopped")
+	var refuse atomic.Bool
+	refuse.Store(true)
+	var bad string
+	var first recorder
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.ID == bad && refuse.Load() {
+			return feed.Poison(errors.New("not yet"))
+		}
+		return first.handler(ctx, m)
+	}
+	before := add(t, rdb, s)
+	bad = minter.Next(time.Now())
+	addRaw(t, rdb, s, "id", bad, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "eve", "text", "hi")
+	after := add(t, rdb, s)
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "two entries handled, one dead-lettered", func() bool {
+		return first.count(before) == 1 && first.count(after) == 1 && c.Stats().Dead == 1 && pending(t, rdb, s) == 0
+	})
+	c.Close()
+	refuse.Store(false)
+	xs, err := rdb.XRevRangeN(ctx, s, "+", "-", 1).Result()
+	if err != nil || len(xs) != 1 {
+		t.Fatalf("last entry of %s: %v", s, err)
+	}
+	stored := xs[0].ID // the store's position: its last line, after the letter
+
+	// The game is replayed while no renderer runs, then one starts.
+	if err := rdb.Do(ctx, "XGROUP", "SETID", s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	cfg2 := baseConfig(t, rdb, "r1", s)
+	cfg2.Handler = rec.handler
+	cfg2.Position = func(context.Context, string) (string, error) { return stored, nil }
+	c2 := mustOpen(t, cfg2)
+	waitFor(t, 10*time.Second, "the replay settled", func() bool {
+		gs, err := rdb.XInfoGroups(ctx, s).Result()
+		return err == nil && len(gs) == 1 && gs[0].LastDeliveredID == stored && gs[0].Pending == 0 &&
+			rec.count(before) == 1 && rec.count(after) == 1
+	})
+	if n := rec.count(bad); n != 0 {
+		t.Errorf("the dead-lettered entry was handed %d times after the replay; want none", n)
+	}
+	if st := c2.Stats(); st.DeadDuplicates != 1 || st.Dead != 0 {
+		t.Errorf("dead %d, duplicates %d; want no new letter and 1 duplicate", st.Dead, st.DeadDuplicates)
+	}
+}

@@ -327,8 +327,11 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 // than the group's last-delivered id as its census last saw it
 // (censusChunk: the door's look at a stream found since the start
 // included, so a quiet game replayed after a restart is noticed,
-// TestReplayNoticedWithoutLiveRead). A live batch pays nothing: asking
-// every batch cost one more round trip between its read and its commit.
+// TestReplayNoticedWithoutLiveRead), or than the store's position when
+// the stream was discovered (catchUpPlan: a replay while every renderer
+// was stopped, TestReplayNoticedAfterRestart). A live batch pays
+// nothing: asking every batch cost one more round trip between its read
+// and its commit.
 //
 // The own pending list and a claim are not asked about: their entries
 // have no verdict of this group yet (a dead letter is acked in the same
@@ -339,10 +342,11 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 // pending list was acked as a duplicate where the live read would have
 // stored it.
 //
-// A rewind this process did not see (it started after the replay) is not
-// noticed, nor a rewound entry that went to the pending list before it
-// was looked up (its node did not answer): those are judged afresh
-// (docs/reader-law.md).
+// A rewound position newer than every one this process knew of is not
+// noticed (the store's last line came before it, and the process started
+// after the replay or a peer was given it after the last census), nor a
+// rewound entry that went to the pending list before it was looked up
+// (its node did not answer): those are judged afresh (docs/reader-law.md).
 func (c *Consumer) reread(path string, batch []delivery) bool {
 	if path != pathNew {
 		return false

@@ -41,7 +41,7 @@ type streamState struct {
 	seenOpen bool   // the group existed once: a creation is a re-creation
 	noGroup  bool   // a read's NOGROUP named it (or none of the read's streams), not read since; the door leaves it (readFailed)
 	caught   bool   // the store was caught up with the group (catchup.go)
-	newest   string // the newest position ">" gave this process (reread)
+	newest   string // the newest position known given to the group: by ">", the census or the store (reread)
 	// A catch-up under way across turns (catchup.go): the XRANGE start of
 	// its next page, the group's last-delivered id it runs to, and the
 	// entries it handed so far.
