@@ -45,7 +45,7 @@ type client struct {
 	counted  atomic.Bool // counted in SlowCloses (claimSlow)
 	// wake, when set, is called after every offer instead of signalling
 	// ready (and after the client turned slow): the nbio engine has no
-	// goroutine waiting on ready (see poll.go).
+	// goroutine waiting on ready (see pollsocket.go).
 	wake func()
 	// flush, when set (with wake), writes the queued frames on the
 	// caller's goroutine unless a writer holds the socket: the tailer's

@@ -25,7 +25,7 @@ import (
 // event stream's 54 KiB go"). The frames, their order, the resume, the
 // limits and the slow-client rules are the std engine's (events.go); the
 // writer, the byte accounting and the sweep are the websockets'
-// (poll.go).
+// (poll.go, pollsocket.go).
 //
 // The response is delimited by the connection's close (Connection: close,
 // no Content-Length, no chunking), which HTTP/1.1 allows and which is how
