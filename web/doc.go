@@ -71,10 +71,10 @@
 // Engines (Config.WSEngine): "nbio", the default, keeps net/http's
 // handshake (routes, limits, Origin check) and then hands the socket to an
 // nbio epoll poller, where an idle socket holds no goroutine and no buffer
-// (poll.go, pollsocket.go); "std" serves each socket with coder/websocket on its own
-// goroutines. The frames, order, resume, close codes and pings above are
-// the same on both; on nbio the send queue's bound also counts the bytes
-// the kernel has not taken (Config.SendBuffer).
+// (poll.go, pollsocket.go); "std" serves each socket with coder/websocket
+// on its own goroutines. The frames, order, resume, close codes and pings
+// above are the same on both; on nbio the send queue's bound also counts
+// the bytes the kernel has not taken (Config.SendBuffer).
 //
 // # Page hooks for browser tests
 //
