@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 )
@@ -177,7 +179,7 @@ func TestCatchUpSkipsDeadPositions(t *testing.T) {
 	// A second consumer of the group whose store holds nothing.
 	var rec recorder
 	cfg2 := baseConfig(t, rdb, "r2", s)
-	cfg2.Handler = rec.handler
+	cfg2.Handler = rec.handler // it would take the entry now
 	cfg2.Position = func(context.Context, string) (string, error) { return "", nil }
 	c2 := mustOpen(t, cfg2)
 	waitFor(t, 10*time.Second, "the catch-up", func() bool { return c2.Stats().CaughtUp == 4 })
@@ -225,6 +227,39 @@ func TestCatchUpDeadSetUnreadable(t *testing.T) {
 	}
 }
 
+// deadLetterOne writes to s an entry, then one that a consumer r1
+// dead-letters (as the pipeline refuses a stream id forged ahead of its
+// clock), and, when more, one more entry; it runs r1 until each is judged
+// and closes it. It returns the EVT id dead-lettered and those handled.
+func deadLetterOne(t *testing.T, rdb *redis.Client, s string, more bool) (bad string, handled []string) {
+	t.Helper()
+	var rec recorder
+	cfg := baseConfig(t, rdb, "r1", s)
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.ID == bad {
+			return feed.Poison(errors.New("not yet"))
+		}
+		return rec.handler(ctx, m)
+	}
+	handled = append(handled, add(t, rdb, s))
+	bad = minter.Next(time.Now())
+	addRaw(t, rdb, s, "id", bad, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "eve", "text", "hi")
+	if more {
+		handled = append(handled, add(t, rdb, s))
+	}
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "the entries handled, one dead-lettered", func() bool {
+		for _, id := range handled {
+			if rec.count(id) != 1 {
+				return false
+			}
+		}
+		return c.Stats().Dead == 1 && pending(t, rdb, s) == 0
+	})
+	c.Close()
+	return bad, handled
+}
+
 // TestReplayNoticedWithoutLiveRead: a rewind is noticed by a renderer
 // that runs while it happens although ">" never gave it a position of
 // the stream before (it started after the game's last entry: a deploy
@@ -236,37 +271,14 @@ func TestReplayNoticedWithoutLiveRead(t *testing.T) {
 	ctx := context.Background()
 	_, rdb := mustStart(t)
 	s := stream("replayquiet")
-	var refuse atomic.Bool
-	refuse.Store(true)
-	var bad string
-	var first recorder
-	cfg := baseConfig(t, rdb, "r1", s)
-	cfg.Handler = func(ctx context.Context, m feed.Message) error {
-		if m.ID == bad && refuse.Load() {
-			return feed.Poison(errors.New("not yet"))
-		}
-		return first.handler(ctx, m)
-	}
-	before := add(t, rdb, s)
-	bad = minter.Next(time.Now())
-	addRaw(t, rdb, s, "id", bad, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "eve", "text", "hi")
-	c := mustOpen(t, cfg)
-	waitFor(t, 10*time.Second, "one entry handled, one dead-lettered", func() bool {
-		return first.count(before) == 1 && c.Stats().Dead == 1 && pending(t, rdb, s) == 0
-	})
-	c.Close()
-	refuse.Store(false)
+	bad, handled := deadLetterOne(t, rdb, s, false)
+	before := handled[0]
 
 	// The renderer restarted (the same name) while the game is quiet,
 	// then the game is replayed while it runs.
 	var rec recorder
 	cfg2 := baseConfig(t, rdb, "r1", s)
-	cfg2.Handler = func(ctx context.Context, m feed.Message) error {
-		if m.ID == bad && refuse.Load() {
-			return feed.Poison(errors.New("not yet"))
-		}
-		return rec.handler(ctx, m)
-	}
+	cfg2.Handler = rec.handler // it would take the entry now
 	c2 := mustOpen(t, cfg2)
 	waitFor(t, 10*time.Second, "the restarted renderer waiting for new entries", func() bool { return readBlocked(ctx, rdb) })
 	if err := rdb.Do(ctx, "XGROUP", "SETID", s, group, "0").Err(); err != nil {
@@ -295,27 +307,8 @@ func TestReplayNoticedAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	_, rdb := mustStart(t)
 	s := stream("replaystopped")
-	var refuse atomic.Bool
-	refuse.Store(true)
-	var bad string
-	var first recorder
-	cfg := baseConfig(t, rdb, "r1", s)
-	cfg.Handler = func(ctx context.Context, m feed.Message) error {
-		if m.ID == bad && refuse.Load() {
-			return feed.Poison(errors.New("not yet"))
-		}
-		return first.handler(ctx, m)
-	}
-	before := add(t, rdb, s)
-	bad = minter.Next(time.Now())
-	addRaw(t, rdb, s, "id", bad, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "eve", "text", "hi")
-	after := add(t, rdb, s)
-	c := mustOpen(t, cfg)
-	waitFor(t, 10*time.Second, "two entries handled, one dead-lettered", func() bool {
-		return first.count(before) == 1 && first.count(after) == 1 && c.Stats().Dead == 1 && pending(t, rdb, s) == 0
-	})
-	c.Close()
-	refuse.Store(false)
+	bad, handled := deadLetterOne(t, rdb, s, true)
+	before, after := handled[0], handled[1]
 	xs, err := rdb.XRevRangeN(ctx, s, "+", "-", 1).Result()
 	if err != nil || len(xs) != 1 {
 		t.Fatalf("last entry of %s: %v", s, err)
@@ -328,7 +321,7 @@ func TestReplayNoticedAfterRestart(t *testing.T) {
 	}
 	var rec recorder
 	cfg2 := baseConfig(t, rdb, "r1", s)
-	cfg2.Handler = rec.handler
+	cfg2.Handler = rec.handler // it would take the entry now
 	cfg2.Position = func(context.Context, string) (string, error) { return stored, nil }
 	c2 := mustOpen(t, cfg2)
 	waitFor(t, 10*time.Second, "the replay settled", func() bool {
