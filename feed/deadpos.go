@@ -90,14 +90,18 @@ func deadPositionsOf(cmd *redis.Cmd, n int) ([]bool, error) {
 //
 // The entries of a stream whose node does not answer are left pending
 // (as withAttempts leaves them), for the own pending list or a claim once
-// it answers. A set that cannot be read (an error reply: another type
+// it answers, which then look them up (streamState.rewound,
+// TestRewoundLeftPendingLookedUp). A set that cannot be read (an error reply: another type
 // under its key) does not stop the game: its entries are judged afresh,
 // as before there was a set, and the failure counted and logged.
-func (c *Consumer) skipDead(todo []delivery, s *settlement) ([]delivery, error) {
+func (c *Consumer) skipDead(path string, todo []delivery, s *settlement) ([]delivery, error) {
 	ctx, cancel := c.callCtx(c.ctx, 5*time.Second)
 	defer cancel()
 	byStream := map[string][]string{}
 	for _, d := range todo {
+		if path != pathNew && !c.rewound(d) {
+			continue // pending or claimed, not a re-read (reread)
+		}
 		byStream[d.stream] = append(byStream[d.stream], d.x.ID)
 	}
 	p := c.pipes()
@@ -120,6 +124,11 @@ func (c *Consumer) skipDead(todo []delivery, s *settlement) ([]delivery, error) 
 			if st := c.streams[stream]; st != nil && c.setAside([]*streamState{st}, err) == nil {
 				c.markPending(stream)
 				left[stream] = true
+				for _, id := range ids {
+					if st.rewound == "" || cmpID(id, st.rewound) > 0 {
+						st.rewound = id
+					}
+				}
 				continue
 			}
 			return nil, err
@@ -157,4 +166,11 @@ func (c *Consumer) deadSetUnreadable(stream string, err error) {
 		c.log.Warn("dead positions set unreadable; entries judged afresh", "stream", stream,
 			"dead_key", c.cfg.DeadKey(stream), "err", err, "similar_unlogged", skipped)
 	}
+}
+
+// rewound reports whether d is at or before the newest re-read position
+// of its stream that skipDead left pending (streamState.rewound).
+func (c *Consumer) rewound(d delivery) bool {
+	st := c.streams[d.stream]
+	return st != nil && st.rewound != "" && cmpID(d.x.ID, st.rewound) <= 0
 }

@@ -3,8 +3,10 @@ package feed_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -309,11 +311,7 @@ func TestReplayNoticedAfterRestart(t *testing.T) {
 	s := stream("replaystopped")
 	bad, handled := deadLetterOne(t, rdb, s, true)
 	before, after := handled[0], handled[1]
-	xs, err := rdb.XRevRangeN(ctx, s, "+", "-", 1).Result()
-	if err != nil || len(xs) != 1 {
-		t.Fatalf("last entry of %s: %v", s, err)
-	}
-	stored := xs[0].ID // the store's position: its last line, after the letter
+	stored := lastID(t, rdb, s) // the store's position: its last line, after the letter
 
 	// The game is replayed while no renderer runs, then one starts.
 	if err := rdb.Do(ctx, "XGROUP", "SETID", s, group, "0").Err(); err != nil {
@@ -335,4 +333,81 @@ func TestReplayNoticedAfterRestart(t *testing.T) {
 	if st := c2.Stats(); st.DeadDuplicates != 1 || st.Dead != 0 {
 		t.Errorf("dead %d, duplicates %d; want no new letter and 1 duplicate", st.Dead, st.DeadDuplicates)
 	}
+}
+
+// failZMScore is a go-redis hook that fails the next pipeline holding a
+// ZMSCORE, once armed, with a connection error (as a node that stopped
+// answering would), and lets every other command through.
+type failZMScore struct{ armed atomic.Bool }
+
+func (h *failZMScore) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *failZMScore) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *failZMScore) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if cmd.Name() == "zmscore" && h.armed.CompareAndSwap(true, false) {
+				err := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+				for _, cmd := range cmds {
+					cmd.SetErr(err)
+				}
+				return err
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestRewoundLeftPendingLookedUp: a re-read batch (the group rewound)
+// whose look at the dead positions fails, its node not answering, is left
+// pending, and when the pending list gives them back (the own pending
+// list, or a claim of its idle entries) their positions are looked up
+// before the handler sees them: the dead-lettered entry is settled as a
+// letter already written. Before, neither asked, and the entry was
+// judged afresh and taken.
+func TestRewoundLeftPendingLookedUp(t *testing.T) {
+	ctx := context.Background()
+	srv, rdb := mustStart(t)
+	s := stream("rewoundpending")
+	bad, handled := deadLetterOne(t, rdb, s, true)
+	stored := lastID(t, rdb, s)
+	if err := rdb.Do(ctx, "XGROUP", "SETID", s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	hook := &failZMScore{}
+	hook.armed.Store(true)
+	hooked := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+	hooked.AddHook(hook)
+	t.Cleanup(func() { hooked.Close() })
+	var rec recorder
+	cfg := baseConfig(t, hooked, "r1", s)
+	cfg.Handler = rec.handler // it would take the entry now
+	cfg.Position = func(context.Context, string) (string, error) { return stored, nil }
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "the replay settled", func() bool {
+		gs, err := rdb.XInfoGroups(ctx, s).Result()
+		return err == nil && len(gs) == 1 && gs[0].LastDeliveredID == stored && gs[0].Pending == 0 &&
+			rec.count(handled[0]) == 1 && rec.count(handled[1]) == 1
+	})
+	if hook.armed.Load() {
+		t.Fatal("the look at the dead positions never failed; the test proves nothing")
+	}
+	if n := rec.count(bad); n != 0 {
+		t.Errorf("the dead-lettered entry was handed %d times after the replay; want none", n)
+	}
+	if st := c.Stats(); st.DeadDuplicates != 1 || st.Dead != 0 || st.Recovered+st.Claimed == 0 {
+		t.Errorf("dead %d, duplicates %d, recovered %d, claimed %d; want no new letter, 1 duplicate, the batch handled again from the pending list",
+			st.Dead, st.DeadDuplicates, st.Recovered, st.Claimed)
+	}
+}
+
+// lastID returns the position of the last entry of stream s.
+func lastID(t *testing.T, rdb *redis.Client, s string) string {
+	t.Helper()
+	xs, err := rdb.XRevRangeN(context.Background(), s, "+", "-", 1).Result()
+	if err != nil || len(xs) != 1 {
+		t.Fatalf("last entry of %s: %v", s, err)
+	}
+	return xs[0].ID
 }

@@ -90,7 +90,7 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 	}
 	if again && len(todo) > 0 {
 		var err error
-		if todo, err = c.skipDead(todo, &s); err != nil {
+		if todo, err = c.skipDead(path, todo, &s); err != nil {
 			return err
 		}
 	}
@@ -333,7 +333,10 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 // nothing: asking every batch cost one more round trip between its read
 // and its commit.
 //
-// The own pending list and a claim are not asked about: their entries
+// The own pending list and a claim are asked about only up to the newest
+// re-read position that skipDead left pending, its node not answering
+// (streamState.rewound): those were given again by a rewind. Otherwise
+// they are not asked about: their entries
 // have no verdict of this group yet (a dead letter is acked in the same
 // script that writes it), and a position in the set is then another
 // group's letter, given for a reason of its own (its clock, its store),
@@ -345,11 +348,19 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 // A rewound position newer than every one this process knew of is not
 // noticed (the store's last line came before it, and the process started
 // after the replay or a peer was given it after the last census), nor a
-// rewound entry that went to the pending list before it was looked up
-// (its node did not answer): those are judged afresh (docs/reader-law.md).
+// rewound entry left pending before its look by a process that then died
+// (a peer claims it, or its restart recovers it): those are judged afresh
+// (docs/reader-law.md).
 func (c *Consumer) reread(path string, batch []delivery) bool {
 	if path != pathNew {
-		return false
+		for _, d := range batch {
+			if c.rewound(d) {
+				return true
+			}
+		}
+	}
+	if path != pathNew {
+		return false // its own pending list or a claim
 	}
 	again := false
 	for _, d := range batch {

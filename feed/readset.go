@@ -42,6 +42,7 @@ type streamState struct {
 	noGroup  bool   // a read's NOGROUP named it (or none of the read's streams), not read since; the door leaves it (readFailed)
 	caught   bool   // the store was caught up with the group (catchup.go)
 	newest   string // the newest position known given to the group: by ">", the census or the store (reread)
+	rewound  string // the newest re-read position left pending before its look at the dead positions (skipDead)
 	// A catch-up under way across turns (catchup.go): the XRANGE start of
 	// its next page, the group's last-delivered id it runs to, and the
 	// entries it handed so far.
