@@ -93,10 +93,7 @@ func TestReplayedDeadPositionNotHanded(t *testing.T) {
 		return xs[0].ID
 	}
 	replayed := func(last string) func() bool {
-		return func() bool {
-			gs, err := rdb.XInfoGroups(ctx, s).Result()
-			return err == nil && len(gs) == 1 && gs[0].LastDeliveredID == last && gs[0].Pending == 0
-		}
+		return func() bool { return settledAt(rdb, s, last) }
 	}
 	last := lastPos()
 	if err := rdb.Do(ctx, "XGROUP", "SETID", s, group, "0").Err(); err != nil {
@@ -173,8 +170,7 @@ func TestCatchUpSkipsDeadPositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the requeued copy handled and acked", func() bool {
-		gs, err := rdb.XInfoGroups(ctx, s).Result()
-		return first.count(bad) == 1 && err == nil && len(gs) == 1 && gs[0].LastDeliveredID == copyPos && gs[0].Pending == 0
+		return first.count(bad) == 1 && settledAt(rdb, s, copyPos)
 	})
 	c.Close()
 
@@ -323,9 +319,7 @@ func TestReplayNoticedAfterRestart(t *testing.T) {
 	cfg2.Position = func(context.Context, string) (string, error) { return stored, nil }
 	c2 := mustOpen(t, cfg2)
 	waitFor(t, 10*time.Second, "the replay settled", func() bool {
-		gs, err := rdb.XInfoGroups(ctx, s).Result()
-		return err == nil && len(gs) == 1 && gs[0].LastDeliveredID == stored && gs[0].Pending == 0 &&
-			rec.count(before) == 1 && rec.count(after) == 1
+		return settledAt(rdb, s, stored) && rec.count(before) == 1 && rec.count(after) == 1
 	})
 	if n := rec.count(bad); n != 0 {
 		t.Errorf("the dead-lettered entry was handed %d times after the replay; want none", n)
@@ -386,9 +380,7 @@ func TestRewoundLeftPendingLookedUp(t *testing.T) {
 	cfg.Position = func(context.Context, string) (string, error) { return stored, nil }
 	c := mustOpen(t, cfg)
 	waitFor(t, 10*time.Second, "the replay settled", func() bool {
-		gs, err := rdb.XInfoGroups(ctx, s).Result()
-		return err == nil && len(gs) == 1 && gs[0].LastDeliveredID == stored && gs[0].Pending == 0 &&
-			rec.count(handled[0]) == 1 && rec.count(handled[1]) == 1
+		return settledAt(rdb, s, stored) && rec.count(handled[0]) == 1 && rec.count(handled[1]) == 1
 	})
 	if hook.armed.Load() {
 		t.Fatal("the look at the dead positions never failed; the test proves nothing")
@@ -410,4 +402,11 @@ func lastID(t *testing.T, rdb *redis.Client, s string) string {
 		t.Fatalf("last entry of %s: %v", s, err)
 	}
 	return xs[0].ID
+}
+
+// settledAt reports whether the group has delivered stream s up to last
+// and has nothing pending there.
+func settledAt(rdb *redis.Client, s, last string) bool {
+	gs, err := rdb.XInfoGroups(context.Background(), s).Result()
+	return err == nil && len(gs) == 1 && gs[0].LastDeliveredID == last && gs[0].Pending == 0
 }
