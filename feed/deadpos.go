@@ -91,9 +91,10 @@ func deadPositionsOf(cmd *redis.Cmd, n int) ([]bool, error) {
 // The entries of a stream whose node does not answer are left pending
 // (as withAttempts leaves them), for the own pending list or a claim once
 // it answers, which then look them up (streamState.rewound,
-// TestRewoundLeftPendingLookedUp). A set that cannot be read (an error reply: another type
-// under its key) does not stop the game: its entries are judged afresh,
-// as before there was a set, and the failure counted and logged.
+// TestRewoundLeftPendingLookedUp). A set that cannot be read (an error
+// reply: another type under its key) does not stop the game: its entries
+// are judged afresh, as before there was a set, and the failure counted
+// and logged.
 func (c *Consumer) skipDead(path string, todo []delivery, s *settlement) ([]delivery, error) {
 	ctx, cancel := c.callCtx(c.ctx, 5*time.Second)
 	defer cancel()

@@ -63,25 +63,12 @@ func TestReplayedDeadPositionNotHanded(t *testing.T) {
 	// Live batches ask nothing of the set: only a batch that holds a
 	// position read before (a rewind, the own pending list, a claim) does.
 	// Asking every batch cost one more round trip between read and commit.
-	zmscores := func() string {
-		info, err := rdb.Info(ctx, "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			if strings.HasPrefix(line, "cmdstat_zmscore:") {
-				calls, _, _ := strings.Cut(strings.TrimPrefix(line, "cmdstat_zmscore:"), ",")
-				return calls
-			}
-		}
-		return "calls=0"
-	}
-	asked := zmscores()
+	asked := zmscores(t, rdb)
 	live := []string{add(t, rdb, s), add(t, rdb, s), add(t, rdb, s)}
 	waitFor(t, 10*time.Second, "three live entries handled", func() bool {
 		return rec.count(live[0]) == 1 && rec.count(live[1]) == 1 && rec.count(live[2]) == 1
 	})
-	if now := zmscores(); now != asked {
+	if now := zmscores(t, rdb); now != asked {
 		t.Errorf("ZMSCORE %s before three live entries, %s after; want no look at the dead positions on the live path", asked, now)
 	}
 
@@ -327,6 +314,16 @@ func TestReplayNoticedAfterRestart(t *testing.T) {
 	if st := c2.Stats(); st.DeadDuplicates != 1 || st.Dead != 0 {
 		t.Errorf("dead %d, duplicates %d; want no new letter and 1 duplicate", st.Dead, st.DeadDuplicates)
 	}
+
+	// Past the store's position the live path asks nothing again.
+	asked := zmscores(t, rdb)
+	live := []string{add(t, rdb, s), add(t, rdb, s), add(t, rdb, s)}
+	waitFor(t, 10*time.Second, "three live entries handled", func() bool {
+		return rec.count(live[0]) == 1 && rec.count(live[1]) == 1 && rec.count(live[2]) == 1
+	})
+	if now := zmscores(t, rdb); now != asked {
+		t.Errorf("ZMSCORE %s before three live entries, %s after; want no look at the dead positions on the live path", asked, now)
+	}
 }
 
 // failZMScore is a go-redis hook that fails the next pipeline holding a
@@ -409,4 +406,21 @@ func lastID(t *testing.T, rdb *redis.Client, s string) string {
 func settledAt(rdb *redis.Client, s, last string) bool {
 	gs, err := rdb.XInfoGroups(context.Background(), s).Result()
 	return err == nil && len(gs) == 1 && gs[0].LastDeliveredID == last && gs[0].Pending == 0
+}
+
+// zmscores returns the server's count of ZMSCORE calls (INFO
+// commandstats), the look at the dead positions.
+func zmscores(t *testing.T, rdb *redis.Client) string {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if strings.HasPrefix(line, "cmdstat_zmscore:") {
+			calls, _, _ := strings.Cut(strings.TrimPrefix(line, "cmdstat_zmscore:"), ",")
+			return calls
+		}
+	}
+	return "calls=0"
 }

@@ -352,15 +352,13 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 // (a peer claims it, or its restart recovers it): those are judged afresh
 // (docs/reader-law.md).
 func (c *Consumer) reread(path string, batch []delivery) bool {
-	if path != pathNew {
+	if path != pathNew { // its own pending list or a claim
 		for _, d := range batch {
 			if c.rewound(d) {
 				return true
 			}
 		}
-	}
-	if path != pathNew {
-		return false // its own pending list or a claim
+		return false
 	}
 	again := false
 	for _, d := range batch {
