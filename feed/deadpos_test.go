@@ -72,17 +72,10 @@ func TestReplayedDeadPositionNotHanded(t *testing.T) {
 		t.Errorf("ZMSCORE %s before three live entries, %s after; want no look at the dead positions on the live path", asked, now)
 	}
 
-	lastPos := func() string {
-		xs, err := rdb.XRevRangeN(ctx, s, "+", "-", 1).Result()
-		if err != nil || len(xs) != 1 {
-			t.Fatalf("last entry of %s: %v", s, err)
-		}
-		return xs[0].ID
-	}
 	replayed := func(last string) func() bool {
 		return func() bool { return settledAt(rdb, s, last) }
 	}
-	last := lastPos()
+	last := lastID(t, rdb, s)
 	if err := rdb.Do(ctx, "XGROUP", "SETID", s, group, "0").Err(); err != nil {
 		t.Fatal(err)
 	}
