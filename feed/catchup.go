@@ -172,9 +172,7 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 	// one no newer is a rewind (reread), also one made while every
 	// renderer of the group was stopped, which neither ">" nor the census
 	// showed this process (TestReplayNoticedAfterRestart).
-	if pos != "" && (st.newest == "" || cmpID(pos, st.newest) > 0) {
-		st.newest = pos
-	}
+	st.newest = newerID(st.newest, pos)
 	groups, err := c.rdb.XInfoGroups(ctx, st.key).Result()
 	if err != nil {
 		c.fail("catchup", err)

@@ -169,9 +169,7 @@ func (c *Consumer) censusChunk(sts []*streamState, cleanup bool) ([]*streamState
 			// group before: one no newer is a rewind (reread), also for a
 			// process that ">" never gave a position of the stream (it
 			// started after the game's last entry, or a peer read them).
-			if st.newest == "" || cmpID(g.LastDeliveredID, st.newest) > 0 {
-				st.newest = g.LastDeliveredID
-			}
+			st.newest = newerID(st.newest, g.LastDeliveredID)
 			if g.Pending > 0 && !st.pending {
 				fresh = append(fresh, st)
 			}

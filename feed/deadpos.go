@@ -126,9 +126,7 @@ func (c *Consumer) skipDead(path string, todo []delivery, s *settlement) ([]deli
 				c.markPending(stream)
 				left[stream] = true
 				for _, id := range ids {
-					if st.rewound == "" || cmpID(id, st.rewound) > 0 {
-						st.rewound = id
-					}
+					st.rewound = newerID(st.rewound, id)
 				}
 				continue
 			}

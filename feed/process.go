@@ -375,6 +375,14 @@ func (c *Consumer) reread(path string, batch []delivery) bool {
 	return again
 }
 
+// newerID returns the newer of two stream ids, "" standing for none.
+func newerID(a, b string) string {
+	if a == "" || (b != "" && cmpID(b, a) > 0) {
+		return b
+	}
+	return a
+}
+
 // cmpID compares two stream ids ("ms-seq") numerically.
 func cmpID(a, b string) int {
 	ams, aseq := splitID(a)
