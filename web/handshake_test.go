@@ -16,11 +16,12 @@ import (
 )
 
 // TestHandshakeOneKey: a websocket handshake must carry exactly one
-// Sec-WebSocket-Key (RFC 6455, 4.2.1 and 11.3.1); one without it or with
-// two is refused with 400 on both engines before it spends anything of
-// the client's, and the client's next, well-formed handshake is served.
-// nbio took the first of two keys and switched protocols, where the std
-// engine refused.
+// Sec-WebSocket-Key (RFC 6455, 4.2.1 and 11.3.1), 16 bytes in base64; one
+// without it, with two or with one that is not 16 bytes in base64 is
+// refused with 400 on both engines before it spends anything of the
+// client's, and the client's next, well-formed handshake is served. nbio
+// took the first of two keys and switched protocols, where the std engine
+// refused; until 6 Dec 2026 it switched on a malformed key too.
 func TestHandshakeOneKey(t *testing.T) {
 	tests := []struct {
 		name string
@@ -28,6 +29,10 @@ func TestHandshakeOneKey(t *testing.T) {
 	}{
 		{"no key", nil},
 		{"two keys", []string{"dGhlIHNhbXBsZSBub25jZQ==", "YW5vdGhlciBzYW1wbGUgbm9uY2U="}},
+		{"short key", []string{"short"}},
+		{"key not base64", []string{"dGhlIHNhbXBsZSBub25jZQ!!"}},
+		{"key of 15 bytes", []string{"dGhlIHNhbXBsZSBub25j"}},
+		{"key of 17 bytes", []string{"dGhlIHNhbXBsZSBub25jZSE="}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +59,7 @@ func TestHandshakeOneKey(t *testing.T) {
 			}
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusBadRequest {
-				t.Fatalf("handshake with %d keys answered %d, want 400", len(tt.keys), resp.StatusCode)
+				t.Fatalf("handshake with keys %q answered %d, want 400", tt.keys, resp.StatusCode)
 			}
 			conn.Close()
 			// The refused handshake holds none of the client's one socket.
