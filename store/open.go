@@ -233,6 +233,12 @@ func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
 	}
+	// As Probe refuses it: SQLite's answer for a directory, say, was
+	// "disk I/O error", which said nothing of the path
+	// (cmd/feedctl TestPruneRefusesDirectory).
+	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
+		return nil, &NotStoreError{Why: "not a regular file"}
+	}
 	db := newDB(abs, opts)
 	db.r, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, roleReadOnly))
 	if err != nil {

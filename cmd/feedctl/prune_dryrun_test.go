@@ -345,3 +345,38 @@ func TestRebuildRefusesNotAStore(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneRefusesDirectory: prune -db D where D is a directory (the
+// store's directory given for its file, say) is refused as rebuild -db D
+// is, "not a regular file: not a store", before anything is done, -yes or
+// not. The read-only open gave SQLite's "schema: disk I/O error (10)",
+// which says nothing of what is wrong with the path.
+func TestPruneRefusesDirectory(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	const game = "old-1"
+	register(t, rdb, game, twoDaysAgo())
+	addGameOver(t, rdb, game)
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"dry run", []string{"-dry-run"}},
+		{"yes", []string{"-yes"}},
+		{"asked", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out, errOut, err := runCtl(t, s.Addr, append([]string{"prune", "-older-than", "24h", "-db", dir}, tt.args...)...)
+			if want := "-db " + dir + ": not a regular file: not a store"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("prune -db of a directory: %v, want %q\n%s%s", err, want, out, errOut)
+			}
+			if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+				t.Errorf("prune wrote into the directory: %v, %v", ents, err)
+			}
+			if _, err := rdb.ZScore(context.Background(), event.RegistryKey, game).Result(); err != nil {
+				t.Errorf("%s left the registry: %v", game, err)
+			}
+		})
+	}
+}
