@@ -61,7 +61,6 @@ type deadCmd struct {
 }
 
 func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.Writer) error {
-	defer g.rdb.Close()
 	if len(args) == 0 {
 		return errors.New("dead: want list, requeue or drop")
 	}
@@ -94,6 +93,10 @@ func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.
 		if limit < 0 {
 			return fmt.Errorf("dead list: -n %d: want 0 (all) or more", limit)
 		}
+		if err := g.open(ctx); err != nil {
+			return err
+		}
+		defer g.rdb.Close()
 		ds, err := feed.ListDead(ctx, g.rdb, event.DeadKey(c.game), limit)
 		if err != nil {
 			return err
@@ -114,6 +117,10 @@ func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.
 	if len(c.set) > 0 && c.all {
 		return fmt.Errorf("dead requeue: -set needs -id")
 	}
+	if err := g.open(ctx); err != nil {
+		return err
+	}
+	defer g.rdb.Close()
 	ds, err := c.letters(ctx, g.rdb)
 	if err != nil {
 		return err

@@ -27,14 +27,15 @@ type global struct {
 	// timeout bounds each call to Redis (callTimeout); 0 leaves go-redis's
 	// own timeouts and retries.
 	timeout time.Duration
-	rdb     redis.UniversalClient
+	// stderr takes the Redis client's own lines (redisconn.LogTo).
+	stderr io.Writer
+	rdb    redis.UniversalClient
 }
 
-// commands are the commands that talk to Redis.
-var commands = map[string]bool{"status": true, "dead": true, "replay": true, "rebuild": true, "prune": true, "ping": true}
-
+// parseGlobal parses the global flags; the command's own are parsed by
+// the command, which then opens Redis (open).
 func parseGlobal(ctx context.Context, args []string, stderr io.Writer) (*global, []string, error) {
-	g := &global{}
+	g := &global{stderr: stderr}
 	fs := flagenv.New("feedctl")
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
@@ -57,13 +58,18 @@ func parseGlobal(ctx context.Context, args []string, stderr io.Writer) (*global,
 	case g.timeout < 0 || g.timeout > 0 && g.timeout < TimeoutFloor:
 		return nil, nil, fmt.Errorf("-timeout %v: want at least %v, or 0 for go-redis's own timeouts", g.timeout, TimeoutFloor)
 	}
-	if fs.NArg() == 0 || !commands[fs.Arg(0)] {
-		// Usage, help or an unknown command: Run answers without Redis.
-		// Opening asks the server (INFO, for a cluster), which would
-		// reach the default address, someone's Redis, to print usage.
-		return g, fs.Args(), nil
-	}
-	redisconn.LogTo(stderr, "feedctl")
+	return g, fs.Args(), nil
+}
+
+// open opens Redis for a command, once its own flags are read and found
+// usable. Opening asks the server (INFO, for a cluster): usage, help, an
+// unknown command and a command line a command refuses are answered
+// without it, or they would reach the default address, someone's Redis,
+// and a stopped or hung one would put its failure above the usage or hold
+// it (TestUsageNeedsNoRedis, TestCommandRefusalNeedsNoRedis). Before 6 Dec
+// 2026 every command opened Redis before reading its flags.
+func (g *global) open(ctx context.Context) error {
+	redisconn.LogTo(g.stderr, "feedctl")
 	// The cluster probe of a plain URL is the first call to Redis, and
 	// -timeout bounds it as it bounds every other: it took its own 2 s
 	// whatever -timeout said (TestHungRedisTimeout).
@@ -76,15 +82,15 @@ func parseGlobal(ctx context.Context, args []string, stderr io.Writer) (*global,
 	rdb, err := redisconn.OpenContext(probe, g.redisURL)
 	if err != nil {
 		if h := callTimeout(g.timeout); g.timeout > 0 && h.expired(ctx, probe, err) {
-			return nil, nil, h.wrap(err)
+			return h.wrap(err)
 		}
-		return nil, nil, fmt.Errorf("-redis: %w", err)
+		return fmt.Errorf("-redis: %w", err)
 	}
 	if g.timeout > 0 {
 		rdb.AddHook(callTimeout(g.timeout))
 	}
 	g.rdb = rdb
-	return g, fs.Args(), nil
+	return nil
 }
 
 // ping takes no flag and no argument. Before 6 Dec 2026 it read none of
@@ -92,12 +98,15 @@ func parseGlobal(ctx context.Context, args []string, stderr io.Writer) (*global,
 // pinged $REDIS_URL, or the default address, and exited 0 whatever URL
 // it named, and "ping stray" was taken too (TestPingTakesNoArgument).
 func (g *global) ping(ctx context.Context, args []string, stderr io.Writer) error {
-	defer g.rdb.Close()
 	fs := flagenv.New("ping")
 	fs.SetOutput(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := g.open(ctx); err != nil {
+		return err
+	}
+	defer g.rdb.Close()
 	return g.rdb.Ping(ctx).Err()
 }
 

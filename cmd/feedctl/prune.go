@@ -44,7 +44,6 @@ type pruneCandidate struct {
 // deletes their event and dead-letter streams too. A game is kept while
 // the group has not handled all of its stream (lag or pending entries).
 func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, stderr io.Writer) error {
-	defer g.rdb.Close()
 	var (
 		olderThan time.Duration
 		dbPath    string
@@ -63,6 +62,10 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 	if olderThan <= 0 {
 		return errors.New("prune: -older-than is required and must be positive")
 	}
+	if err := g.open(ctx); err != nil {
+		return err
+	}
+	defer g.rdb.Close()
 	cut := time.Now().Add(-olderThan)
 	var db *store.DB
 	planOnly := false // db is open read-only, for the plan

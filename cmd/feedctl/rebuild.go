@@ -27,7 +27,6 @@ const rebuildBatch = 500
 // live one, and a rebuild from streams that no longer hold everything
 // would mix old lines with new.
 func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout, stderr io.Writer) error {
-	defer g.rdb.Close()
 	var path string
 	var c care
 	fs := flagenv.New("rebuild")
@@ -40,6 +39,10 @@ func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout,
 	if path == "" {
 		return errors.New("rebuild: -db is required")
 	}
+	if err := g.open(ctx); err != nil {
+		return err
+	}
+	defer g.rdb.Close()
 	games, err := g.games(ctx)
 	if err != nil {
 		return err

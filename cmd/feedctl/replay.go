@@ -15,7 +15,6 @@ import (
 // start, so the renderers re-deliver everything retained. The store's
 // idempotence makes this a re-render that changes nothing.
 func (g *global) replay(ctx context.Context, args []string, t terminal, stdout io.Writer) error {
-	defer g.rdb.Close()
 	var game string
 	var c care
 	fs := flagenv.New("replay")
@@ -25,6 +24,10 @@ func (g *global) replay(ctx context.Context, args []string, t terminal, stdout i
 	if err := gameArg(fs, args, &game); err != nil {
 		return err
 	}
+	if err := g.open(ctx); err != nil {
+		return err
+	}
+	defer g.rdb.Close()
 	key := event.StreamKey(game)
 	if err := g.replayable(ctx, game, key); err != nil {
 		return err

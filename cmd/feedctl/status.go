@@ -20,7 +20,6 @@ import (
 // registered game instead (feed.Inspect pages it): five commands per
 // game.
 func (g *global) status(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	defer g.rdb.Close()
 	fs := flagenv.New("status")
 	fs.SetOutput(stderr)
 	var recent int64
@@ -33,6 +32,10 @@ func (g *global) status(ctx context.Context, args []string, stdout, stderr io.Wr
 	if recent < 1 {
 		return fmt.Errorf("-recent %d: want at least 1", recent)
 	}
+	if err := g.open(ctx); err != nil {
+		return err
+	}
+	defer g.rdb.Close()
 	var streams []string
 	var games int64
 	if all {

@@ -61,6 +61,77 @@ func TestUsageNeedsNoRedis(t *testing.T) {
 	}
 }
 
+// TestCommandRefusalNeedsNoRedis: a command's -h, and a command line it
+// refuses (a flag it does not know or a value its type refuses, a stray
+// argument, a missing or invalid -game, no -db, no -older-than), answer
+// without opening Redis, as usage does: Redis was opened first, so a
+// stopped Redis put a "redis: connection pool: failed to dial" line above
+// the command's usage, a hung one held it 2 s, and the default address,
+// someone's Redis, was asked to print a command's help.
+func TestCommandRefusalNeedsNoRedis(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var dialed atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialed.Add(1)
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	url := "redis://" + ln.Addr().String()
+	for _, tt := range []struct {
+		args []string
+		want string // in the error, or in stderr for the flag package's own
+	}{
+		{[]string{"status", "-h"}, "Usage of status"},
+		{[]string{"status", "-recent", "x"}, `invalid value "x"`},
+		{[]string{"status", "-recent", "0"}, "-recent 0"},
+		{[]string{"status", "stray"}, "unexpected argument"},
+		{[]string{"dead"}, "want list, requeue or drop"},
+		{[]string{"dead", "nope"}, "unknown subcommand"},
+		{[]string{"dead", "list", "-h"}, "Usage of dead list"},
+		{[]string{"dead", "list"}, `-game ""`},
+		{[]string{"dead", "list", "-game", "g-1", "-n", "-1"}, "-n -1"},
+		{[]string{"dead", "requeue", "-game", "g-1"}, "exactly one of -id and -all"},
+		{[]string{"dead", "requeue", "-game", "g-1", "-all", "-set", "a=b"}, "-set needs -id"},
+		{[]string{"dead", "drop", "-game", "Bad Name", "-all"}, `-game "Bad Name"`},
+		{[]string{"replay", "-h"}, "Usage of replay"},
+		{[]string{"replay"}, `-game ""`},
+		{[]string{"rebuild", "-h"}, "Usage of rebuild"},
+		{[]string{"rebuild"}, "-db is required"},
+		{[]string{"prune", "-h"}, "Usage of prune"},
+		{[]string{"prune", "-older-than", "abc"}, `invalid value "abc"`},
+		{[]string{"prune"}, "-older-than is required"},
+		{[]string{"ping", "-h"}, "Usage of ping"},
+		{[]string{"ping", "stray"}, "unexpected argument"},
+	} {
+		var out, errOut bytes.Buffer
+		err := Run(ctx, append([]string{"-redis", url}, tt.args...), strings.NewReader(""), &out, &errOut)
+		if err == nil {
+			t.Errorf("feedctl %v: no error", tt.args)
+			continue
+		}
+		if !strings.Contains(err.Error()+errOut.String(), tt.want) {
+			t.Errorf("feedctl %v: %v\n%s, want %q", tt.args, err, errOut.String(), tt.want)
+		}
+		if strings.Contains(errOut.String(), "redis:") {
+			t.Errorf("feedctl %v wrote a Redis line:\n%s", tt.args, errOut.String())
+		}
+	}
+	if n := dialed.Load(); n != 0 {
+		t.Fatalf("commands refused, or asked for help, opened %d connections to Redis", n)
+	}
+}
+
 // TestEveryFlagDocumented: each command's flags, as its -h lists them, are
 // named in feedctl's usage and in the operator docs (the README's feedctl
 // table or docs/operations.md), so a flag added later cannot stay hidden
