@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -63,6 +64,14 @@ type deadCmd struct {
 func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.Writer) error {
 	if len(args) == 0 {
 		return errors.New("dead: want list, requeue or drop")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		// Asked as of every other command, and answered as the flag
+		// package answers them: it was refused as an unknown subcommand
+		// (TestDeadHelp).
+		fmt.Fprint(t.out, usage)
+		return flag.ErrHelp
 	}
 	c := deadCmd{sub: args[0], set: setFlags{}, futureBound: g.futureBound}
 	args = args[1:]

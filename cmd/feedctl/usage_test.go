@@ -170,3 +170,24 @@ func TestEveryFlagDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadHelp: "feedctl dead -h" (or -help, --help) prints the dead
+// commands' usage and exits as every other -h does (flag.ErrHelp, exit
+// 2), without Redis. It was refused as an unknown subcommand, "dead:
+// unknown subcommand "-h"", exit 1, after Redis had been opened.
+func TestDeadHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "-help", "--help"} {
+		t.Run(arg, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := Run(context.Background(), []string{"-redis", "redis://127.0.0.1:1", "dead", arg}, strings.NewReader(""), &out, &errOut)
+			if !errors.Is(err, flag.ErrHelp) {
+				t.Errorf("feedctl dead %s: %v, want flag.ErrHelp (exit 2)\n%s", arg, err, errOut.String())
+			}
+			for _, sub := range []string{"dead list", "dead requeue", "dead drop"} {
+				if !strings.Contains(errOut.String(), sub) {
+					t.Errorf("feedctl dead %s: usage does not name %q:\n%s", arg, sub, errOut.String())
+				}
+			}
+		})
+	}
+}
