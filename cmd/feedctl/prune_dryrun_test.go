@@ -380,3 +380,42 @@ func TestPruneRefusesDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildRefusesNewerSchema: rebuild -db F where F is a store of a
+// newer release (its schema has a migration this feedctl does not know) is
+// refused before its dry run and its question, as the open refuses it, and
+// F is left byte for byte. The dry run promised to rebuild "into the
+// existing file", and the question was asked, for a run that the open then
+// refused.
+func TestRebuildRefusesNewerSchema(t *testing.T) {
+	s := redistest.MustStart(t)
+	rdb := s.Client(t)
+	register(t, rdb, "g-1", time.Now())
+	addGameOver(t, rdb, "g-1")
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"dry run", []string{"-dry-run"}},
+		{"yes", []string{"-yes"}},
+		{"asked", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "feed.db")
+			storefile.AtSchema(t, path, 99, func(exec storefile.Exec) {
+				exec(`INSERT INTO schema_migrations VALUES (99, '0099_future.sql', 0)`)
+			})
+			before := mustRead(t, path)
+			out, errOut, err := runCtl(t, s.Addr, append([]string{"rebuild", "-db", path}, tt.args...)...)
+			if err == nil || !errors.Is(err, store.ErrSchemaNewer) || !strings.Contains(err.Error(), "-db "+path) {
+				t.Errorf("rebuild -db of a newer store: %v, want it refused, naming -db, with store.ErrSchemaNewer\n%s%s", err, out, errOut)
+			}
+			if strings.Contains(out, "would rebuild") {
+				t.Errorf("the dry run promised a rebuild the run refuses:\n%s", out)
+			}
+			if !bytes.Equal(mustRead(t, path), before) {
+				t.Errorf("rebuild changed the file")
+			}
+		})
+	}
+}

@@ -56,6 +56,20 @@ func (g *global) rebuild(ctx context.Context, args []string, t terminal, stdout,
 		return fmt.Errorf("rebuild: -db %s: %s: not a store; give a new file, or a store to add to",
 			untrusted.Escape(path), ns.Why)
 	}
+	// So is a store of a newer release, which the open refuses: the dry
+	// run promised to rebuild into it, and the question was asked, for a
+	// run refused once answered (TestRebuildRefusesNewerSchema). Other
+	// failures of this look are left to the open, which reports them.
+	if exists {
+		ro, err := store.OpenReadOnly(ctx, path)
+		if errors.Is(err, store.ErrSchemaNewer) {
+			return fmt.Errorf("rebuild: -db %s: %w; rebuild with the feedctl of the renderers' release, or into a new file",
+				untrusted.Escape(path), err)
+		}
+		if err == nil {
+			ro.Close()
+		}
+	}
 	if c.dryRun {
 		var n int64
 		for _, game := range games {
