@@ -232,3 +232,59 @@ func maskedText(payload string) []byte {
 	}
 	return b
 }
+
+// TestHandshakeNotWellFormed: a request to /live that is no well-formed
+// websocket handshake is answered as coder/websocket answers it on the
+// std engine, on both engines, before it spends the address's upgrade
+// rate: HTTP/1.0, a plain GET, an Upgrade or Connection field without its
+// token 426 with Upgrade: websocket, another version 400 with
+// Sec-WebSocket-Version: 13. Until 6 Dec 2026 each spent one of the
+// address's upgrades on both engines, and the nbio engine switched
+// protocols on an HTTP/1.0 handshake and answered the others 400.
+func TestHandshakeNotWellFormed(t *testing.T) {
+	const key = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	tests := []struct {
+		name, proto, header string
+		code                int
+		answer              string // a field the answer must carry, "Name: value"
+	}{
+		{"HTTP/1.0", "HTTP/1.0", "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" + key,
+			http.StatusUpgradeRequired, ""},
+		{"plain GET", "HTTP/1.1", "", http.StatusUpgradeRequired, "Upgrade: websocket"},
+		{"no Upgrade field", "HTTP/1.1", "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" + key,
+			http.StatusUpgradeRequired, "Upgrade: websocket"},
+		{"Connection without upgrade", "HTTP/1.1", "Connection: keep-alive\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" + key,
+			http.StatusUpgradeRequired, "Connection: Upgrade"},
+		{"version 8", "HTTP/1.1", "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 8\r\n" + key,
+			http.StatusBadRequest, "Sec-WebSocket-Version: 13"},
+		{"no version", "HTTP/1.1", "Connection: Upgrade\r\nUpgrade: websocket\r\n" + key,
+			http.StatusBadRequest, "Sec-WebSocket-Version: 13"},
+	}
+	// One upgrade a long while: the refusals must leave it for the
+	// handshake that follows them.
+	e := MustOpenEnv(t, func(c *web.Config) { c.UpgradeRate = 0.001; c.UpgradeBurst = 1 })
+	for _, tt := range tests {
+		conn, err := net.Dial("tcp", e.srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := "GET /games/g1/live?after=0 " + tt.proto + "\r\nHost: " + e.srv.Addr() + "\r\n" + tt.header + "\r\n"
+		if _, err := conn.Write([]byte(req)); err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		conn.Close()
+		if err != nil {
+			t.Fatalf("%s: read response: %v", tt.name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.code {
+			t.Errorf("%s: answered %d, want %d", tt.name, resp.StatusCode, tt.code)
+		}
+		if name, value, ok := strings.Cut(tt.answer, ": "); ok && !strings.EqualFold(resp.Header.Get(name), value) {
+			t.Errorf("%s: answer's %s %q, want %q", tt.name, name, resp.Header.Get(name), value)
+		}
+	}
+	e.dial("g1", 0).c.CloseNow()
+}

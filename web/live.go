@@ -3,7 +3,6 @@ package web
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -47,17 +46,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	// The key may come only once (RFC 6455, 11.3.1) and must be 16 bytes
-	// in base64 (4.2.1): coder/websocket refuses two or a malformed one,
-	// nbio took the first of two and any value, and both engines must
-	// answer the same (TestHandshakeOneKey).
-	if keys := r.Header.Values("Sec-WebSocket-Key"); len(keys) > 1 {
-		mUpgradesRejected.WithLabelValues("handshake").Inc()
-		http.Error(w, "websocket: more than one Sec-WebSocket-Key", http.StatusBadRequest)
-		return
-	} else if len(keys) == 1 && !validKey(keys[0]) {
-		mUpgradesRejected.WithLabelValues("handshake").Inc()
-		http.Error(w, "websocket: Sec-WebSocket-Key is not 16 bytes in base64", http.StatusBadRequest)
+	if checkHandshake(w, r) {
 		return
 	}
 	// Before admit, as for event streams: a refused handshake must not
@@ -125,13 +114,6 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		defer release()
 		s.serveSocket(conn, hw.conn, game, after, rs, c)
 	}()
-}
-
-// validKey reports whether key is a Sec-WebSocket-Key as RFC 6455 (4.1)
-// has a client send it: 16 bytes in base64, padding and all.
-func validKey(key string) bool {
-	b, err := base64.StdEncoding.DecodeString(key)
-	return err == nil && len(b) == 16
 }
 
 // admit applies the limits of a live connection (a websocket or an event
