@@ -219,7 +219,7 @@ func intRange(lo, hi int) fieldRule {
 
 func text(maxRunes int) fieldRule {
 	return func(s string) error {
-		if strings.TrimSpace(s) == "" {
+		if blank(s) {
 			return errors.New("empty")
 		}
 		if utf8.RuneCountInString(s) > maxRunes {
@@ -227,6 +227,36 @@ func text(maxRunes int) fieldRule {
 		}
 		return nil
 	}
+}
+
+// blank reports whether s shows nothing: every rune is white space, a
+// control character or one that Unicode says to draw as nothing (a
+// default ignorable code point: zero width space and joiners, bidi
+// controls, variation selectors, the Hangul fillers, tags). strings.TrimSpace
+// alone took a name of one U+200B, or a chat of one U+202E, which the page
+// showed as no name and no text ("guessed 🍎"), and a row without a name
+// on the scoreboard (TestValidate).
+func blank(s string) bool {
+	for _, r := range s {
+		if !unicode.IsSpace(r) && !unicode.IsControl(r) && !ignorable(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// ignorable reports whether r is a default ignorable code point, as
+// Unicode derives the property (DerivedCoreProperties.txt): the other
+// default ignorables, format characters and variation selectors, less
+// white space, the interlinear annotation characters, the Egyptian format
+// controls and the prepended concatenation marks (U+0600, which are drawn).
+func ignorable(r rune) bool {
+	switch {
+	case r >= 0xFFF9 && r <= 0xFFFB, r >= 0x13430 && r <= 0x1343F,
+		unicode.Is(unicode.Prepended_Concatenation_Mark, r):
+		return false
+	}
+	return unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Cf, unicode.Variation_Selector)
 }
 
 // decimal reports whether s is a non-negative decimal integer in its

@@ -378,6 +378,24 @@ func TestValidate(t *testing.T) {
 		{"winner with CR", "game_over", map[string]string{"winner": "a\rb"}, "winner"},
 		{"name with U+FFFD is valid", "player_left", map[string]string{"player": "a\uFFFDb"}, ""},
 		{"chat text keeps its newlines", "chat", map[string]string{"player": "ada", "text": "line one\r\nline two"}, ""},
+		// Not blank means something shows: a name, a chat or a title
+		// of characters drawn as nothing (zero width, bidi controls,
+		// fillers, tags, controls) is empty, and one with a letter or an
+		// emoji among them is not.
+		{"name of a zero width space", "player_joined", map[string]string{"player": "\u200b", "avatar": "🦊"}, `field "player": empty`},
+		{"name of joiners and a BOM", "player_left", map[string]string{"player": "\u200d\u200c\ufeff\u2060"}, "player"},
+		{"name of a bidi override", "guess", map[string]string{"player": "\u202e\u2066", "round": "1", "guess": "🍎", "exact": "1", "near": "2"}, "player"},
+		{"name of a Hangul filler", "player_left", map[string]string{"player": "\u3164\u115f"}, "player"},
+		{"name of a soft hyphen and a selector", "player_left", map[string]string{"player": "\u00ad\ufe0f"}, "player"},
+		{"winner of a tag", "game_over", map[string]string{"winner": "\U000E0041"}, "winner"},
+		{"chat of NUL", "chat", map[string]string{"player": "ada", "text": "\x00"}, `field "text": empty`},
+		{"chat of a zero width space and newlines", "chat", map[string]string{"player": "ada", "text": "\u200b\r\n\u200b"}, "text"},
+		{"title of a word joiner", "game_started", map[string]string{"title": "\u2060", "rounds": "3", "code_length": "4", "palette": "🍎"}, "title"},
+		{"name with a joiner in it", "player_left", map[string]string{"player": "a\u200db"}, ""},
+		{"name of an emoji", "player_left", map[string]string{"player": "🦊"}, ""},
+		{"name of a combining mark", "player_left", map[string]string{"player": "\u0301"}, ""},
+		{"name of an Arabic number sign", "player_left", map[string]string{"player": "\u0600"}, ""},
+		{"chat of a selector after a heart", "chat", map[string]string{"player": "ada", "text": "\u2764\ufe0f"}, ""},
 		// Numbers are decimal integers as the lines show them: digits only.
 		{"rounds +5", "game_started", map[string]string{"title": "F", "rounds": "+5", "code_length": "4", "palette": "🍎"}, "rounds"},
 		{"exact -0", "guess", map[string]string{"player": "ada", "round": "1", "guess": "🍎", "exact": "-0", "near": "2"}, "exact"},
