@@ -1,0 +1,76 @@
+package web_test
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/codemojex/feed/internal/event"
+	"github.com/codemojex/feed/store"
+)
+
+// TestBrowserCombiningMarksStayInTheirBox: text the validator takes may
+// pile up to its length in combining marks on one letter (a chat of "a"
+// and 279 U+0301, a title of 119, a palette emoji and 127), which a
+// browser stacks far above the line; the page clips each line, the game's
+// heading and the scoreboard's parts, so a stack draws nothing over the
+// line before it, the filter or the site's header. Each case screenshots
+// the part that must stay clean with the stack shown and with it hidden:
+// the same pixels both times.
+func TestBrowserCombiningMarksStayInTheirBox(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	marks := func(n int) string { return strings.Repeat("\u0301", n) }
+	started := g.ev(t, event.KindGameStarted, "title", "T"+marks(119), "rounds", "3", "code_length", "2", "palette", "🍎"+marks(127))
+	flood := g.ev(t, event.KindChat, "player", "bob", "text", "a"+marks(279))
+	after := g.ev(t, event.KindChat, "player", "cy", "text", "after")
+	won := g.ev(t, event.KindRoundWon, "player", "ann"+marks(60), "round", "1", "code", "🍎", "guesses", "3", "points", "40")
+	over := g.ev(t, event.KindGameOver, "winner", "ann"+marks(60))
+	for _, ev := range []store.Event{started, flood, won, over} {
+		if err := event.Validate(ev.Kind, ev.Payload); err != nil {
+			t.Fatalf("%s is not valid: %v", ev.Kind, err)
+		}
+	}
+	e.upsert(started, flood, after, won, over)
+	b := mustOpenBrowser(t)
+	// The lines' arrival animation would tell two screenshots apart.
+	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.do(chromedp.EmulateViewport(1200, 900), chromedp.Navigate(e.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.until("scoreboard open", `document.querySelector('#scoreboard details').open`)
+	for _, c := range []struct{ where, stack, clean string }{
+		{"a chat over the line before it", "#" + flood.EvtID + " .chat-text", "#" + after.EvtID},
+		{"the title over the site's header", "#game h1", "header.top"},
+		{"the title's line over the chat after it", "#" + started.EvtID + " .title", "#" + flood.EvtID},
+		{"the palette over the scoreboard's heading", "#scoreboard .board-meta .palette", "#scoreboard summary"},
+		{"the winner over the scoreboard's status", "#scoreboard .winner strong", "#scoreboard .board-meta"},
+		{"a name over the winner", "#scoreboard .player .name", "#scoreboard .winner"},
+	} {
+		shown := b.shot(c.clean)
+		b.eval(`document.querySelector(` + strconv.Quote(c.stack) + `).style.visibility = 'hidden', []`)
+		hidden := b.shot(c.clean)
+		b.eval(`document.querySelector(` + strconv.Quote(c.stack) + `).style.visibility = '', []`)
+		if !bytes.Equal(shown, hidden) {
+			t.Errorf("%s: the marks of %s draw over %s", c.where, c.stack, c.clean)
+		}
+	}
+	b.noProblems()
+}
+
+// shot is a screenshot of the first element sel finds.
+func (b *browser) shot(sel string) []byte {
+	b.tb.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.Screenshot(chromedp.CSS(sel)))
+	if err != nil {
+		b.tb.Fatalf("screenshot of %s: %v", sel, err)
+	}
+	return png
+}
