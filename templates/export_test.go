@@ -14,3 +14,6 @@ func LineItem(seq int64, evtID, kind, body string) templ.Component {
 		return err
 	})
 }
+
+// Symbols is symbols: a line's split of an emoji field, for the tests.
+var Symbols = symbols

@@ -487,3 +487,18 @@ func textOf(t *testing.T, item string) string {
 func readBack(s string) string {
 	return strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u2068", "", "\u2069", "").Replace(s)
 }
+
+// FuzzSymbolsCounted: a line never shows an emoji field as more symbols
+// than event.Symbols counted when the field was validated, so a field of
+// at most N emoji shows at most 2N (docs/contracts.md, "Kinds"): the
+// count may be loose, a flag counted twice, but never short.
+func FuzzSymbolsCounted(f *testing.F) {
+	for _, s := range []string{"🍎🍌", "\U0001F3FB🍎🍌", "\U000E0067🍎", "\ufe0f🍎", "\u200d🍎🍌", "🇫🇷1️⃣", "🏴\U000E0067\U000E0062\U000E007F"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if shown, counted := len(templates.Symbols(s)), event.Symbols(s); shown > counted {
+			t.Fatalf("%+q is shown as %d symbols, counted as %d", s, shown, counted)
+		}
+	})
+}

@@ -320,13 +320,17 @@ func emoji(max int) fieldRule {
 }
 
 // Symbols counts the visible symbols of an emoji string as the lines split
-// it (SplitEmoji): zero width joiners, variation selectors, skin tone
-// modifiers and tags (of a subdivision flag) are folded into the symbol
-// before them, and a rune after a joiner joins that symbol. It once
-// counted each joined rune and each tag as a symbol of its own, so a
-// family (man, woman and girl joined by ZWJs), two people holding hands
-// or Scotland's flag was "more than 1 symbols" as an avatar and its
-// player_joined was poison (TestValidate).
+// it (SplitEmoji, then the templates' folding of tags): zero width
+// joiners, variation selectors, skin tone modifiers and tags (of a
+// subdivision flag) are folded into the symbol before them, and a rune
+// after a joiner joins that symbol. It once counted each joined rune and
+// each tag as a symbol of its own, so a family (man, woman and girl joined
+// by ZWJs), two people holding hands or Scotland's flag was "more than 1
+// symbols" as an avatar and its player_joined was poison (TestValidate).
+// A selector, a modifier or a tag with no symbol before it is a symbol of
+// its own, as the lines show it; until 6 Dec 2026 Symbols left it out, so
+// an avatar of a skin tone, an apple and a banana passed as one emoji and
+// its line showed three (FuzzSymbolsCounted in templates).
 func Symbols(s string) int {
 	n := 0
 	join := false
@@ -335,17 +339,24 @@ func Symbols(s string) int {
 		case r == 0x200D:
 			join = true
 			continue
-		case modifier(r), r >= 0xE0020 && r <= 0xE007F:
+		case modifier(r) && n > 0:
 			continue
-		}
-		if join && n > 0 {
+		case join && n > 0:
+			// Whatever follows a joiner, a tag too, is part of the
+			// symbol before it, and takes the joiner up (SplitEmoji).
 			join = false
+			continue
+		case tag(r) && n > 0:
 			continue
 		}
 		n++
 	}
 	return n
 }
+
+// tag reports whether r is a tag character (U+E0020–U+E007F): the tail
+// of a subdivision flag, which the lines keep with the symbol before it.
+func tag(r rune) bool { return r >= 0xE0020 && r <= 0xE007F }
 
 // modifier reports whether r is a variation selector or a skin tone
 // modifier: part of the symbol before it, for Symbols and SplitEmoji alike.

@@ -418,6 +418,11 @@ func TestValidate(t *testing.T) {
 		{"guess of twelve families", "guess", map[string]string{"player": "ada", "round": "1", "guess": strings.Repeat("👨\u200d👩\u200d👧", 12), "exact": "0", "near": "0"}, ""},
 		{"guess of 25 emoji", "guess", map[string]string{"player": "ada", "round": "1", "guess": strings.Repeat("🍎", 25), "exact": "0", "near": "0"}, "guess"},
 		{"avatar of three joined by nothing", "player_joined", map[string]string{"player": "ada", "avatar": "🍎🍌🍇"}, "avatar"},
+		// A skin tone, a selector or a tag with nothing before it is a
+		// symbol of its own, as a line shows it.
+		{"avatar of a lone skin tone and two fruit", "player_joined", map[string]string{"player": "ada", "avatar": "\U0001F3FB🍎🍌"}, "avatar"},
+		{"avatar of a lone tag and two fruit", "player_joined", map[string]string{"player": "ada", "avatar": "\U000E0067🍎🍌"}, "avatar"},
+		{"avatar of a fruit with a skin tone", "player_joined", map[string]string{"player": "ada", "avatar": "\U0001F3FB🍎"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
