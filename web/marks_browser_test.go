@@ -74,3 +74,39 @@ func (b *browser) shot(sel string) []byte {
 	}
 	return png
 }
+
+// TestBrowserUnbreakableTextKeepsPhoneWidth: emoji joined by ZWJs are one
+// grapheme cluster, which no line break splits, so a title, a chat or a
+// name of one (60 apples in a title, 140 in a chat, 32 in a name: text
+// the validator takes) is as wide as it is long. On a 375 px phone the
+// page stays as wide as the screen, the clusters clipped in their boxes;
+// the game's heading made it 822 px wide, its flex item no narrower than
+// the cluster.
+func TestBrowserUnbreakableTextKeepsPhoneWidth(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	joined := func(n int) string { return "🍎" + strings.Repeat("\u200d🍎", n-1) }
+	evs := []store.Event{
+		g.ev(t, event.KindGameStarted, "title", joined(60), "rounds", "3", "code_length", "2", "palette", "🍎🍌🍇"),
+		g.ev(t, event.KindChat, "player", joined(32), "text", joined(140)),
+		g.ev(t, event.KindRoundWon, "player", joined(32), "round", "1", "code", "🍎", "guesses", "3", "points", "40"),
+		g.ev(t, event.KindGameOver, "winner", joined(32)),
+	}
+	for _, ev := range evs {
+		if err := event.Validate(ev.Kind, ev.Payload); err != nil {
+			t.Fatalf("%s is not valid: %v", ev.Kind, err)
+		}
+	}
+	e.upsert(evs...)
+	b := mustOpenBrowser(t)
+	for _, path := range []string{"/games/g1", "/games/g1/replay"} {
+		b.do(chromedp.EmulateViewport(375, 800), chromedp.Navigate(e.url(path)))
+		b.until("page script ran", `document.querySelector('#conn') ? document.querySelector('#conn').dataset.state === 'live' : !!document.querySelector('h1')`)
+		// clientWidth: the viewport less a scrollbar, which a long
+		// page shows.
+		if w := b.eval(`[String(document.documentElement.scrollWidth), String(document.documentElement.clientWidth)]`); w[0] != w[1] {
+			t.Errorf("%s: page is %s px wide in a %s px viewport", path, w[0], w[1])
+		}
+	}
+	b.noProblems()
+}
