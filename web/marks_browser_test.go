@@ -81,7 +81,7 @@ func (b *browser) shot(sel string) []byte {
 // the validator takes) is as wide as it is long. On a 375 px phone the
 // page stays as wide as the screen, the clusters clipped in their boxes;
 // the game's heading made it 822 px wide, its flex item no narrower than
-// the cluster.
+// the cluster, and the games index 890 px, its table as wide as the title.
 func TestBrowserUnbreakableTextKeepsPhoneWidth(t *testing.T) {
 	e := MustOpenEnv(t, nil)
 	g := e.gen("g1")
@@ -99,7 +99,7 @@ func TestBrowserUnbreakableTextKeepsPhoneWidth(t *testing.T) {
 	}
 	e.upsert(evs...)
 	b := mustOpenBrowser(t)
-	for _, path := range []string{"/games/g1", "/games/g1/replay"} {
+	for _, path := range []string{"/games/g1", "/games/g1/replay", "/"} {
 		b.do(chromedp.EmulateViewport(375, 800), chromedp.Navigate(e.url(path)))
 		b.until("page script ran", `document.querySelector('#conn') ? document.querySelector('#conn').dataset.state === 'live' : !!document.querySelector('h1')`)
 		// clientWidth: the viewport less a scrollbar, which a long
