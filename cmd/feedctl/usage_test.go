@@ -20,25 +20,9 @@ import (
 // unknown one answers without opening Redis, which would ask the server
 // (the default address is someone's Redis) only to print usage.
 func TestUsageNeedsNoRedis(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var dialed atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialed.Add(1)
-			c.Close()
-		}
-	}()
+	url, dialed := mustCountDials(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	url := "redis://" + ln.Addr().String()
 	for _, args := range [][]string{nil, {"help"}, {"-h"}, {"nope"}} {
 		var out bytes.Buffer
 		err := Run(ctx, append([]string{"-redis", url}, args...), strings.NewReader(""), &out, &out)
@@ -69,25 +53,9 @@ func TestUsageNeedsNoRedis(t *testing.T) {
 // the command's usage, a hung one held it 2 s, and the default address,
 // someone's Redis, was asked to print a command's help.
 func TestCommandRefusalNeedsNoRedis(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var dialed atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialed.Add(1)
-			c.Close()
-		}
-	}()
+	url, dialed := mustCountDials(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	url := "redis://" + ln.Addr().String()
 	for _, tt := range []struct {
 		args []string
 		want string // in the error, or in stderr for the flag package's own
@@ -190,4 +158,27 @@ func TestDeadHelp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustCountDials listens where no Redis is and counts the connections
+// made to it: a URL for -redis, and the count.
+func mustCountDials(tb testing.TB) (string, *atomic.Int64) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	dialed := new(atomic.Int64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialed.Add(1)
+			c.Close()
+		}
+	}()
+	return "redis://" + ln.Addr().String(), dialed
 }
