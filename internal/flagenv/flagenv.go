@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/codemojex/feed/internal/redisconn"
 )
 
 // DefaultRedisURL is the Redis URL every binary uses when neither -redis
@@ -148,8 +150,20 @@ func (s *Set) Float64(p *float64, name, env string, def float64, u string) {
 	s.Float64Var(p, name, def, usage(u, env))
 }
 
+// Secret defines a string flag with an environment fallback whose value
+// the usage does not show: the docs say to keep a secret in the
+// environment because process lists show flags, and -h printed it as the
+// flag's default.
+func (s *Set) Secret(p *string, name, env, u string) {
+	s.String(p, name, env, "", u)
+	s.Lookup(name).DefValue = ""
+}
+
 // Redis defines the -redis flag every binary shares: $REDIS_URL, else
-// DefaultRedisURL.
+// DefaultRedisURL. The usage shows $REDIS_URL with its password as
+// "xxxxx".
 func (s *Set) Redis(p *string) {
 	s.String(p, "redis", "REDIS_URL", DefaultRedisURL, "Redis or Valkey URL")
+	f := s.Lookup("redis")
+	f.DefValue = redisconn.Redact(f.DefValue)
 }

@@ -71,3 +71,44 @@ func TestLineError(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageHidesSecrets: the usage (-h) shows the default each flag has,
+// the environment's value among them, but not a secret: the admin token
+// kept in $FEED_ADMIN_TOKEN, or the password of $REDIS_URL, which the docs
+// say to keep in the environment because process lists show flags. Both
+// were printed as "(default …)". The flags still take the values.
+func TestUsageHidesSecrets(t *testing.T) {
+	for _, tt := range []struct {
+		name, env, value string
+		define           func(s *flagenv.Set, p *string)
+		want             string // shown in the usage instead
+	}{
+		{"token", "FLAGENV_TEST_TOKEN", "s3cret-token", func(s *flagenv.Set, p *string) {
+			s.Secret(p, "token", "FLAGENV_TEST_TOKEN", "admin token")
+		}, "(env FLAGENV_TEST_TOKEN)\n"},
+		{"redis password", "REDIS_URL", "redis://user:s3cret-pw@10.0.0.1:6380/2", func(s *flagenv.Set, p *string) { s.Redis(p) }, `"redis://user:xxxxx@10.0.0.1:6380/2"`},
+		{"redis password alone", "REDIS_URL", "redis://:s3cret-pw@10.0.0.1:6380/2", func(s *flagenv.Set, p *string) { s.Redis(p) }, `"redis://:xxxxx@10.0.0.1:6380/2"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(tt.env, tt.value)
+			s := flagenv.New("test")
+			var out strings.Builder
+			s.SetOutput(&out)
+			var v string
+			tt.define(s, &v)
+			if err := s.Parse(nil); err != nil {
+				t.Fatal(err)
+			}
+			s.PrintDefaults()
+			if strings.Contains(out.String(), "s3cret") {
+				t.Errorf("usage shows the secret:\n%s", out.String())
+			}
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("usage lacks %q:\n%s", tt.want, out.String())
+			}
+			if v != tt.value {
+				t.Errorf("value = %q, want $%s's %q", v, tt.env, tt.value)
+			}
+		})
+	}
+}

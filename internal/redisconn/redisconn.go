@@ -67,14 +67,14 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("redisconn: %w", err)
+		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
 	}
 	if u.Query().Has("addr") {
 		return openCluster(rawURL)
 	}
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("redisconn: %w", err)
+		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
 	}
 	opt.ContextTimeoutEnabled = true
 	if !u.Query().Has("pool_size") {
@@ -106,7 +106,7 @@ func Check(rawURL string) error {
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return fmt.Errorf("redisconn: %w", err)
+		return fmt.Errorf("redisconn: %w", redactErr(err))
 	}
 	if u.Query().Has("addr") {
 		_, err = redis.ParseClusterURL(rawURL)
@@ -114,9 +114,43 @@ func Check(rawURL string) error {
 		_, err = redis.ParseURL(rawURL)
 	}
 	if err != nil {
-		return fmt.Errorf("redisconn: %w", err)
+		return fmt.Errorf("redisconn: %w", redactErr(err))
 	}
 	return nil
+}
+
+// Redact returns rawURL with the password of its user information, if it
+// has one, replaced by "xxxxx", as url.URL.Redacted does, also for a URL
+// that url.Parse refuses: an error or a usage that quotes a -redis ends
+// up in logs, where $REDIS_URL's password must not.
+func Redact(rawURL string) string {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return rawURL
+	}
+	auth := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		auth = rest[:i]
+	}
+	at := strings.LastIndex(auth, "@")
+	if at < 0 {
+		return rawURL
+	}
+	user, _, ok := strings.Cut(auth[:at], ":")
+	if !ok {
+		return rawURL
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
+
+// redactErr hides the password of the URL that a *url.Error quotes (from
+// url.Parse, or go-redis's parsers, which return its errors).
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = Redact(ue.URL)
+	}
+	return err
 }
 
 // checkForm refuses, saying what is wrong and what is meant, what go-redis
@@ -141,12 +175,12 @@ func checkForm(rawURL string) error {
 			return fmt.Errorf("redisconn: %q is no URL: %s", rawURL, want)
 		}
 		if err == nil {
-			return fmt.Errorf("redisconn: %q: scheme %q: %s", rawURL, u.Scheme, want)
+			return fmt.Errorf("redisconn: %q: scheme %q: %s", Redact(rawURL), u.Scheme, want)
 		}
 		return nil // go-redis says what is wrong with it
 	}
 	if u.Scheme != "unix" && u.Hostname() == "" {
-		return fmt.Errorf("redisconn: %q names no host (go-redis would take localhost): %s", rawURL, want)
+		return fmt.Errorf("redisconn: %q names no host (go-redis would take localhost): %s", Redact(rawURL), want)
 	}
 	return nil
 }
@@ -154,7 +188,7 @@ func checkForm(rawURL string) error {
 func openCluster(rawURL string) (*redis.ClusterClient, error) {
 	opt, err := redis.ParseClusterURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("redisconn: %w", err)
+		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
 	}
 	opt.ContextTimeoutEnabled = true
 	if u, _ := url.Parse(rawURL); !u.Query().Has("pool_size") {

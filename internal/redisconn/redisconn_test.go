@@ -179,3 +179,36 @@ func TestOpenHonoursDeadline(t *testing.T) {
 		t.Errorf("PING took %v, not ended by its 100ms deadline", took)
 	}
 }
+
+// TestCheckHidesPassword: an error about a -redis URL quotes it with its
+// password as "xxxxx", as url.URL.Redacted does, also a URL url.Parse
+// refuses. The renderer logs a refused -redis (ERROR "bad flags"), and
+// the password, which the docs say to keep out of process lists in
+// $REDIS_URL, went to the logs with it.
+func TestCheckHidesPassword(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		want string // in the error
+	}{
+		{"redis://:s3cret@127.0.0.1:bad/0", `"redis://:xxxxx@127.0.0.1:bad/0"`},
+		{"http://u:s3cret@127.0.0.1:1/0", `"http://u:xxxxx@127.0.0.1:1/0": scheme "http"`},
+		{"redis://u:s3cret@:6380", `"redis://u:xxxxx@:6380" names no host`},
+		{"rediss://u:s3c@ret@/0", `"rediss://u:xxxxx@/0" names no host`},
+		{"redis://u:s3cret@127.0.0.1:bad?addr=127.0.0.1:7001", `"redis://u:xxxxx@127.0.0.1:bad?addr=127.0.0.1:7001"`},
+	} {
+		err := redisconn.Check(tt.url)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "s3c") {
+			t.Errorf("Check(%q) = %v, want an error saying %q without the password", tt.url, err, tt.want)
+		}
+	}
+	for _, tt := range []struct{ url, want string }{
+		{"redis://u:s3cret@h:6379/0", "redis://u:xxxxx@h:6379/0"},
+		{"redis://u@h:6379/0", "redis://u@h:6379/0"},
+		{"redis://h:6379/0?x=a@b", "redis://h:6379/0?x=a@b"},
+		{"127.0.0.1:6379", "127.0.0.1:6379"},
+	} {
+		if got := redisconn.Redact(tt.url); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.url, got, tt.want)
+		}
+	}
+}

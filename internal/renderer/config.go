@@ -142,7 +142,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Duration(&c.Linger, "linger", "FEED_LINGER", DefaultLinger, "after committing a read of a few entries, wait this long before the next read, so one store transaction takes the entries of those milliseconds (fewer, larger transactions at low rates; adds up to this much latency); 0 turns it off")
 	fs.Duration(&c.SweepEvery, "sweep-every", "FEED_SWEEP_EVERY", 5*time.Minute, "period of the slow full pass over the registry (pending entries on quiet games, idle consumers)")
 	fs.String(&c.AllowedOrigins, "allowed-origins", "FEED_ALLOWED_ORIGINS", "", "extra websocket origins (comma-separated host patterns); same host is always allowed")
-	fs.String(&c.AdminToken, "admin-token", "FEED_ADMIN_TOKEN", "", "token required for /status, /fragments/status, /api/status, /metrics, /debug/pprof/ and /readyz details (empty: open, allowed on a loopback -http only)")
+	fs.Secret(&c.AdminToken, "admin-token", "FEED_ADMIN_TOKEN", "token required for /status, /fragments/status, /api/status, /metrics, /debug/pprof/ and /readyz details (empty: open, allowed on a loopback -http only)")
 	fs.String(&c.PublicHosts, "public-hosts", "FEED_PUBLIC_HOSTS", "", "host names the websocket, event-stream and admin endpoints answer to, comma-separated (host, host:port, *.domain); empty: localhost, 127.0.0.1, ::1 and -http's host")
 	fs.String(&c.TrustedProxies, "trusted-proxies", "FEED_TRUSTED_PROXIES", "", "CIDR prefixes of reverse proxies whose X-Forwarded-For is believed, comma-separated; empty: none")
 	fs.Duration(&c.ResponseTimeout, "response-timeout", "FEED_RESPONSE_TIMEOUT", 30*time.Second, "time to write a whole non-websocket response; a client that does not read is cut off")
