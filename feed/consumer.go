@@ -51,9 +51,11 @@ type Consumer struct {
 	lastOK    time.Time
 	answers   uint64 // Redis calls of the loop that were answered (ok)
 	lastErr   error
-	inHandler bool     // a slow handler is not a silent Redis
-	working   []string // the read set's keys, published by prune
-	pausedErr error    // the consumer holds entries the infrastructure failed
+	refusal   error     // Redis's last error reply, for Ready when nothing has answered since
+	refusedAt time.Time // when refusal came
+	inHandler bool      // a slow handler is not a silent Redis
+	working   []string  // the read set's keys, published by prune
+	pausedErr error     // the consumer holds entries the infrastructure failed
 	pausedAt  time.Time
 	notes     []Note
 	sample    *logsample.Sampler
@@ -150,6 +152,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 			return nil, err
 		}
 		c.log.Warn("redis unreachable at open; will take the lease when it answers", "err", err)
+		c.fail("lease", err)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.hctx, c.hcancel = context.WithCancel(context.Background())
@@ -262,6 +265,10 @@ func (c *Consumer) ungaugeAll() {
 func (c *Consumer) Ready() error {
 	c.mu.Lock()
 	running, lastOK, lastErr, busy, paused := c.running, c.lastOK, c.lastErr, c.inHandler, c.pausedErr
+	refusal := c.refusal
+	if !c.refusedAt.After(lastOK) {
+		refusal = nil
+	}
 	c.mu.Unlock()
 	select {
 	case <-c.stop:
@@ -289,8 +296,16 @@ func (c *Consumer) Ready() error {
 	switch {
 	case lastErr != nil:
 		return fmt.Errorf("%w: redis: %w", ErrNotReady, lastErr)
+	case lastOK.IsZero() && refusal != nil:
+		// A server that answers every call with an error (a wrong
+		// password, a database index it has not) is no silent one: Ready
+		// said "has not answered yet", the reason only in the logs
+		// (TestReadySaysRedisRefuses).
+		return fmt.Errorf("%w: redis refuses every call: %w", ErrNotReady, refusal)
 	case lastOK.IsZero():
 		return fmt.Errorf("%w: redis has not answered yet", ErrNotReady)
+	case !busy && time.Since(lastOK) > c.staleAfter() && refusal != nil:
+		return fmt.Errorf("%w: redis has not answered for %v; it refuses: %w", ErrNotReady, time.Since(lastOK).Round(time.Millisecond), refusal)
 	case !busy && time.Since(lastOK) > c.staleAfter():
 		return fmt.Errorf("%w: redis has not answered for %v", ErrNotReady, time.Since(lastOK).Round(time.Millisecond))
 	}
@@ -334,11 +349,13 @@ func (c *Consumer) answered() uint64 {
 // fail records a failed loop operation.
 func (c *Consumer) fail(op string, err error) {
 	c.stats.loopErrors.add(op, 1)
-	if !serverError(err) {
-		c.mu.Lock()
-		c.lastErr = err
-		c.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if serverError(err) {
+		c.refusal, c.refusedAt = err, time.Now()
+		return
 	}
+	c.lastErr = err
 }
 
 func (c *Consumer) stopping() bool {

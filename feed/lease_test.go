@@ -3,8 +3,11 @@ package feed_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
@@ -178,5 +181,44 @@ func TestClusterLeaseMasterDownLogged(t *testing.T) {
 	}
 	if err := c.Ready(); !errors.Is(err, feed.ErrLeaseLost) {
 		t.Errorf("six failed refreshes later, Ready = %v; want the lease lost", err)
+	}
+}
+
+// TestReadySaysRedisRefuses: a Redis that answers every call with an error
+// (the URL's database index past the server's, a password it does not
+// takes for another) is not a silent one, and Ready says what it answers. Ready said
+// "redis has not answered yet", as for a server that is not there, and
+// the reason was only in the logs.
+func TestReadySaysRedisRefuses(t *testing.T) {
+	s, admin := mustStart(t)
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", "feeder", "on", ">right", "~*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		opt  redis.Options
+		want string
+	}{
+		{"database out of range", redis.Options{DB: 99}, "DB index is out of range"},
+		{"wrong password", redis.Options{Username: "feeder", Password: "wrong"}, "WRONGPASS"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opt := tt.opt
+			opt.Addr = s.Addr
+			rdb := redis.NewClient(&opt)
+			t.Cleanup(func() { rdb.Close() })
+			var rec recorder
+			cfg := baseConfig(t, rdb, "r1", stream("refused"))
+			cfg.Handler = rec.handler
+			c := mustOpen(t, cfg)
+			var err error
+			waitFor(t, 5*time.Second, "Ready to say what Redis answers", func() bool {
+				err = c.Ready()
+				return err != nil && strings.Contains(err.Error(), tt.want)
+			})
+			if !errors.Is(err, feed.ErrNotReady) || !strings.Contains(err.Error(), "refuses") {
+				t.Errorf("Ready = %v, want ErrNotReady saying redis refuses", err)
+			}
+		})
 	}
 }
