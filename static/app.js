@@ -313,7 +313,12 @@
         if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - top);
         pillText();
         if (!res.more || !last) {
+          // A keyboard reader who paged with the link keeps their place:
+          // removed with it, the focus fell to the body, where a screen
+          // reader loses its place and some browsers tab from the top.
+          var focused = document.activeElement === a;
           a.remove();
+          if (focused) log.focus({ preventScroll: true });
           older = null;
           return;
         }
