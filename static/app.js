@@ -188,12 +188,18 @@
       flushes++;
       var nodes = held;
       var ids = Object.keys(nodes).sort();
+      var dropped = gap;
       held = {};
       heldN = 0;
       gap = false;
       // Newest last, so that when the list is full the oldest held lines are
       // the ones left to "older lines".
       for (var i = 0; i < ids.length; i++) place(nodes[ids[i]]);
+      // The dropped lines are below every line now shown. A list that
+      // held fewer than cap lines (a game with none when the page opened)
+      // takes the held ones without pushing a line out, and "older lines"
+      // was not offered: the dropped lines were never shown.
+      if (dropped && list.lastElementChild) pushedOut();
       pillText();
     }
 

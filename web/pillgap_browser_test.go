@@ -28,17 +28,26 @@ func TestBrowserPillGapWithLateLines(t *testing.T) {
 		// evs[1] and evs[2] come late, then four new lines.
 		{"late", []int{0, 3, 4, 5, 6, 7, 8, 9}, []int{1, 2, 10, 11, 12, 13}},
 		{"new", []int{0, 1, 2, 3, 4, 5, 6, 7}, []int{8, 9, 10, 11, 12, 13}},
+		// A page opened on a game with no lines yet: the held lines fill
+		// the list without pushing any line out, and the one dropped must
+		// still be offered by "older lines".
+		{"empty", nil, []int{0, 1, 2, 3, 4, 5}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const cap = 5
 			e := MustOpenEnv(t, func(cfg *web.Config) { cfg.PageLines = cap; cfg.DOMLines = cap })
 			g := e.gen("g1")
 			evs := g.chats(t, 14)
+			if len(c.first) == 0 {
+				evs = evs[:len(c.then)]
+			}
 			var first []store.Event
 			for _, i := range c.first {
 				first = append(first, evs[i])
 			}
-			e.upsert(first...)
+			if len(first) > 0 {
+				e.upsert(first...)
+			}
 			b := mustOpenBrowser(t)
 			b.do(chromedp.EmulateViewport(800, 400), chromedp.Navigate(e.url("/games/g1")))
 			b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
