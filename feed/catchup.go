@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -88,7 +89,11 @@ func (c *Consumer) catchUpAll() error {
 			return err
 		}
 	}
-	if !c.catching && c.catchEntries > 0 {
+	waiting, err := c.catchRetryAll()
+	if err != nil {
+		return err
+	}
+	if !c.catching && !waiting && c.catchEntries > 0 {
 		// One line per catch-up, however many streams and turns it took.
 		c.log.Warn("store was behind its group; caught up from the streams", "streams", c.catchStreams, "entries", c.catchEntries)
 		c.note(fmt.Sprintf("store was behind its group: %d entries of %d streams re-read and stored", c.catchEntries, c.catchStreams))
@@ -101,8 +106,8 @@ func (c *Consumer) catchUpAll() error {
 // lookback) and the group's last-delivered id to the handler with XRANGE:
 // no XREADGROUP, no XACK, no dead letter, so the group and its other
 // consumers are unaffected, and the handler's idempotence makes a repeat
-// harmless. Entries the handler refuses are left to the reader law (they
-// are pending or dead-lettered already). It hands at most budget pages and
+// harmless. An entry the handler refuses with a plain error is tried again
+// (catchRefused): a peer acked it, and no delivery brings it back. It hands at most budget pages and
 // keeps its cursor in st (catchNext, catchLast) for the next turn; done is
 // false when the stream must be tried again (pages left, its group gone).
 func (c *Consumer) catchUp(st *streamState, budget int) (n, pages int, done bool, err error) {
@@ -140,12 +145,14 @@ func (c *Consumer) catchUp(st *streamState, budget int) (n, pages int, done bool
 			c.fail("catchup", err)
 			return n, pages, false, c.setAside([]*streamState{st}, err)
 		}
-		if err := c.catchUpBatch(st.key, msgs, dead); err != nil {
+		refused, err := c.catchUpBatch(st.key, msgs, dead)
+		if err != nil {
 			return n, pages, false, err
 		}
 		pages++
 		n += len(msgs)
 		c.stats.caughtUp.Add(int64(len(msgs)))
+		c.catchRefused(st, refused)
 		lastID := msgs[len(msgs)-1].ID
 		if cmpID(lastID, st.catchLast) >= 0 {
 			st.catchNext, st.catchLast = "", ""
@@ -320,7 +327,9 @@ func (c *Consumer) deadOf(stream string, msgs []redis.XMessage) ([]bool, error) 
 
 // catchUpBatch hands one XRANGE page to the handler, but for the entries
 // dead says were dead-lettered (nil: none is known); an Unavailable verdict holds the page as
-// the reader law does (pause, retry in hand).
+// the reader law does (pause, retry in hand). It returns the entries the
+// handler refused with an error that is neither Poison nor Unavailable
+// (catchRefused).
 //
 // A dead-lettered position is skipped without being judged again: some
 // such entries pass when judged afresh (a stream id forged ahead of the
@@ -330,7 +339,7 @@ func (c *Consumer) deadOf(stream string, msgs []redis.XMessage) ([]bool, error) 
 // dead letter is acked, so there is nothing to settle: the live reader,
 // handed it again, only acks it. One pending after a replay re-delivered
 // it is its holder's to settle (process).
-func (c *Consumer) catchUpBatch(stream string, msgs []redis.XMessage, dead []bool) error {
+func (c *Consumer) catchUpBatch(stream string, msgs []redis.XMessage, dead []bool) ([]delivery, error) {
 	todo := make([]delivery, 0, len(msgs))
 	for i, x := range msgs {
 		if dead != nil && dead[i] {
@@ -344,14 +353,144 @@ func (c *Consumer) catchUpBatch(stream string, msgs []redis.XMessage, dead []boo
 		todo = append(todo, delivery{stream: stream, x: x, msg: m})
 	}
 	if len(todo) == 0 {
-		return nil
+		return nil, nil
 	}
 	var s settlement
 	held := c.judge(todo, c.callHandler(todo), &s)
+	failed := s.failed
 	if len(held) > 0 {
-		return c.hold(held, false)
+		// Refused on a retry in hand, after the pause: tried again as
+		// well. Dropped, as until 6 Dec 2026, they were lost as the
+		// others were (TestCatchUpRetriesRefusedEntry).
+		more, err := c.hold(held, false)
+		if err != nil {
+			return nil, err
+		}
+		failed = append(failed, more...)
 	}
-	return nil
+	return failed, nil
+}
+
+// refusal is an entry a catch-up's handler refused: its position, the
+// refusals so far, and when it is tried again.
+type refusal struct {
+	pos   string
+	tries int64
+	at    time.Time
+}
+
+// maxRefused bounds a stream's refusals kept for a retry: past it, a
+// refused entry is reported as a gap at once.
+const maxRefused = 1000
+
+// catchRefused keeps the entries of ds, which a catch-up's handler refused
+// with a plain error, to be tried again MinIdle later (catchRetryAll), as
+// the reader law tries a failed entry again; the catch-up goes on
+// meanwhile. An entry still pending in the group is left to the reader
+// law. One acked by a peer has no delivery of the group to bring it back:
+// passed over, as until 6 Dec 2026, its line was lost for good, logged as
+// "left pending" (TestCatchUpRetriesRefusedEntry).
+func (c *Consumer) catchRefused(st *streamState, ds []delivery) {
+	for _, d := range ds {
+		if c.stopping() {
+			return
+		}
+		if slices.ContainsFunc(st.refused, func(r refusal) bool { return r.pos == d.x.ID }) ||
+			c.pendingInGroup(st.key, d.x.ID) {
+			continue
+		}
+		r := refusal{pos: d.x.ID, tries: 1, at: time.Now().Add(c.cfg.MinIdle)}
+		switch {
+		case r.tries >= c.cfg.PoisonAfter:
+			c.giveUp(st, r, "refused on every try")
+			continue
+		case len(st.refused) >= maxRefused:
+			c.giveUp(st, r, "more refused entries of the stream wait for a retry")
+			continue
+		}
+		st.refused = append(st.refused, r)
+	}
+}
+
+// catchRetryAll hands the refused entries whose retry has come to the
+// handler again, one XRANGE each. An entry refused PoisonAfter times, or
+// gone from the stream, is given up on (giveUp): no dead letter (a
+// catch-up settles nothing in the group). It reports whether refused
+// entries are still waiting.
+func (c *Consumer) catchRetryAll() (waiting bool, err error) {
+	for _, st := range c.work.all() {
+		if len(st.refused) == 0 {
+			continue
+		}
+		keep := st.refused[:0]
+		for i, r := range st.refused {
+			now := time.Now()
+			if c.stopping() || !st.open || st.down(now) || now.Before(r.at) {
+				keep = append(keep, r)
+				continue
+			}
+			ctx, cancel := c.callCtx(c.ctx, 10*time.Second)
+			msgs, err := c.rdb.XRangeN(ctx, st.key, r.pos, r.pos, 1).Result()
+			cancel()
+			if err != nil {
+				c.fail("catchup", err)
+				keep = append(keep, st.refused[i:]...)
+				if err := c.setAside([]*streamState{st}, err); err != nil && !serverError(err) {
+					st.refused = keep
+					return true, err
+				}
+				break
+			}
+			if len(msgs) == 0 {
+				c.giveUp(st, r, "deleted from the stream before a retry")
+				continue
+			}
+			failed, err := c.catchUpBatch(st.key, msgs, nil)
+			if err != nil {
+				st.refused = append(keep, st.refused[i:]...)
+				return true, err
+			}
+			if len(failed) == 0 {
+				continue // stored, or its own fault (Poison)
+			}
+			r.tries++
+			if r.tries >= c.cfg.PoisonAfter {
+				c.giveUp(st, r, "refused on every try")
+				continue
+			}
+			r.at = time.Now().Add(c.cfg.MinIdle)
+			keep = append(keep, r)
+		}
+		st.refused = keep
+		waiting = waiting || len(keep) > 0
+	}
+	return waiting, nil
+}
+
+// giveUp reports the refused entry r of st as a gap: its line is not
+// stored.
+func (c *Consumer) giveUp(st *streamState, r refusal, why string) {
+	c.log.Error("catch-up gave up on an entry the handler refused; the store lacks its line",
+		"stream", st.key, "game", gameOf(st.key), "pos", r.pos, "refused", r.tries, "why", why)
+	c.note(fmt.Sprintf("gap: %s: the catch-up's handler refused the entry at %s %d times (%s); its line was not stored",
+		gameOf(st.key), r.pos, r.tries, why))
+	c.stats.gaps.Add(1)
+}
+
+// pendingInGroup reports whether the entry at id of key is pending in the
+// group (with any consumer). An error answers false: the catch-up then
+// tries the entry again itself.
+func (c *Consumer) pendingInGroup(key, id string) bool {
+	ctx, cancel := c.callCtx(c.ctx, 5*time.Second)
+	defer cancel()
+	p, err := c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: key, Group: c.cfg.Group, Start: id, End: id, Count: 1,
+	}).Result()
+	if err != nil {
+		c.fail("catchup", err)
+		return false
+	}
+	return len(p) == 1
 }
 
 // trimmedPast reports whether entries after pos ("": the beginning) are

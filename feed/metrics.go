@@ -114,7 +114,7 @@ var metrics = counterset.New(
 		"Streams whose store was behind its group only by entries still pending: the reader law delivers them, nothing re-read.",
 		func(c *counters) int64 { return c.catchUpSkipped.Load() }),
 	counterset.Counter("codemojex_feed_gaps_total",
-		"Streams found trimmed beyond the store's position: lines the store can no longer get.",
+		"Streams found trimmed beyond the store's position, and catch-up entries the handler refused PoisonAfter times: lines the store lacks.",
 		func(c *counters) int64 { return c.gaps.Load() }),
 	counterset.Counter("codemojex_feed_polls_found_total",
 		"Polls of every stream that found entries the registry beat had missed.",

@@ -17,8 +17,10 @@ import (
 // toward poison) nor read past. Meanwhile the consumer reads nothing else,
 // Ready reports the reason, and the entries' idle time is kept fresh so no
 // peer claims them. Close ends the hold; the entries stay pending. With
-// settle false (catch-up) the other verdicts are dropped, not settled.
-func (c *Consumer) hold(held []delivery, settle bool) error {
+// settle false (catch-up) the other verdicts are not settled: the entries
+// refused with a plain error on a retry in hand are returned, in order,
+// for the catch-up to try again (catchRefused).
+func (c *Consumer) hold(held []delivery, settle bool) (refused []delivery, err error) {
 	// Forgive before the pause shows: whoever sees the consumer paused
 	// (readiness, an operator about to restart it) may rely on the
 	// delivery having been taken back already.
@@ -33,11 +35,12 @@ func (c *Consumer) hold(held []delivery, settle bool) error {
 	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: c.cfg.PauseMax}
 	for {
 		if !c.sleep(bo.Next()) {
-			return nil // Close: what is held stays pending
+			return refused, nil // Close: what is held stays pending
 		}
 		var s settlement
 		again := c.judge(held, c.callHandler(held), &s)
 		if !settle {
+			refused = append(refused, s.failed...)
 			s = settlement{}
 		}
 		if len(s.failed) > 0 {
@@ -52,11 +55,11 @@ func (c *Consumer) hold(held []delivery, settle bool) error {
 			// Redis failed too: the held entries stay pending and come
 			// back by the reader law; the loop backs off.
 			c.setResumed()
-			return err
+			return nil, err
 		}
 		if len(again) == 0 {
 			c.setResumed()
-			return nil
+			return refused, nil
 		}
 		held = again
 		c.setPaused(held[0].err)

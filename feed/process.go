@@ -102,7 +102,8 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 		return err
 	}
 	if len(held) > 0 {
-		return c.hold(held, true)
+		_, err := c.hold(held, true)
+		return err
 	}
 	return nil
 }

@@ -55,6 +55,10 @@ type streamState struct {
 	seenPass             int     // the sweep pass that last listed it
 	polled               int     // the poll round that last read it
 
+	// Entries a catch-up's handler refused with a plain error, each tried
+	// again MinIdle later (catchRetryAll).
+	refused []refusal
+
 	doorErr     error
 	doorBackoff backoff.Backoff
 	nextDoor    time.Time
@@ -71,7 +75,7 @@ func (st *streamState) down(now time.Time) bool { return now.Before(st.downUntil
 
 // busy reports whether the stream has a reason to stay in the work set.
 func (st *streamState) busy(now time.Time) bool {
-	return st.pinned || st.needDoor || st.inspect || st.recover || st.due || st.pending || (st.open && !st.caught) || st.catchLast != "" ||
+	return st.pinned || st.needDoor || st.inspect || st.recover || st.due || st.pending || (st.open && !st.caught) || st.catchLast != "" || len(st.refused) > 0 ||
 		now.Before(st.hotUntil)
 }
 

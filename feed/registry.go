@@ -159,7 +159,7 @@ func (c *Consumer) sweepPage(now time.Time) error {
 	// state, and one really gone is dropped a pass later.
 	gone := 0
 	for _, st := range c.streams {
-		if st.seenPass != c.sweep.pass && !st.hot(now) && !st.due && !st.pending && st.catchLast == "" && !c.keptForAcks(st) {
+		if st.seenPass != c.sweep.pass && !st.hot(now) && !st.due && !st.pending && st.catchLast == "" && len(st.refused) == 0 && !c.keptForAcks(st) {
 			c.forget(st)
 			gone++
 		}

@@ -27,7 +27,7 @@ type Stats struct {
 	DeadDuplicates   int64 // dead letters not written: one exists for that stream position
 	CaughtUp         int64 // entries handed to the handler by catch-up
 	CatchUpSkipped   int64 // streams behind their group only by pending entries: no re-read
-	Gaps             int64 // streams found trimmed past what the store has
+	Gaps             int64 // streams found trimmed past what the store has, catch-up entries given up on
 	Polled           int64 // polls of every stream that found entries the registry beat missed
 	Lingered         int64 // blocking reads that waited Config.Linger after a small batch
 

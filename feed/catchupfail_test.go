@@ -1,0 +1,185 @@
+package feed_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codemojex/feed/feed"
+)
+
+// TestCatchUpRetriesRefusedEntry: an entry a catch-up hands to the handler
+// is one a peer acked, so no delivery of the group brings it back. A
+// refusal that is not the entry's fault for good (a plain error, not
+// Poison) is tried again, as the reader law tries a pending entry again,
+// rather than passed over: the catch-up went on past it and the store's
+// position with it, and the line was lost for good, logged as "left
+// pending". One still pending in the group (a dead peer's) is the reader
+// law's: it is claimed and dead-lettered there, and no gap is reported.
+func TestCatchUpRetriesRefusedEntry(t *testing.T) {
+	cases := []struct {
+		name    string
+		fails   int  // how many times the handler refuses the entry
+		pending bool // the peer died with the entry pending instead of acking it
+		// The first refusal says the store is unavailable.
+		unavailable bool
+		want        int // successful handings of it expected
+	}{
+		{name: "refused once", fails: 1, want: 1},
+		{name: "refused on every try", fails: 1 << 30, want: 0},
+		{name: "refused on every try, pending", fails: 1 << 30, pending: true, want: 0},
+		// The store unavailable first: the catch-up pauses and retries in
+		// hand, where the refusal comes.
+		{name: "refused after a pause", fails: 2, unavailable: true, want: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			_, rdb := mustStart(t)
+			s := stream("catchfail")
+			if err := rdb.XGroupCreateMkStream(ctx, s, group, "0").Err(); err != nil {
+				t.Fatal(err)
+			}
+			var evts []string
+			for range 30 {
+				evts = append(evts, add(t, rdb, s))
+			}
+			// A peer stored and acked all 30 in another store: this one
+			// has only the first 10.
+			ids := readAs(t, rdb, s, "peer", 30)
+			pos := ids[9]
+			bad := evts[15]
+			if tc.pending {
+				ack(t, rdb, s, append(ids[:15:15], ids[16:]...)...)
+			} else {
+				ack(t, rdb, s, ids...)
+			}
+
+			var (
+				mu     sync.Mutex
+				tries  int
+				stored = map[string]int{}
+			)
+			cfg := baseConfig(t, rdb, "r2", s)
+			cfg.PoisonAfter = 3
+			logs := captureLogs(t, &cfg)
+			cfg.Handler = func(_ context.Context, m feed.Message) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if m.ID == bad {
+					tries++
+					if tries == 1 && tc.unavailable {
+						return feed.Unavailable(errors.New("store: disk full"))
+					}
+					if tries <= tc.fails {
+						return errors.New("render: transient")
+					}
+				}
+				stored[m.ID]++
+				return nil
+			}
+			cfg.Position = func(context.Context, string) (string, error) { return pos, nil }
+			c := mustOpen(t, cfg)
+			waitFor(t, 10*time.Second, "catch-up over", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case tc.pending:
+					return c.Stats().Dead == 1
+				case tc.want == 0:
+					return tries >= 3 && logs.count("catch-up gave up on an entry") == 1
+				}
+				return stored[bad] == tc.want
+			})
+			waitFor(t, 10*time.Second, "every other entry stored", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, id := range evts[10:] {
+					if id != bad && stored[id] == 0 {
+						return false
+					}
+				}
+				return true
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.pending {
+				if g := c.Stats().Gaps; g != 0 {
+					t.Errorf("gaps = %d for an entry the reader law dead-lettered; want 0", g)
+				}
+				return
+			}
+			if tc.want == 0 && int64(tries) != cfg.PoisonAfter {
+				t.Errorf("entry tried %d times, want %d (PoisonAfter)", tries, cfg.PoisonAfter)
+			}
+			if tc.want == 0 && c.Stats().Gaps != 1 {
+				t.Errorf("gaps = %d; want 1, the entry the catch-up gave up on", c.Stats().Gaps)
+			}
+		})
+	}
+}
+
+// TestCatchUpRefusedEntryHoldsNoGame: an entry refused in a catch-up waits
+// for its retry (MinIdle) on its own: the catch-up of its stream ends, and
+// the game's new entries are read meanwhile.
+func TestCatchUpRefusedEntryHoldsNoGame(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s := stream("catchwait")
+	if err := rdb.XGroupCreateMkStream(ctx, s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var evts []string
+	for range 30 {
+		evts = append(evts, add(t, rdb, s))
+	}
+	ids := readAs(t, rdb, s, "peer", 30)
+	ack(t, rdb, s, ids...)
+	bad := evts[15]
+
+	var (
+		mu     sync.Mutex
+		tries  int
+		stored = map[string]int{}
+	)
+	cfg := baseConfig(t, rdb, "r2", s)
+	cfg.MinIdle = time.Minute
+	cfg.Handler = func(_ context.Context, m feed.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if m.ID == bad {
+			tries++
+			return errors.New("render: transient")
+		}
+		stored[m.ID]++
+		return nil
+	}
+	cfg.Position = func(context.Context, string) (string, error) { return ids[9], nil }
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "the catch-up's other entries stored", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range evts[10:] {
+			if id != bad && stored[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	live := add(t, rdb, s)
+	waitFor(t, 10*time.Second, "a new entry of the game read", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return stored[live] == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if tries != 1 {
+		t.Errorf("refused entry tried %d times before MinIdle; want 1", tries)
+	}
+	if g := c.Stats().Gaps; g != 0 {
+		t.Errorf("gaps = %d while the refused entry waits for its retry; want 0", g)
+	}
+}
