@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/codemojex/feed/feed"
 )
 
@@ -36,19 +38,11 @@ func TestCatchUpRetriesRefusedEntry(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			_, rdb := mustStart(t)
 			s := stream("catchfail")
-			if err := rdb.XGroupCreateMkStream(ctx, s, group, "0").Err(); err != nil {
-				t.Fatal(err)
-			}
-			var evts []string
-			for range 30 {
-				evts = append(evts, add(t, rdb, s))
-			}
 			// A peer stored and acked all 30 in another store: this one
 			// has only the first 10.
-			ids := readAs(t, rdb, s, "peer", 30)
+			evts, ids := mustPeerRead(t, rdb, s, 30)
 			pos := ids[9]
 			bad := evts[15]
 			if tc.pending {
@@ -125,17 +119,9 @@ func TestCatchUpRetriesRefusedEntry(t *testing.T) {
 // for its retry (MinIdle) on its own: the catch-up of its stream ends, and
 // the game's new entries are read meanwhile.
 func TestCatchUpRefusedEntryHoldsNoGame(t *testing.T) {
-	ctx := context.Background()
 	_, rdb := mustStart(t)
 	s := stream("catchwait")
-	if err := rdb.XGroupCreateMkStream(ctx, s, group, "0").Err(); err != nil {
-		t.Fatal(err)
-	}
-	var evts []string
-	for range 30 {
-		evts = append(evts, add(t, rdb, s))
-	}
-	ids := readAs(t, rdb, s, "peer", 30)
+	evts, ids := mustPeerRead(t, rdb, s, 30)
 	ack(t, rdb, s, ids...)
 	bad := evts[15]
 
@@ -182,4 +168,18 @@ func TestCatchUpRefusedEntryHoldsNoGame(t *testing.T) {
 	if g := c.Stats().Gaps; g != 0 {
 		t.Errorf("gaps = %d while the refused entry waits for its retry; want 0", g)
 	}
+}
+
+// mustPeerRead creates the group of stream s, adds n entries and reads
+// them as the consumer "peer", which leaves them pending: their EVT ids and
+// stream ids, in order.
+func mustPeerRead(tb testing.TB, rdb *redis.Client, s string, n int) (evts, ids []string) {
+	tb.Helper()
+	if err := rdb.XGroupCreateMkStream(context.Background(), s, group, "0").Err(); err != nil {
+		tb.Fatal(err)
+	}
+	for range n {
+		evts = append(evts, add(tb, rdb, s))
+	}
+	return evts, readAs(tb, rdb, s, "peer", int64(n))
 }
