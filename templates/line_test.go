@@ -433,7 +433,7 @@ func FuzzRenderLine(f *testing.F) {
 	f.Add(uint8(8), uint8(0), "ok", "\u202e<b>&#x202e;")
 	f.Fuzz(func(t *testing.T, k, fi uint8, value, kind string) {
 		if !utf8.ValidString(value) || !utf8.ValidString(kind) {
-			t.Skip("Decode refuses invalid UTF-8")
+			return // no entry carries it: Decode refuses invalid UTF-8
 		}
 		if kind == "" || int(k)%(len(kinds)+1) < len(kinds) {
 			kind = kinds[int(k)%len(kinds)]
