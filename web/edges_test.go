@@ -449,3 +449,52 @@ func TestProfileWithinResponseTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileSecondsAsPprofReadsThem: pprof reads ?seconds= its own way
+// (r.FormValue, so a POSTed form's value first; a CPU profile as a whole
+// number, taking its 30 s for 0, a negative, a fraction or no number at
+// all). A value that TestProfileWithinResponseTimeout's check let through
+// on the query's reading still ran a 30 s profile against a 3 s deadline,
+// cut off: it is now refused with 400 saying what fits.
+func TestProfileSecondsAsPprofReadsThem(t *testing.T) {
+	e := MustOpenEnv(t, func(c *web.Config) { c.ResponseTimeout = 3 * time.Second })
+	// Bounded, so that the test fails rather than waiting for the
+	// 30 s profile a refused value once ran.
+	client := &http.Client{Timeout: 15 * time.Second}
+	for _, tc := range []struct {
+		name, query, form string
+	}{
+		{name: "zero", query: "seconds=0"},
+		{name: "negative", query: "seconds=-1"},
+		{name: "fraction", query: "seconds=1.5"},
+		{name: "exponent", query: "seconds=1e0"},
+		{name: "no number", query: "seconds=abc"},
+		{name: "form over query", query: "seconds=1", form: "seconds=60"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// In parallel: a CPU profile run by a value let through holds
+			// the process's one profiler, which the others then find busy.
+			t.Parallel()
+			method, body := http.MethodGet, io.Reader(nil)
+			if tc.form != "" {
+				method, body = http.MethodPost, strings.NewReader(tc.form)
+			}
+			req, err := http.NewRequest(method, e.url("/debug/pprof/profile?"+tc.query), body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.form != "" {
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("%s ?%s %s: %v; want 400 naming -response-timeout", method, tc.query, tc.form, err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "response-timeout") {
+				t.Errorf("%s ?%s %s: HTTP %d %q %v; want 400 naming -response-timeout", method, tc.query, tc.form, resp.StatusCode, b, err)
+			}
+		})
+	}
+}

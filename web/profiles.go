@@ -21,28 +21,55 @@ const profileSeconds = 30
 // deadline and was always cut off; it now takes the longest that fits, and
 // a longer one asked for is refused with 400 saying why, not cut off
 // (TestProfileWithinResponseTimeout).
-func (s *Server) within(h http.HandlerFunc, dflt int) http.HandlerFunc {
+//
+// The value is read as pprof reads it (seconds): r.FormValue, so a POSTed
+// form's before the query's, and a CPU profile's as a whole number. A value
+// pprof does not take (0, a negative, 1.5, abc) has it run its default,
+// dflt seconds, which is refused as well when it does not fit; until 6 Dec
+// 2026 such a value passed on the query's reading and a CPU profile of 30 s
+// was cut off (TestProfileSecondsAsPprofReadsThem).
+func (s *Server) within(h http.HandlerFunc, dflt int, whole bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		limit := max(s.cfg.ResponseTimeout-time.Second, time.Second)
-		q := r.URL.Query()
-		v := q.Get("seconds")
+		v := r.FormValue("seconds")
 		if v == "" {
 			if time.Duration(dflt)*time.Second > limit {
+				// Set where pprof reads it: the form FormValue parsed.
 				r = r.Clone(r.Context())
+				r.Form.Set("seconds", strconv.Itoa(int(limit/time.Second)))
+				q := r.URL.Query()
 				q.Set("seconds", strconv.Itoa(int(limit/time.Second)))
 				r.URL.RawQuery = q.Encode()
 			}
 			h(w, r)
 			return
 		}
-		// A value that is no number is pprof's to refuse.
-		if sec, err := strconv.ParseFloat(v, 64); err == nil && sec*float64(time.Second) > float64(limit) {
+		sec, ok := seconds(v, whole)
+		switch {
+		case ok && sec*float64(time.Second) > float64(limit):
 			http.Error(w, fmt.Sprintf("seconds: at most %d here: -response-timeout (%v) cuts a longer response off",
 				int(limit/time.Second), s.cfg.ResponseTimeout), http.StatusBadRequest)
+			return
+		case !ok && time.Duration(dflt)*time.Second > limit:
+			// Else pprof runs its default, or refuses the value itself.
+			http.Error(w, fmt.Sprintf("seconds: want a whole number from 1 to %d here, where pprof takes %q as its %d s: "+
+				"-response-timeout (%v) cuts a longer response off", int(limit/time.Second), v, dflt, s.cfg.ResponseTimeout),
+				http.StatusBadRequest)
 			return
 		}
 		h(w, r)
 	}
+}
+
+// seconds reads a ?seconds= value as net/http/pprof does: a whole number
+// (a CPU or a delta profile) or any number (a trace), above 0 to be taken.
+func seconds(v string, whole bool) (float64, bool) {
+	if whole {
+		n, err := strconv.ParseInt(v, 10, 64)
+		return float64(n), err == nil && n > 0
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	return f, err == nil && f > 0
 }
 
 // profileRoutes are the routes of net/http/pprof, each within the
@@ -50,10 +77,10 @@ func (s *Server) within(h http.HandlerFunc, dflt int) http.HandlerFunc {
 func (s *Server) profileRoutes() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
 		"/debug/pprof/":          pprof.Index,
-		"/debug/pprof/profile":   s.within(pprof.Profile, profileSeconds),
-		"/debug/pprof/trace":     s.within(pprof.Trace, 1),
+		"/debug/pprof/profile":   s.within(pprof.Profile, profileSeconds, true),
+		"/debug/pprof/trace":     s.within(pprof.Trace, 1, false),
 		"/debug/pprof/symbol":    pprof.Symbol,
 		"/debug/pprof/cmdline":   pprof.Cmdline,
-		"/debug/pprof/{profile}": s.within(pprof.Index, 0), // ?seconds= asks a delta profile
+		"/debug/pprof/{profile}": s.within(pprof.Index, 0, true), // ?seconds= asks a delta profile
 	}
 }
