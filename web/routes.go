@@ -30,6 +30,7 @@ const maxBody = 4 << 10
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, middleware.GetHead, securityHeaders, limitBody)
+	r.MethodNotAllowed(methodNotAllowed)
 
 	// Websockets and event streams have their own limits (rate, per-client
 	// and global caps, taken before the handshake) and no write deadline
@@ -83,6 +84,33 @@ func (s *Server) routes() http.Handler {
 		})
 	})
 	return r
+}
+
+// allowable are the methods a 405's Allow may name.
+var allowable = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+	http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// methodNotAllowed answers a method that no route of the path takes: a 405
+// whose Allow names every method the path serves (RFC 9110, section
+// 15.5.6), HEAD with GET, which GetHead serves as GET. chi's own 405 named
+// the routes' methods alone, "Allow: GET" (TestMethodNotAllowedNamesHead).
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	rctx := chi.RouteContext(r.Context())
+	path := rctx.RoutePath
+	if path == "" {
+		if path = r.URL.RawPath; path == "" {
+			path = r.URL.Path
+		}
+	}
+	serves := func(m string) bool { return rctx.Routes.Match(chi.NewRouteContext(), m, path) }
+	var allow []string
+	for _, m := range allowable {
+		if serves(m) || m == http.MethodHead && serves(http.MethodGet) {
+			allow = append(allow, m)
+		}
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 }
 
 func securityHeaders(next http.Handler) http.Handler {
