@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -237,8 +238,8 @@ func maskedText(payload string) []byte {
 // websocket handshake is answered as coder/websocket answers it on the
 // std engine, on both engines, before it spends the address's upgrade
 // rate: HTTP/1.0, a plain GET, an Upgrade or Connection field without its
-// token 426 with Upgrade: websocket, another version 400 with
-// Sec-WebSocket-Version: 13. Until 6 Dec 2026 each spent one of the
+// token 426 with Upgrade: websocket, a HEAD 405 with Allow: GET, another
+// version 400 with Sec-WebSocket-Version: 13. Until 6 Dec 2026 each spent one of the
 // address's upgrades on both engines, and the nbio engine switched
 // protocols on an HTTP/1.0 handshake and answered the others 400.
 func TestHandshakeNotWellFormed(t *testing.T) {
@@ -247,18 +248,23 @@ func TestHandshakeNotWellFormed(t *testing.T) {
 		name, proto, header string
 		code                int
 		answer              string // a field the answer must carry, "Name: value"
+		method              string // GET when empty
 	}{
 		{"HTTP/1.0", "HTTP/1.0", "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" + key,
-			http.StatusUpgradeRequired, ""},
-		{"plain GET", "HTTP/1.1", "", http.StatusUpgradeRequired, "Upgrade: websocket"},
+			http.StatusUpgradeRequired, "", ""},
+		{"plain GET", "HTTP/1.1", "", http.StatusUpgradeRequired, "Upgrade: websocket", ""},
 		{"no Upgrade field", "HTTP/1.1", "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" + key,
-			http.StatusUpgradeRequired, "Upgrade: websocket"},
+			http.StatusUpgradeRequired, "Upgrade: websocket", ""},
 		{"Connection without upgrade", "HTTP/1.1", "Connection: keep-alive\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" + key,
-			http.StatusUpgradeRequired, "Connection: Upgrade"},
+			http.StatusUpgradeRequired, "Connection: Upgrade", ""},
 		{"version 8", "HTTP/1.1", "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 8\r\n" + key,
-			http.StatusBadRequest, "Sec-WebSocket-Version: 13"},
+			http.StatusBadRequest, "Sec-WebSocket-Version: 13", ""},
 		{"no version", "HTTP/1.1", "Connection: Upgrade\r\nUpgrade: websocket\r\n" + key,
-			http.StatusBadRequest, "Sec-WebSocket-Version: 13"},
+			http.StatusBadRequest, "Sec-WebSocket-Version: 13", ""},
+		// GetHead hands a HEAD to the GET route (until 6 Dec 2026 it spent
+		// an upgrade before the library refused it, and said no Allow).
+		{"HEAD", "HTTP/1.1", "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" + key,
+			http.StatusMethodNotAllowed, "Allow: GET", http.MethodHead},
 	}
 	// One upgrade a long while: the refusals must leave it for the
 	// handshake that follows them.
@@ -268,12 +274,13 @@ func TestHandshakeNotWellFormed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := "GET /games/g1/live?after=0 " + tt.proto + "\r\nHost: " + e.srv.Addr() + "\r\n" + tt.header + "\r\n"
+		method := cmp.Or(tt.method, http.MethodGet)
+		req := method + " /games/g1/live?after=0 " + tt.proto + "\r\nHost: " + e.srv.Addr() + "\r\n" + tt.header + "\r\n"
 		if _, err := conn.Write([]byte(req)); err != nil {
 			t.Fatal(err)
 		}
 		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
 		conn.Close()
 		if err != nil {
 			t.Fatalf("%s: read response: %v", tt.name, err)
