@@ -212,3 +212,35 @@ func TestCheckHidesPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckHidesPasswordWithoutScheme: a -redis that lost its "redis://"
+// ("u:pass@host:6379", "redis:/u:pass@host") is refused quoting it, and
+// the quote kept its password: Redact looked for "://" and returned such a
+// value as it was, so the renderer's ERROR "bad flags" (and gamesim's and
+// feedctl's refusals, and -h with it in $REDIS_URL) printed the password,
+// the hint "want redis://u:pass@host" a second time.
+func TestCheckHidesPasswordWithoutScheme(t *testing.T) {
+	for _, tt := range []struct {
+		url  string
+		want string // Redact's
+	}{
+		{"u:s3cret@redis.internal:6379", "u:xxxxx@redis.internal:6379"},
+		{":s3cret@10.0.0.5:6379", ":xxxxx@10.0.0.5:6379"},
+		{"u:s3cret@redis.internal", "u:xxxxx@redis.internal"},
+		{"redis:/u:s3cret@h:6379", "redis:xxxxx@h:6379"},
+		{"redis:u:s3cret@h:6379/0", "redis:xxxxx@h:6379/0"},
+		{"redis//u:s3cret@h:6379/0", "redis//u:xxxxx@h:6379/0"},
+		{"redis://:s3/c+d=@h:6379", "redis://:xxxxx@h:6379"},
+		{"redis://u:s3/cret@h:6379/0", "redis://u:xxxxx@h:6379/0"},
+	} {
+		t.Run(tt.url, func(t *testing.T) {
+			if got := redisconn.Redact(tt.url); got != tt.want {
+				t.Errorf("Redact(%q) = %q, want %q", tt.url, got, tt.want)
+			}
+			err := redisconn.Check(tt.url)
+			if err == nil || strings.Contains(err.Error(), "s3") {
+				t.Errorf("Check(%q) = %v, want an error without the password", tt.url, err)
+			}
+		})
+	}
+}
