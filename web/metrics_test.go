@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/web"
 )
 
@@ -155,5 +156,54 @@ func TestFramesSentByType(t *testing.T) {
 				return sent("state")-states == 2 && sent("watching")-watching >= 1
 			})
 		})
+	}
+}
+
+// histogram returns the sample count and sum of a histogram on the
+// default registry (the renderer's /metrics).
+func histogram(tb testing.TB, name string) (count uint64, sum float64) {
+	tb.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				count += m.GetHistogram().GetSampleCount()
+				sum += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return count, sum
+}
+
+// TestTailLagOfFutureAt: a line whose writer's "at" is ahead of this
+// host's clock (a writer's clock a few milliseconds ahead, or a forged
+// "at" a century ahead, which any producer can write) counts in
+// codemojex_web_tail_lag_seconds as no lag. It was observed as it came,
+// negative: the histogram's _sum, a counter to Prometheus, went down (by
+// three billion seconds for this line), so rate() took it for a reset and
+// every average of the tail lag over it was nonsense, and the line fell in
+// the lowest bucket anyway. The feed's read lag clamps at zero already.
+func TestTailLagOfFutureAt(t *testing.T) {
+	const name = "codemojex_web_tail_lag_seconds"
+	e := MustOpenEnv(t, nil)
+	w := e.dial("g1", 0)
+	if f := w.next(); f.T != "state" {
+		t.Fatalf("first frame %+v, want the state", f)
+	}
+	count, sum := histogram(t, name)
+	ev := e.gen("g1").ev(t, event.KindChat, "player", "ada", "text", "from the future")
+	ev.At = time.Now().AddDate(100, 0, 0).UTC().Truncate(time.Second)
+	ev.Payload["at"] = ev.At.Format(time.RFC3339)
+	e.upsert(ev)
+	w.lines(1)
+	waitFor(t, 5*time.Second, "the line's tail lag observed", func() bool {
+		c, _ := histogram(t, name)
+		return c > count
+	})
+	if c, s := histogram(t, name); s < sum {
+		t.Errorf("%s_sum went down from %v to %v (%d more samples): a negative lag was observed", name, sum, s, c-count)
 	}
 }

@@ -161,7 +161,10 @@ func (t *tailer) handOff(ctx context.Context, lines []store.Line) {
 	seen := map[string]int64{} // touched game → its latest line's seq
 	for _, l := range lines {
 		if !l.At.IsZero() {
-			mTailLag.Observe(now.Sub(l.At).Seconds())
+			// An "at" ahead of this clock (a writer's clock ahead, or a
+			// forged one) is no lag: observed negative, it took the
+			// histogram's _sum down (TestTailLagOfFutureAt).
+			mTailLag.Observe(max(now.Sub(l.At), 0).Seconds())
 		}
 		h := t.s.hubs.get(l.Game)
 		if h == nil {
