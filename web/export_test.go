@@ -1,7 +1,10 @@
 package web
 
 import (
+	"log/slog"
 	"net/http"
+
+	"github.com/lesismal/nbio/logging"
 
 	"github.com/codemojex/feed/internal/nbiocheck"
 )
@@ -198,3 +201,7 @@ func HoldTail(s *Server) (release func()) {
 	s.tail.turn.Lock()
 	return s.tail.turn.Unlock
 }
+
+// NbioLogger returns the logger through which the nbio engine's lines
+// reach l (installed once per process, by the first server on nbio).
+func NbioLogger(l *slog.Logger) logging.Logger { return nbioLogger{l} }

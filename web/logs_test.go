@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/lesismal/nbio/logging"
 
 	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/web"
@@ -139,5 +141,44 @@ func TestRefusalsLogSampled(t *testing.T) {
 		if got := strings.Count(logs.String(), msg); got < 1 || got > 2 {
 			t.Errorf("%d lines %q for %d refusals, want 1", got, msg, n)
 		}
+	}
+}
+
+// TestNbioLinesKeepTheirKeys: a line of the nbio engine (a panic it
+// recovered, with its stack after the first line; an overload) is one
+// slog line with one msg, "web: nbio", its words under err as the redis
+// client's are, and the stack whole under stack. The words went under a
+// second msg key (`msg="web: nbio" msg="…"`), which a log pipeline reads
+// as one key twice: one of the two lost. And the stack was cut with them
+// at 256 bytes, where the websocket's own panic lines keep theirs.
+func TestNbioLinesKeepTheirKeys(t *testing.T) {
+	stack := "goroutine 7 [running]:\n" + strings.Repeat("github.com/lesismal/nbio/nbhttp.(*Engine).DataHandler(...)\n\t/x/engine.go:581 +0x1f\n", 10)
+	for _, tt := range []struct {
+		name      string
+		log       func(l logging.Logger)
+		err       string
+		wantStack bool
+	}{
+		{"panic", func(l logging.Logger) { l.Error("execute ParserCloser failed: %v\n%v\n", "boom \x1b[2J", stack) }, `execute ParserCloser failed: boom \x1b[2J`, true},
+		{"overload", func(l logging.Logger) { l.Warn("AddTransferredConn failed: overload, already has %v online", 7) }, "AddTransferredConn failed: overload, already has 7 online", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out syncBuffer
+			tt.log(web.NbioLogger(slog.New(slog.NewJSONHandler(&out, nil))))
+			var line map[string]any
+			dec := json.NewDecoder(strings.NewReader(out.String()))
+			if err := dec.Decode(&line); err != nil {
+				t.Fatalf("log %q: %v", out.String(), err)
+			}
+			if n := strings.Count(out.String(), `"msg":`); n != 1 || line["msg"] != "web: nbio" {
+				t.Errorf("line %s: %d msg keys, msg %q; want one, \"web: nbio\"", out.String(), n, line["msg"])
+			}
+			if line["err"] != tt.err {
+				t.Errorf("err %q, want %q", line["err"], tt.err)
+			}
+			if got, _ := line["stack"].(string); tt.wantStack && got != strings.TrimSuffix(stack, "\n") || !tt.wantStack && line["stack"] != nil {
+				t.Errorf("stack %q, want %q", got, stack)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -188,15 +189,29 @@ func (p *poller) sweep(ctx context.Context) {
 }
 
 // nbioLogger hands nbio's warnings and errors to the server's logger (nbio
-// logs to stdout by default).
+// logs to stdout by default): "web: nbio", nbio's words under err as the
+// redis client's are, and the stack of a panic nbio recovered whole under
+// stack, as the websocket's own panic lines have it. Until 6 Dec 2026 the
+// words went under a second msg key, and the stack was cut with them
+// (TestNbioLinesKeepTheirKeys).
 type nbioLogger struct{ log *slog.Logger }
 
 func (nbioLogger) SetLevel(int)         {}
 func (nbioLogger) Debug(string, ...any) {}
 func (nbioLogger) Info(string, ...any)  {}
 func (l nbioLogger) Warn(f string, v ...any) {
-	l.log.Warn("web: nbio", untrusted.Attr("msg", fmt.Sprintf(f, v...)))
+	l.log.Warn("web: nbio", nbioAttrs(fmt.Sprintf(f, v...))...)
 }
 func (l nbioLogger) Error(f string, v ...any) {
-	l.log.Error("web: nbio", untrusted.Attr("msg", fmt.Sprintf(f, v...)))
+	l.log.Error("web: nbio", nbioAttrs(fmt.Sprintf(f, v...))...)
+}
+
+// nbioAttrs splits an nbio line: its words, bounded, and the stack nbio
+// writes after them when it recovered a panic ("…: %v\n%v\n").
+func nbioAttrs(said string) []any {
+	words, stack, ok := strings.Cut(said, "\n")
+	if !ok || !strings.HasPrefix(stack, "goroutine ") {
+		return []any{untrusted.Attr("err", strings.TrimRight(said, "\n"))}
+	}
+	return []any{untrusted.Attr("err", words), "stack", strings.TrimRight(stack, "\n")}
 }
