@@ -294,7 +294,13 @@ func (c *Consumer) callCommit(todo []delivery, commit func(context.Context) []er
 		// One entry must not take its batch down with it (after
 		// PoisonAfter tries the whole batch would be dead-lettered): hand
 		// the entries over one by one, so each gets its own verdict.
-		c.log.Warn("batch handler failed as a whole; handling its entries one by one", "entries", len(ms), untrusted.Err(err))
+		// Sampled as the entries' own failures are: a flood of entries that
+		// trip it fails a batch per read and per claim
+		// (TestBatchFailureLogSampled).
+		if ok, skipped := c.sample.Allow("batch failed"); ok {
+			c.log.Warn("batch handler failed as a whole; handling its entries one by one", "entries", len(ms), untrusted.Err(err),
+				"similar_unlogged", skipped)
+		}
 		verdicts = make([]error, len(ms))
 		c.setInHandler(true)
 		for i := range ms {
