@@ -2,10 +2,15 @@ package web
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/codemojex/feed/internal/redisconn"
 )
 
 // profileSeconds is net/http/pprof's default duration of a CPU profile
@@ -80,7 +85,25 @@ func (s *Server) profileRoutes() map[string]http.HandlerFunc {
 		"/debug/pprof/profile":   s.within(pprof.Profile, profileSeconds, true),
 		"/debug/pprof/trace":     s.within(pprof.Trace, 1, false),
 		"/debug/pprof/symbol":    pprof.Symbol,
-		"/debug/pprof/cmdline":   pprof.Cmdline,
+		"/debug/pprof/cmdline":   s.cmdline,
 		"/debug/pprof/{profile}": s.within(pprof.Index, 0, true), // ?seconds= asks a delta profile
 	}
+}
+
+// cmdline is pprof.Cmdline with the secrets a command line may hold
+// written xxxxx: a Redis URL's password and the admin token. The token
+// that opens it opens /metrics too, which a scraper holds; the Redis
+// password is more, write access to every stream (TestCmdlineHidesSecrets).
+func (s *Server) cmdline(w http.ResponseWriter, _ *http.Request) {
+	args := make([]string, len(os.Args))
+	for i, a := range os.Args {
+		a = redisconn.Redact(a)
+		if s.cfg.AdminToken != "" {
+			a = strings.ReplaceAll(a, s.cfg.AdminToken, "xxxxx")
+		}
+		args[i] = a
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, strings.Join(args, "\x00"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -286,5 +287,27 @@ func TestOpenAdminNotForProxiedClients(t *testing.T) {
 		if resp.StatusCode == http.StatusUnauthorized {
 			t.Errorf("GET %s from loopback: 401, want it open", p)
 		}
+	}
+}
+
+// TestCmdlineHidesSecrets: /debug/pprof/cmdline, which the admin token
+// opens as it opens /metrics (a scraper holds it), gives the command line
+// with a Redis URL's password and the admin token written xxxxx. It gave
+// them as they were: a renderer started with -redis redis://:PASS@host
+// (flags, not the environment the docs prefer) handed the Redis password,
+// write access to every stream, to whoever could read its metrics.
+func TestCmdlineHidesSecrets(t *testing.T) {
+	const token = "t0ken-of-the-admin"
+	args := os.Args
+	os.Args = []string{"renderer", "-redis", "redis://feed:s3cret@redis.internal:6379/0", "-admin-token=" + token, "-http", "127.0.0.1:0"}
+	t.Cleanup(func() { os.Args = args })
+	e := MustOpenEnv(t, func(c *web.Config) { c.AdminToken = token })
+	resp, body := e.get("/debug/pprof/cmdline", "Authorization", "Bearer "+token)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("cmdline: %d %s", resp.StatusCode, body)
+	}
+	want := "renderer\x00-redis\x00redis://feed:xxxxx@redis.internal:6379/0\x00-admin-token=xxxxx\x00-http\x00127.0.0.1:0"
+	if body != want {
+		t.Errorf("cmdline %q, want %q", body, want)
 	}
 }
