@@ -217,3 +217,106 @@ func docDefault(s string) string {
 	}
 	return s
 }
+
+// TestREADMEDurationBounds holds the bounds the README's renderer table
+// gives its duration flags ("at least `10ms`", "at most `1s`") to the
+// renderer: a value just past a bound is refused (exit status 2, the flag
+// named), the bound itself is taken; and a duration flag the renderer
+// refuses at 1ns or at 1000h has its bound in its row. A bound added or
+// moved in the code alone fails here. Every run names a -redis that is no
+// URL, checked after the durations: a value taken is refused for -redis
+// instead, and nothing is opened.
+func TestREADMEDurationBounds(t *testing.T) {
+	bin := filepath.Join(proctest.Binaries(t), "renderer")
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(readme), "\n### renderer")
+	if i < 0 {
+		t.Fatal("README has no renderer section")
+	}
+	section := string(readme)[i+1:]
+	if j := strings.Index(section[1:], "\n### "); j >= 0 {
+		section = section[:j+1]
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(section, "\n") {
+		if m := readmeRow.FindStringSubmatch(line); m != nil {
+			rows[m[1]] = line
+		}
+	}
+	// refused runs renderer with -name value and reports whether it was
+	// refused for that flag rather than for the -redis after it.
+	// A bound relative to another flag (-presence-ttl at least twice
+	// -presence-every, its row says) is taken out of the way: the partner
+	// is given a value that leaves only the flag's own bound.
+	partner := map[string][]string{
+		"presence-ttl":   {"-presence-every", "1ns"},
+		"presence-every": {"-presence-ttl", "10000h"},
+	}
+	refused := func(t *testing.T, name string, v time.Duration) bool {
+		t.Helper()
+		args := append([]string{"-" + name, v.String()}, partner[name]...)
+		cmd := exec.Command(bin, append(args, "-redis", "127.0.0.1:1", "-http", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "feed.db"))...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Fatalf("renderer -%s %v: %v, want exit status 2 (for the flag or for -redis):\n%s", name, v, err, out)
+		}
+		if strings.Contains(string(out), "-redis:") {
+			return false
+		}
+		if !strings.Contains(string(out), "-"+name) {
+			t.Fatalf("renderer -%s %v refused without naming the flag:\n%s", name, v, out)
+		}
+		return true
+	}
+	atLeast := regexp.MustCompile("at least `([0-9a-z]+)`")
+	atMost := regexp.MustCompile("at most `([0-9a-z]+)`")
+	durations := 0
+	for name, g := range binaryFlags(t, bin) {
+		if _, err := time.ParseDuration(g.def); err != nil {
+			continue
+		}
+		durations++
+		t.Run(name, func(t *testing.T) {
+			row := rows[name]
+			lo, hi := time.Duration(0), time.Duration(0)
+			if m := atLeast.FindStringSubmatch(row); m != nil {
+				if lo, err = time.ParseDuration(m[1]); err != nil {
+					t.Fatalf("README's -%s: at least %q: %v", name, m[1], err)
+				}
+			}
+			if m := atMost.FindStringSubmatch(row); m != nil {
+				if hi, err = time.ParseDuration(m[1]); err != nil {
+					t.Fatalf("README's -%s: at most %q: %v", name, m[1], err)
+				}
+			}
+			if lo > 0 {
+				if !refused(t, name, lo-time.Nanosecond) {
+					t.Errorf("README says -%s is at least %v; renderer takes %v", name, lo, lo-time.Nanosecond)
+				}
+				if refused(t, name, lo) {
+					t.Errorf("README says -%s is at least %v; renderer refuses %v", name, lo, lo)
+				}
+			} else if refused(t, name, time.Nanosecond) {
+				t.Errorf("renderer refuses -%s 1ns; README's row gives no floor (\"at least `D`\")", name)
+			}
+			if hi > 0 {
+				if !refused(t, name, hi+time.Nanosecond) {
+					t.Errorf("README says -%s is at most %v; renderer takes %v", name, hi, hi+time.Nanosecond)
+				}
+				if refused(t, name, hi) {
+					t.Errorf("README says -%s is at most %v; renderer refuses %v", name, hi, hi)
+				}
+			} else if refused(t, name, 1000*time.Hour) {
+				t.Errorf("renderer refuses -%s 1000h; README's row gives no ceiling (\"at most `D`\")", name)
+			}
+		})
+	}
+	if durations == 0 {
+		t.Fatal("renderer -h listed no duration flag: the test proves nothing")
+	}
+}
