@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bufio"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,5 +319,113 @@ func TestREADMEDurationBounds(t *testing.T) {
 	}
 	if durations == 0 {
 		t.Fatal("renderer -h listed no duration flag: the test proves nothing")
+	}
+}
+
+// TestDocsNameFlagsThatExist: every flag the README and docs/ write in
+// code (`-linger`, `-chaos.events 2500`) is one of some binary's
+// (renderer, gamesim, feedctl and its commands, feedbench), a test flag
+// of this module, or one of go's own; a flag renamed or removed in the code
+// alone leaves the docs telling operators to pass one that is refused. The
+// store's companion files (`-wal`, `-shm`) are no flags.
+// benchmarks-journal.md keeps the names of its time.
+func TestDocsNameFlagsThatExist(t *testing.T) {
+	bins := proctest.Binaries(t)
+	known := map[string]bool{
+		// go test's and go build's own, as the docs show commands.
+		"bench": true, "fuzz": true, "short": true, "race": true, "run": true, "count": true, "timeout": true, "tags": true, "v": true, "cpu": true, "benchtime": true,
+		// The store's companion files, written `-wal` and `-shm`.
+		"wal": true, "shm": true,
+		// Every command's help.
+		"h": true,
+	}
+	runs := [][]string{{"renderer"}, {"gamesim"}, {"feedbench"}, {"feedbench", "broadcaster"}, {"feedbench", "clients"}}
+	for _, c := range [][]string{{"status"}, {"dead", "list"}, {"dead", "requeue"}, {"dead", "drop"}, {"replay"}, {"rebuild"}, {"prune"}} {
+		runs = append(runs, append([]string{"feedctl"}, c...))
+	}
+	for _, r := range runs {
+		cmd := exec.Command(filepath.Join(bins, r[0]), append(r[1:], "-h")...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		out, _ := cmd.CombinedOutput()
+		n := 0
+		for _, line := range strings.Split(string(out), "\n") {
+			if m := usageFlag.FindStringSubmatch(line); m != nil {
+				known[m[1]] = true
+				n++
+			}
+		}
+		if n == 0 {
+			t.Fatalf("%v -h listed no flags:\n%s", r, out)
+		}
+	}
+	// feedctl's global flags are in its usage line.
+	out, _ := exec.Command(filepath.Join(bins, "feedctl"), "-h").CombinedOutput()
+	first, _, _ := strings.Cut(string(out), "\n")
+	globals := regexp.MustCompile(`\[-([a-z-]+) [A-Z]+\]`).FindAllStringSubmatch(first, -1)
+	if len(globals) == 0 {
+		t.Fatalf("feedctl -h names no global flag:\n%s", out)
+	}
+	for _, m := range globals {
+		known[m[1]] = true
+	}
+	// The test flags of this module's packages (go test ./e2e -chaos.events N).
+	testFlag := regexp.MustCompile(`flag\.(?:String|Int|Bool|Duration|Float64)\("([a-z.]+)"`)
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "var" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range testFlag.FindAllStringSubmatch(string(b), -1) {
+				known[m[1]] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A code span that is a flag (`-linger 3ms`), or a command line of
+	// one of the binaries (`feedctl prune -older-than 720h -db F`, `bin/feedbench
+	// -only idle`, `FEED_WS_ENGINE=nbio make chaos` is none): other tools'
+	// flags (`truncate -s`, `curl -o`) are theirs.
+	span := regexp.MustCompile("`([^`\n]+)`")
+	ours := regexp.MustCompile(`^(?:[A-Z_]+=\S* )*(?:bin/)?(?:renderer|gamesim|feedctl|feedbench|go test)\b`)
+	flagTok := regexp.MustCompile(`(?:^|\s)-([a-z][a-z0-9.-]*)`)
+	pages := append([]string{filepath.Join("..", "README.md")}, mustGlob(t, filepath.Join("..", "docs", "*.md"))...)
+	for _, p := range pages {
+		if filepath.Base(p) == "benchmarks-journal.md" {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, sp := range span.FindAllStringSubmatch(string(b), -1) {
+			code := sp[1]
+			toks := flagTok.FindAllStringSubmatch(code, -1)
+			switch {
+			case strings.HasPrefix(code, "-"):
+				toks = toks[:min(len(toks), 1)] // `-` alone, `-1`: no flag
+			case !ours.MatchString(code):
+				continue
+			}
+			for _, m := range toks {
+				name := strings.TrimRight(m[1], ".-")
+				if known[name] || seen[name] {
+					continue
+				}
+				seen[name] = true
+				t.Errorf("%s names -%s, which no binary, test or go command takes", strings.TrimPrefix(p, "../"), name)
+			}
+		}
 	}
 }
