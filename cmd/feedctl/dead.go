@@ -70,7 +70,7 @@ func (g *global) dead(ctx context.Context, args []string, t terminal, stdout io.
 		// Asked as of every other command, and answered as the flag
 		// package answers them: it was refused as an unknown subcommand
 		// (TestDeadHelp).
-		fmt.Fprint(t.out, usage)
+		writeUsage(t.out)
 		return flag.ErrHelp
 	}
 	c := deadCmd{sub: args[0], set: setFlags{}, futureBound: g.futureBound}

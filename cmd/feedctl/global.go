@@ -38,11 +38,8 @@ func parseGlobal(ctx context.Context, args []string, stderr io.Writer) (*global,
 	g := &global{stderr: stderr}
 	fs := flagenv.New("feedctl")
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	fs.Redis(&g.redisURL)
-	fs.String(&g.group, "group", "FEED_GROUP", "feed", "consumer group")
-	fs.Duration(&g.futureBound, "future-bound", "FEED_FUTURE_BOUND", pipeline.DefaultMaxAhead, "the renderers' -future-bound")
-	fs.Duration(&g.timeout, "timeout", "FEEDCTL_TIMEOUT", DefaultTimeout, "how long to wait for Redis to answer one call, its retries included (0: go-redis's own timeouts)")
+	fs.Usage = func() { writeUsage(stderr) }
+	defineGlobal(fs, g)
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -59,6 +56,27 @@ func parseGlobal(ctx context.Context, args []string, stderr io.Writer) (*global,
 		return nil, nil, fmt.Errorf("-timeout %v: want at least %v, or 0 for go-redis's own timeouts", g.timeout, TimeoutFloor)
 	}
 	return g, fs.Args(), nil
+}
+
+// defineGlobal defines the global flags on fs, into g.
+func defineGlobal(fs *flagenv.Set, g *global) {
+	fs.Redis(&g.redisURL)
+	fs.String(&g.group, "group", "FEED_GROUP", "feed", "consumer group (the renderers' -group)")
+	fs.Duration(&g.futureBound, "future-bound", "FEED_FUTURE_BOUND", pipeline.DefaultMaxAhead, fmt.Sprintf("the renderers' -future-bound: rebuild and requeue judge entries as they do; at least %v", pipeline.MaxAheadFloor))
+	fs.Duration(&g.timeout, "timeout", "FEEDCTL_TIMEOUT", DefaultTimeout, fmt.Sprintf("how long to wait for Redis to answer one call, its retries included; at least %v (0: go-redis's own timeouts)", TimeoutFloor))
+}
+
+// writeUsage writes the usage and the global flags, each with the
+// variable it falls back to and its default, as renderer -h and gamesim
+// -h list theirs; the usage named them in its first line only until 6 Dec
+// 2026 (TestUsageListsGlobalFlags).
+func writeUsage(w io.Writer) {
+	fmt.Fprint(w, usage)
+	fs := flagenv.New("feedctl")
+	defineGlobal(fs, new(global))
+	fs.SetOutput(w)
+	fmt.Fprint(w, "\nglobal flags:\n")
+	fs.PrintDefaults()
 }
 
 // open opens Redis for a command, once its own flags are read and found

@@ -16,8 +16,9 @@ import (
 // (`FEED_GROUP`, default `feed`), …") to parseGlobal: the same flags as the
 // usage line, each taking the environment variable the README names, with
 // the default it gives; and docs/contracts.md's list of them. The README's
-// flag tables test (e2e) reads renderer and gamesim only: feedctl's -h is
-// its usage text, without the flags' variables or defaults.
+// flag tables test (e2e) reads renderer and gamesim only: the README gives
+// feedctl's global flags in this sentence, not in a table (feedctl's -h
+// lists them since 6 Dec 2026, TestUsageListsGlobalFlags).
 func TestGlobalFlagsDocumented(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {

@@ -85,7 +85,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if len(rest) == 0 {
-		fmt.Fprint(stderr, usage)
+		writeUsage(stderr)
 		return flag.ErrHelp
 	}
 	cmd, rest := rest[0], rest[1:]
@@ -104,9 +104,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "ping":
 		return g.ping(ctx, rest, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		writeUsage(stdout)
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
+	writeUsage(stderr)
 	return fmt.Errorf("unknown command %s", untrusted.Escape(cmd))
 }
