@@ -97,11 +97,11 @@ var (
 	usageDef  = regexp.MustCompile(`\(default (.*)\)$`)
 )
 
-// binaryFlags runs bin -h in an empty environment (flagenv takes defaults
+// binaryFlags runs bin [sub…] -h in an empty environment (flagenv takes defaults
 // from the environment) and reads flag's usage listing.
-func binaryFlags(t *testing.T, bin string) map[string]flagDoc {
+func binaryFlags(t *testing.T, bin string, sub ...string) map[string]flagDoc {
 	t.Helper()
-	cmd := exec.Command(bin, "-h")
+	cmd := exec.Command(bin, append(sub, "-h")...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
@@ -427,5 +427,51 @@ func TestDocsNameFlagsThatExist(t *testing.T) {
 				t.Errorf("%s names -%s, which no binary, test or go command takes", strings.TrimPrefix(p, "../"), name)
 			}
 		}
+	}
+}
+
+// TestDocsProseDefaults holds the defaults the docs give in passing,
+// "`-claim-every` (default 5 s)", "`-active-window` (10 s)", "`-recent`
+// (200)", to the binaries' -h (renderer, gamesim, feedctl and its
+// commands): the README's tables are held by TestREADMEFlagTables, these
+// sentences by nothing, and a default changed in the code alone left them
+// behind.
+func TestDocsProseDefaults(t *testing.T) {
+	bins := proctest.Binaries(t)
+	defs := map[string][]string{} // flag → its defaults, one per binary that has it
+	for _, r := range [][]string{{"renderer"}, {"gamesim"}, {"feedctl"}, {"feedctl", "status"}, {"feedctl", "dead", "list"}, {"feedctl", "prune"}} {
+		for name, f := range binaryFlags(t, filepath.Join(bins, r[0]), r[1:]...) {
+			defs[name] = append(defs[name], f.def)
+		}
+	}
+	prose := regexp.MustCompile("`-([a-z][a-z0-9-]*)`,? \\((?:default\\s+)?([0-9][0-9.,]*(?:\\s?(?:ms|s|min|h|KiB|MiB))?)[,;)]")
+	n := 0
+	for _, p := range mustGlob(t, filepath.Join("..", "docs", "*.md")) {
+		if b := filepath.Base(p); b == "benchmarks-journal.md" || b == "benchmarks.md" {
+			continue // records of runs, with the flags they were run with
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(string(b)), " ")
+		for _, m := range prose.FindAllStringSubmatch(text, -1) {
+			got, ok := defs[m[1]]
+			if !ok {
+				continue // TestDocsNameFlagsThatExist reports unknown flags
+			}
+			n++
+			doc := docDefault(strings.ReplaceAll(m[2], ",", ""))
+			match := false
+			for _, g := range got {
+				match = match || sameDefault(doc, g)
+			}
+			if !match {
+				t.Errorf("%s gives -%s a default of %s; the binaries' -h say %q", strings.TrimPrefix(p, "../"), m[1], m[2], got)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("the docs give no default in passing: the scan proves nothing")
 	}
 }
