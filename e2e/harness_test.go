@@ -84,7 +84,7 @@ func (c *cluster) start(name string, extra ...string) *renderer {
 	}
 	// No load balancer probes them: a SIGTERMed renderer need not wait for
 	// one to drain (the environment, so a test's -shutdown-delay wins).
-	p, addr := proctest.StartHTTP(c.tb, name, "renderer", "/healthz", 200, 20*time.Second, flags, "FEED_SHUTDOWN_DELAY=0")
+	p, addr := proctest.StartHTTP(c.tb, name, "renderer", servingPath, 200, 20*time.Second, flags, "FEED_SHUTDOWN_DELAY=0")
 	r := &renderer{Proc: p, name: name, addr: addr}
 	c.mu.Lock()
 	c.renderers[name] = r
@@ -117,8 +117,15 @@ func (c *cluster) host(group string) *cluster {
 func (c *cluster) restart(r *renderer) {
 	c.tb.Helper()
 	r.Restart(c.tb)
-	proctest.WaitHTTP(c.tb, r.url("/healthz"), 200, 20*time.Second)
+	proctest.WaitHTTP(c.tb, r.url(servingPath), 200, 20*time.Second)
 }
+
+// servingPath answers 200 once a renderer serves: not /healthz, which
+// answers from the moment the port is bound, while the renderer still
+// opens its store and takes its consumer name (web.Starting), nor /readyz,
+// which a test's fault (Redis down) keeps at 503. A page asked before the
+// renderer serves waits for it.
+const servingPath = "/"
 
 // writer appends events of one game to its stream through gamesim.
 type writer struct {

@@ -381,12 +381,12 @@ for i in 1 2 3; do
 		-http "127.0.0.1:$port" -group feed -consumer "r$i" -shutdown-delay 0
 done
 
-healthy() { # healthy PORT: GET /healthz answers 200
+healthy() { # healthy PORT: GET / answers 200: the replica serves (/healthz answers while it starts)
 	local status
 	status=$(
 		exec 2>/dev/null
 		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-		printf 'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+		printf 'GET / HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
 		IFS= read -r -t 2 line <&3 && printf '%s' "$line"
 	) || return 1
 	[[ $status == *" 200"* ]]

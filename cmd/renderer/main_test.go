@@ -3,13 +3,17 @@ package main_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/codemojex/feed/internal/testkit/proctest"
 	"github.com/codemojex/feed/internal/testkit/redistest"
@@ -161,4 +165,101 @@ func TestFlagErrorIsOneSlogLine(t *testing.T) {
 			t.Errorf("renderer -h printed:\n%s\nwant the usage of every flag", s)
 		}
 	})
+}
+
+// TestHealthzWhileStarting: a renderer whose consumer name is held (a
+// crashed holder's lease running out, up to 7 s) answers /healthz 200 and
+// /readyz 503 on its bound port while it waits; a page asked meanwhile
+// waits, as it did in the listen queue, and is served once the name is
+// free and the replica serves on the same port. Until 6 Dec 2026 nothing
+// answered the bound port: a liveness probe hung until the wait ended, and
+// got a reset when the start failed.
+func TestHealthzWhileStarting(t *testing.T) {
+	rs := redistest.MustStart(t)
+	dir := t.TempDir()
+	args := func(addr string) []string {
+		return []string{
+			"-redis", rs.URL(), "-db", filepath.Join(dir, "feed.db"), "-http", addr,
+			"-consumer", "r1", "-shutdown-delay", "0",
+		}
+	}
+	holder, _ := proctest.StartHTTP(t, "holder", "renderer", "/readyz", http.StatusOK, 30*time.Second, args)
+
+	addr := proctest.FreeAddr(t)
+	p := proctest.Start(t, "starting", "renderer", args(addr))
+	proctest.WaitFor(t, 30*time.Second, func() bool {
+		return strings.Contains(p.Output(), "consumer name held; waiting")
+	}, "the renderer waiting for its consumer name")
+
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	get := func(path string) answer {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+		if err != nil {
+			return answer{err: err}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return answer{err: err}
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return answer{resp.StatusCode, string(b), err}
+	}
+	for _, tt := range []struct {
+		path string
+		code int
+		body string
+	}{
+		{"/healthz", http.StatusOK, "ok\n"},
+		{"/readyz", http.StatusServiceUnavailable, "not ready\n"},
+	} {
+		if a := get(tt.path); a.err != nil || a.code != tt.code || a.body != tt.body {
+			t.Errorf("GET %s while waiting for the consumer name: %d %q, %v; want %d %q", tt.path, a.code, a.body, a.err, tt.code, tt.body)
+		}
+	}
+	page, live := make(chan answer, 1), make(chan error, 1)
+	go func() { page <- get("/games/game-1") }()
+	go func() {
+		// A page's websocket taken while the replica starts: it waits,
+		// and gets its first frame once the replica serves.
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		c, _, err := websocket.Dial(ctx, "ws://"+addr+"/games/game-1/live?after=0", nil)
+		if err == nil {
+			_, _, err = c.Read(ctx)
+			c.CloseNow()
+		}
+		live <- err
+	}()
+	if p.Exited() {
+		t.Fatalf("the renderer gave up its start while probed:\n%s", p.Output())
+	}
+
+	// The holder stops: its lease is released, and the waiting renderer
+	// takes the name and serves on the port it kept answering.
+	if err := holder.Term(20 * time.Second); err != nil {
+		t.Fatalf("holder's SIGTERM: %v", err)
+	}
+	if a := <-page; a.err != nil || a.code != http.StatusOK || !strings.Contains(a.body, "game-1") {
+		t.Errorf("GET /games/game-1 asked while starting: %d, %v; want the page once the replica serves", a.code, a.err)
+	}
+	if err := <-live; err != nil {
+		t.Errorf("websocket asked while starting: %v; want its first frame once the replica serves", err)
+	}
+	proctest.WaitFor(t, 30*time.Second, func() bool {
+		a := get("/readyz")
+		return p.Exited() || (a.code == http.StatusOK && a.body == "ready\n")
+	}, "/readyz 200 once the name is free")
+	if p.Exited() {
+		t.Fatalf("the renderer exited instead of taking the name:\n%s", p.Output())
+	}
+	if err := p.Term(20 * time.Second); err != nil {
+		t.Errorf("SIGTERM: %v, want exit status 0", err)
+	}
 }

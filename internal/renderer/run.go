@@ -40,7 +40,8 @@ type Main struct {
 	db       *store.DB
 	consumer *feed.Consumer
 	server   *web.Server
-	ln       net.Listener // bound first, until web.Open owns it
+	ln       net.Listener  // bound first, until web.Open owns it
+	starting *web.Starting // answers /healthz on ln until web.Open takes it; holds the rest for server
 	// live is server once it serves: the consumer, opened first, hands it
 	// the lines it commits (nil until then: the doorbell covers it).
 	live atomic.Pointer[web.Server]
@@ -99,6 +100,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.ln = ln
+	// Answered from here on: opening the store and waiting for the
+	// consumer name can take seconds, and a liveness probe must not hang
+	// meanwhile (TestHealthzWhileStarting). Other requests wait for the
+	// server, as they did in the listen queue.
+	m.starting = web.ServeStarting(ln, peerTimeout(m.Config.PeerTimeout), log)
 
 	rdb, err := redisconn.Open(m.Config.RedisURL)
 	if err != nil {
@@ -146,6 +152,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.starting.Release()
 	m.ln = nil // web.Open owns it from here, whether it fails or not
 	m.server, err = web.Open(web.Config{
 		Presence:       pres,
@@ -179,6 +186,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.live.Store(m.server)
+	m.starting.Handover(m.server.Handler())
 	log.Info("renderer started", "http", m.server.Addr(), "db", m.Config.DB, "consume", m.Config.Consume)
 	return nil
 }
@@ -273,6 +281,9 @@ func (m *Main) close() error {
 	}
 	if m.server != nil {
 		errs = append(errs, m.server.Close())
+	}
+	if m.starting != nil {
+		m.starting.Close() // after the server: what it holds on them has ended
 	}
 	if m.ln != nil {
 		m.ln.Close() // Run failed before the server took it
