@@ -358,6 +358,29 @@ func TestHealthAndReady(t *testing.T) {
 	}
 }
 
+// TestProbesNotCached: /healthz and /readyz, ready or not, say
+// Cache-Control: no-store, so a probe that goes through a cache (a CDN, a
+// proxy in front) never reads a stale answer. /healthz said nothing, and a
+// cache could keep its 200 by heuristics past the process's death.
+func TestProbesNotCached(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ready func(context.Context) error
+	}{
+		{"ready", nil},
+		{"not ready", func(context.Context) error { return errors.New("redis: connection refused") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := MustOpenEnv(t, func(c *web.Config) { c.Ready = tc.ready })
+			for _, path := range []string{"/healthz", "/readyz"} {
+				if resp, _ := e.get(path); resp.Header.Get("Cache-Control") != "no-store" {
+					t.Errorf("GET %s: %d, Cache-Control %q, want no-store", path, resp.StatusCode, resp.Header.Get("Cache-Control"))
+				}
+			}
+		})
+	}
+}
+
 func TestStatus(t *testing.T) {
 	st := feed.Status{
 		Group: "feed", At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Renderers: []string{"r1"},
