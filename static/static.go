@@ -8,7 +8,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"io/fs"
-	"mime"
 	"path"
 	"sort"
 	"strings"
@@ -16,6 +15,18 @@ import (
 
 //go:embed *.js *.css
 var files embed.FS
+
+// contentTypes are the types the assets are served as, by extension, set
+// here rather than taken from mime.TypeByExtension: that reads the host's
+// MIME table (/etc/mime.types where no shared-mime-info database is
+// installed), which may map .js or .css to another type, and with
+// X-Content-Type-Options: nosniff a browser then runs no script and applies
+// no stylesheet (TestContentTypesFixed). An extension embedded above must
+// be listed: init panics on one that is not.
+var contentTypes = map[string]string{
+	".js":  "text/javascript; charset=utf-8",
+	".css": "text/css; charset=utf-8",
+}
 
 // Prefix is the URL path under which assets are served.
 const Prefix = "/static/"
@@ -48,11 +59,11 @@ func init() {
 		a := &Asset{
 			Name:        e.Name(),
 			Hashed:      strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:])[:10] + ext,
-			ContentType: mime.TypeByExtension(ext),
+			ContentType: contentTypes[ext],
 			Body:        body,
 		}
 		if a.ContentType == "" {
-			a.ContentType = "application/octet-stream"
+			panic("static: no content type for " + e.Name())
 		}
 		byName[a.Name] = a
 		byHashed[a.Hashed] = a

@@ -3,6 +3,7 @@ package static_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"path"
 	"strings"
 	"testing"
 
@@ -36,6 +37,23 @@ func TestAssets(t *testing.T) {
 		}
 		if _, ok := static.Lookup(n); ok {
 			t.Errorf("unhashed %s is served", n)
+		}
+	}
+}
+
+// TestContentTypesFixed: every asset is served as its own type, whatever
+// the host's MIME table says (this test binary's maps .js to text/plain
+// and .css to application/octet-stream, hosttypes_test.go). The type came
+// from mime.TypeByExtension, which a host's /etc/mime.types overrides, and
+// with X-Content-Type-Options: nosniff a browser runs no script and applies
+// no stylesheet of another type.
+func TestContentTypesFixed(t *testing.T) {
+	want := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+	for _, n := range static.Names() {
+		hashed, _ := strings.CutPrefix(static.Path(n), static.Prefix)
+		a, _ := static.Lookup(hashed)
+		if w := want[path.Ext(n)]; a.ContentType != w {
+			t.Errorf("%s: Content-Type %q, want %q", n, a.ContentType, w)
 		}
 	}
 }
