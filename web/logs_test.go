@@ -182,3 +182,39 @@ func TestNbioLinesKeepTheirKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreFailureLogSampled: a store that fails every page and data
+// request (closed here, as a failing disk fails them) logs at most one
+// ERROR line per kind of request every 10 s, with the count held back,
+// where every request wrote one: a flood of page requests flooded the log.
+// Each request is still answered 500.
+func TestStoreFailureLogSampled(t *testing.T) {
+	var logs syncBuffer
+	e := MustOpenEnv(t, func(c *web.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	evs := e.gen("g1").chats(t, 2)
+	e.upsert(evs...)
+	if err := e.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	paths := map[string]string{"/games/g1": "web: page", "/games/g1/timeline.json": "web: timeline", "/games/g1/replay": "web: game"}
+	for range n {
+		for path := range paths {
+			if resp, _ := e.get(path); resp.StatusCode != http.StatusInternalServerError {
+				t.Fatalf("GET %s with the store closed: %d, want 500", path, resp.StatusCode)
+			}
+		}
+	}
+	// Within 10 s of the first, each kind logs once; a run slower than
+	// that may log twice.
+	for _, msg := range paths {
+		if got := strings.Count(logs.String(), `level=ERROR msg="`+msg+`"`); got < 1 || got > 2 {
+			t.Errorf("%d lines %q for %d failures, want 1", got, msg, n)
+		}
+	}
+	if !strings.Contains(logs.String(), "similar_unlogged=") {
+		t.Errorf("no similar_unlogged in the log:\n%s", logs.String())
+	}
+}

@@ -35,11 +35,18 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, c temp
 	w.Write(b.Bytes())
 }
 
+// fail answers a request whose store read or rendering failed, and logs
+// it: at most one line per what (a constant of the caller's) every
+// refusalLogEvery, with the count held back, since any client can repeat a
+// request at will and a failing disk fails them all; until 6 Dec 2026 each
+// request wrote its ERROR line (TestStoreFailureLogSampled).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	s.log.Error("web: "+what, untrusted.Attr("path", r.URL.Path), untrusted.Err(err))
+	if ok, skipped := s.sampled.Allow("fail: " + what); ok {
+		s.log.Error("web: "+what, untrusted.Attr("path", r.URL.Path), untrusted.Err(err), "similar_unlogged", skipped)
+	}
 	http.Error(w, "internal error", http.StatusInternalServerError)
 }
 
