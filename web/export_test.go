@@ -3,11 +3,21 @@ package web
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/lesismal/nbio/logging"
 
 	"github.com/codemojex/feed/internal/nbiocheck"
 )
+
+// SetReadTimeout sets the bound of a page request's store reads, and
+// returns a func that restores it. Set it before opening the server and
+// restore it after closing it.
+func SetReadTimeout(d time.Duration) (restore func()) {
+	old := readTimeout
+	readTimeout = d
+	return func() { readTimeout = old }
+}
 
 // SetTestHookSubscribed installs f to run between a websocket's hub
 // subscription and its backfill, and returns a func that removes it. Set it

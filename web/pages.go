@@ -18,8 +18,13 @@ import (
 	"github.com/codemojex/feed/templates"
 )
 
-// readTimeout bounds the store reads of one page request.
-const readTimeout = 10 * time.Second
+// readTimeout bounds the store reads of one page request. A variable for
+// the tests alone (SetReadTimeout).
+var readTimeout = 10 * time.Second
+
+// readRetryAfter is the Retry-After, in seconds, of a request whose reads
+// ran out of readTimeout.
+const readRetryAfter = 5
 
 // render writes a component as a complete response, or a 500 if it fails
 // before the first byte (it is rendered into a buffer first).
@@ -40,12 +45,23 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, c temp
 // refusalLogEvery, with the count held back, since any client can repeat a
 // request at will and a failing disk fails them all; until 6 Dec 2026 each
 // request wrote its ERROR line (TestStoreFailureLogSampled).
+//
+// A read that ran out of readTimeout (a store slowed down, a lock held
+// outside the renderers) is a 503 with Retry-After: the server is too busy
+// for now, and the same request may pass in a moment. Every other failure
+// is a 500, a fault not known to pass by itself. Until 6 Dec 2026 a
+// timeout was a 500 too (TestStoreReadTimeoutIs503).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
 	if ok, skipped := s.sampled.Allow("fail: " + what); ok {
 		s.log.Error("web: "+what, untrusted.Attr("path", r.URL.Path), untrusted.Err(err), "similar_unlogged", skipped)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		w.Header().Set("Retry-After", strconv.Itoa(readRetryAfter))
+		http.Error(w, "the store did not answer in time: try again", http.StatusServiceUnavailable)
+		return
 	}
 	http.Error(w, "internal error", http.StatusInternalServerError)
 }

@@ -381,6 +381,27 @@ func TestProbesNotCached(t *testing.T) {
 	}
 }
 
+// TestStoreReadTimeoutIs503: a page or data request whose store reads
+// ran out of their time (readTimeout, 10 s; here shortened so that every
+// read finds its deadline passed) is answered 503 with Retry-After, as a
+// server too busy for now, where it was a 500, the answer to a fault that
+// will not pass by itself.
+func TestStoreReadTimeoutIs503(t *testing.T) {
+	// Registered before the server's Close: restored once it is closed.
+	t.Cleanup(web.SetReadTimeout(time.Nanosecond))
+	e := MustOpenEnv(t, nil)
+	evs := e.gen("g1").chats(t, 2)
+	e.upsert(evs...)
+	for _, path := range []string{"/", "/fragments/games", "/games/g1", "/games/g1?before=" + evs[1].EvtID,
+		"/games/g1/older?before=" + evs[1].EvtID, "/games/g1/replay", "/games/g1/timeline.json", "/games/g1/timeline.json?since=0"} {
+		resp, body := e.get(path)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("GET %s, its reads timed out: %d, Retry-After %q, %q; want 503 with Retry-After",
+				path, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	}
+}
+
 func TestStatus(t *testing.T) {
 	st := feed.Status{
 		Group: "feed", At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Renderers: []string{"r1"},
