@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -73,7 +74,8 @@ func (id fileID) String() string {
 func (id fileID) legacy() string { return fmt.Sprintf("%d:%d", id.dev, id.ino) }
 
 // companionSuffixes name the files SQLite keeps beside the store in WAL
-// mode: the WAL and its shared-memory index, which holds the locks.
+// mode: the WAL and its shared-memory index, which holds the locks. They
+// are beside the file a symbolic link at the path names (DB.real).
 var companionSuffixes = [...]string{"-wal", "-shm"}
 
 // CheckFile reports ErrReplaced when the path no longer names the file
@@ -127,7 +129,7 @@ func (db *DB) lookAtFile(all bool) error {
 		if db.companions[i] == (fileID{}) {
 			continue // absent at Open (a read-only file): nothing to hold to
 		}
-		if err := checkID(db.path+suffix, db.companions[i]); err != nil {
+		if err := checkID(db.real+suffix, db.companions[i]); err != nil {
 			return err
 		}
 	}
@@ -212,13 +214,22 @@ const companionEvery = 100 * time.Millisecond
 // both are still this process's own, looked at now: a companion gone or
 // another process's means the path is another's to look after.
 func (db *DB) removeCompanions() {
+	if now, err := filepath.EvalSymlinks(db.path); err != nil || now != db.real {
+		if id, err := statID(db.real); err == nil && id == db.file {
+			// Only a symbolic link at the path was removed or pointed
+			// elsewhere: the file SQLite opened is still in its place,
+			// the -wal and -shm are its own, and other processes may
+			// still have it open.
+			return
+		}
+	}
 	for i, suffix := range companionSuffixes {
-		if id, err := statID(db.path + suffix); err != nil || id != db.companions[i] {
+		if id, err := statID(db.real + suffix); err != nil || id != db.companions[i] {
 			return
 		}
 	}
 	for _, suffix := range companionSuffixes {
-		p := db.path + suffix
+		p := db.real + suffix
 		if err := os.Remove(p); err != nil {
 			db.log.Warn("store file replaced: cannot remove its old companion", "path", p, "err", err)
 		}

@@ -88,6 +88,10 @@ type DB struct {
 	wg       sync.WaitGroup     // checkpointLoop
 
 	file fileID // the file opened at path (see CheckFile)
+	// real is path with its symbolic links resolved, as SQLite resolves
+	// them when it opens the file: the -wal and -shm are beside the file
+	// a link names, not beside the link.
+	real string
 	// The file's WAL and shared-memory index as opened (zero when absent
 	// at Open): while the store is open they are never replaced, and a
 	// process that opens the file after they were removed makes new ones
@@ -269,8 +273,11 @@ func (db *DB) statFiles() error {
 	if db.file, err = statID(db.path); err != nil {
 		return err
 	}
+	if db.real, err = filepath.EvalSymlinks(db.path); err != nil {
+		return err
+	}
 	for i, suffix := range companionSuffixes {
-		db.companions[i], _ = statID(db.path + suffix)
+		db.companions[i], _ = statID(db.real + suffix)
 	}
 	return nil
 }
