@@ -140,6 +140,16 @@ func Open(ctx context.Context, path string) (*DB, error) {
 
 // OpenWith is Open with options.
 func OpenWith(ctx context.Context, path string, opts Options) (*DB, error) {
+	db, err := openWith(ctx, path, opts)
+	if err != nil {
+		return nil, explainOpen(path, err)
+	}
+	return db, nil
+}
+
+// openWith is OpenWith without the look at the filesystem that explains
+// its failures (explainOpen).
+func openWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -232,6 +242,16 @@ const readOnlyMinSchema = 3
 // has none (a reader needs the shared-memory index): empty companions that
 // change no line, and that the next process to open the file takes over.
 func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
+	db, err := openReadOnly(ctx, path)
+	if err != nil {
+		return nil, explainOpen(path, err)
+	}
+	return db, nil
+}
+
+// openReadOnly is OpenReadOnly without the look at the filesystem that
+// explains its failures (explainOpen).
+func openReadOnly(ctx context.Context, path string) (*DB, error) {
 	opts := Options{}.withDefaults()
 	abs, err := filepath.Abs(path)
 	if err != nil {
