@@ -125,6 +125,14 @@ func (db *DB) lookAtFile(all bool) error {
 	if err := db.checkHeader(); err != nil {
 		return err
 	}
+	if now, err := filepath.EvalSymlinks(db.path); err == nil && now != db.real {
+		// The same file, reached through another name: moved behind a
+		// symbolic link left at the path (mv feed.db /data/; ln -s). A
+		// process that opens the path now keeps its -wal and -shm beside
+		// the name it resolves, not beside these.
+		return fmt.Errorf("%w: %s now names %s, opened as %s (its -wal and -shm are beside that)",
+			ErrReplaced, db.path, now, db.real)
+	}
 	for i, suffix := range companionSuffixes {
 		if db.companions[i] == (fileID{}) {
 			continue // absent at Open (a read-only file): nothing to hold to

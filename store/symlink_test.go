@@ -58,6 +58,33 @@ func TestSymlinkedStore(t *testing.T) {
 		waitFor(t, 5*time.Second, func() bool { return errors.Is(db.CheckFile(), store.ErrReplaced) })
 	})
 
+	// The file is moved behind a link left at its path (mv feed.db
+	// data/; ln -s data/feed.db feed.db: the same inode) while it is
+	// open. Its -wal and -shm stay where they were, and a process that
+	// opens the path now makes new ones beside data/feed.db and writes
+	// beside this one without its locks: this one must stop writing.
+	t.Run("file moved behind a link", func(t *testing.T) {
+		dir := t.TempDir()
+		path, moved := filepath.Join(dir, "feed.db"), filepath.Join(dir, "data", "feed.db")
+		if err := os.Mkdir(filepath.Dir(moved), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		db, err := store.OpenWith(ctx, path, store.Options{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		mustUpsert(t, db, genGames(t, 7, 1))
+		if err := os.Rename(path, moved); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(moved, path); err != nil {
+			t.Fatal(err)
+		}
+		// CheckFile looks at it at most every 100 ms.
+		waitFor(t, 5*time.Second, func() bool { return errors.Is(db.CheckFile(), store.ErrReplaced) })
+	})
+
 	// The link is pointed at another file (a restore by `ln -sfn`) while
 	// two processes have the file it named open: the one that closes
 	// first must leave that file's -wal and -shm to it, for it is still
