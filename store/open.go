@@ -181,7 +181,7 @@ func openWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.w.SetConnMaxIdleTime(0)
 
 	if err := db.setup(ctx); err != nil {
-		db.w.Close()
+		db.abandonWriter(err)
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 
@@ -195,7 +195,7 @@ func openWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	if err := db.noteFile(ctx); err != nil && !readOnly(err) {
 		// A read-only file (a backup looked at) takes no lines either.
-		db.w.Close()
+		db.abandonWriter(err)
 		db.head.Close()
 		return nil, fmt.Errorf("store: open %s: file identity: %w", path, err)
 	}
@@ -216,6 +216,42 @@ func openWith(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: checkpointer: %w", path, err)
 	}
 	return db, nil
+}
+
+// abandonWriter closes the writer connection of an Open that failed on
+// err. When err is SQLite's finding that the file is malformed, it closes
+// it without the checkpoint SQLite runs as a file's last connection
+// closes: the file is then most often one put in place with another
+// file's -wal left beside it (a backup restored after a crash, its -wal
+// and -shm forgotten), and that checkpoint wrote the other file's pages
+// into it, so that it stayed malformed once they were removed
+// (TestFailedOpenLeavesFileAsItWas). A read-only connection held open
+// meanwhile keeps the writer from being the last one (in WAL mode each
+// connection keeps a shared lock on the file), and being read-only it
+// checkpoints nothing as it closes after.
+func (db *DB) abandonWriter(err error) {
+	if malformed(err) {
+		if ro, e := sql.Open("sqlite", dsn(db.path, time.Second, roleReadOnly)); e == nil {
+			ro.SetMaxOpenConns(1)
+			// Its shared lock is taken as it begins to read, even when
+			// what it reads is malformed.
+			var n int
+			_ = ro.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&n)
+			defer ro.Close()
+		}
+	}
+	db.w.Close()
+}
+
+// malformed reports whether err is SQLite's finding that the file is no
+// sound database (corrupt, or not a database).
+func malformed(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
 }
 
 // readOnlyMinSchema is the oldest schema version OpenReadOnly accepts: the
