@@ -11,6 +11,7 @@ import (
 	neturl "net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/codemojex/feed/internal/flagenv"
@@ -27,7 +28,8 @@ func main() {
 		if le := (*flagenv.LineError)(nil); errors.As(err, &le) {
 			os.Exit(2)
 		}
-		fmt.Fprintln(os.Stderr, "gamesim:", err)
+		// Errors of internal/gamesim carry its prefix already.
+		fmt.Fprintln(os.Stderr, "gamesim:", strings.TrimPrefix(err.Error(), "gamesim: "))
 		os.Exit(1)
 	}
 }
@@ -53,6 +55,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	// Before Redis is dialled: a value refused is told at once, not
+	// after a Redis that does not answer yet (TestFailsLoudly).
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
 	redisconn.LogTo(stderr, "gamesim")
 	rdb, err := redisconn.Open(url)

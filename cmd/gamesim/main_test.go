@@ -96,8 +96,11 @@ func TestFailsLoudly(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"no games", []string{"-redis", s.URL(), "-games", "0"}, nil, "games 0"},
-		{"bad prefix", []string{"-redis", s.URL(), "-prefix", "No_Way"}, nil, "prefix"},
+		// A value gamesim refuses is refused before Redis is asked
+		// (none answers on port 1), as feedctl's and the renderer's
+		// are: it was told only once Redis answered.
+		{"no games", []string{"-redis", "redis://127.0.0.1:1/0", "-games", "0"}, nil, "gamesim: invalid config: games 0"},
+		{"bad prefix", []string{"-redis", "redis://127.0.0.1:1/0", "-prefix", "No_Way"}, nil, "prefix"},
 		{"bad env", []string{"-redis", s.URL()}, []string{"GAMESIM_RATE=fast"}, "GAMESIM_RATE"},
 		{"stray argument", []string{"-redis", s.URL(), "extra"}, nil, "unexpected arguments"},
 		{"no redis", []string{"-redis", "redis://127.0.0.1:1/0"}, nil, "redis 127.0.0.1:1"},
@@ -112,6 +115,9 @@ func TestFailsLoudly(t *testing.T) {
 			}
 			if !strings.Contains(p.Output(), tt.want) {
 				t.Fatalf("output does not mention %q:\n%s", tt.want, p.Output())
+			}
+			if strings.Contains(p.Output(), "gamesim: gamesim:") {
+				t.Fatalf("the prefix twice:\n%s", p.Output())
 			}
 			// go-redis's own lines come as gamesim's, sampled, where
 			// it wrote every failed dial in the log package's format

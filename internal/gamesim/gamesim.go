@@ -127,6 +127,11 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Validate reports what of c, its defaults filled, Run would refuse (an
+// error wrapping ErrConfig), so that a command refuses its flags before it
+// dials Redis.
+func (c Config) Validate() error { return c.withDefaults().check() }
+
 func (c Config) check() error {
 	switch {
 	case c.Games < 1:
