@@ -225,7 +225,10 @@ func TestGlobalFlagsRefuseUnusableValues(t *testing.T) {
 // within the bound is unaffected.
 func TestHungRedisTimeout(t *testing.T) {
 	s := redistest.MustStart(t)
-	if out := mustRunCtl(t, s.Addr, "-timeout", "1s", "status"); !strings.Contains(out, "games: 0 of 0") {
+	// No renderer alive is said so, where the line ended "renderers
+	// alive: " with nothing after it.
+	if out := mustRunCtl(t, s.Addr, "-timeout", "1s", "status"); !strings.Contains(out, "games: 0 of 0") ||
+		!strings.Contains(out, "renderers alive: none\n") {
 		t.Fatalf("status of an empty Redis with -timeout 1s:\n%s", out)
 	}
 	s.Pause(t)

@@ -68,7 +68,11 @@ func writeStatus(w io.Writer, st feed.Status, all bool) {
 	for i, r := range st.Renderers {
 		rs[i] = untrusted.Escape(r)
 	}
-	fmt.Fprintf(w, "group %s  renderers alive: %s\n", untrusted.Escape(st.Group), strings.Join(rs, ", "))
+	alive := strings.Join(rs, ", ")
+	if alive == "" {
+		alive = "none"
+	}
+	fmt.Fprintf(w, "group %s  renderers alive: %s\n", untrusted.Escape(st.Group), alive)
 	if all || int64(len(st.Streams)) >= st.Games {
 		fmt.Fprintf(w, "games: %d of %d\n\n", len(st.Streams), st.Games)
 	} else {
