@@ -93,7 +93,8 @@ func DeadPositionsKey(deadKey string) string { return deadPositionsKey(deadKey) 
 //
 // The set is bounded without reading the stream (its first entry may be
 // the 20 MB entry that was dead-lettered): positions more than
-// deadPosHorizon older than the one being added are forgotten, and past
+// deadPosHorizon older than the one being added (or than this process's
+// clock, where that is earlier: a forged position) are forgotten, and past
 // deadPosMax members the oldest go. A replay of a position older than that
 // would write a second dead letter for it.
 //
@@ -207,7 +208,13 @@ func prefix(s string, n int) string {
 func (c *Consumer) deadArgs(d delivery, at string) (keys []string, args []any) {
 	dk := c.cfg.DeadKey(d.stream)
 	ms, _ := splitID(d.x.ID)
-	horizon := ms - min(ms, uint64(deadPosHorizon.Milliseconds()))
+	// The horizon is measured from the position, or from this process's
+	// clock where that is earlier: a producer may choose a position
+	// itself (XADD key <ms>-<seq>) a year ahead, and measured from there
+	// the horizon forgot every dead position of the game below it
+	// (TestForgedFuturePositionKeepsDeadPositions).
+	from := min(ms, uint64(max(time.Now().UnixMilli(), 0)))
+	horizon := from - min(from, uint64(deadPosHorizon.Milliseconds()))
 	args = []any{c.cfg.Group, d.x.ID, c.cfg.DeadMaxLen, strconv.FormatUint(ms, 10),
 		strconv.FormatUint(horizon, 10), deadPosMax, c.cfg.Consumer}
 	args = append(args, deadFields(d.x.Values)...)
