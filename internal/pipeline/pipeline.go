@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -227,8 +228,20 @@ func (p *Pipeline) checkAhead(m feed.Message) error {
 		posAt = time.UnixMilli(int64(ms))
 	}
 	if ahead := idAt.Sub(posAt); ahead > bound {
-		return fmt.Errorf("%w: %s is %v ahead of its stream entry %s (bound %v)",
-			ErrFutureID, m.ID, ahead.Round(time.Second), m.Position, bound)
+		return fmt.Errorf("%w: %s is %s ahead of its stream entry %s (bound %v)",
+			ErrFutureID, m.ID, howFar(idAt.UnixMilli()-posAt.UnixMilli()), m.Position, bound)
 	}
 	return nil
+}
+
+// howFar says a span of ms milliseconds as a Duration does, to the second,
+// and in whole hours past the 292 years a Duration holds: an EVT id may be
+// dated up to the year 10889, and its reason once said every id further
+// than that ahead was 2562047h47m16.854775807s ahead, the Duration's cap
+// (TestFutureIDReasonSaysHowFar).
+func howFar(ms int64) string {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return fmt.Sprintf("%dh", ms/time.Hour.Milliseconds())
+	}
+	return (time.Duration(ms) * time.Millisecond).Round(time.Second).String()
 }
