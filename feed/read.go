@@ -228,10 +228,16 @@ func appendEntries(batch []delivery, keys []string, res []redis.XStream) []deliv
 // observeReadLag records how long ago, at nowMs, the entry at stream
 // position id was added: its id's first part is the server's clock at XADD
 // (for ids the server made). Clock skew between hosts goes into it; a
-// reading below zero counts as zero.
+// reading below zero counts as zero, as does an id a producer chose past
+// 2^63 ms, which as an int64 would be negative, read 292 million years
+// late (TestReadLagForgedPosition).
 func observeReadLag(nowMs int64, id string) {
 	ms, _ := splitID(id)
-	mReadLag.Observe(float64(max(nowMs-int64(ms), 0)) / 1000)
+	lag := int64(0)
+	if ms < uint64(max(nowMs, 0)) {
+		lag = nowMs - int64(ms)
+	}
+	mReadLag.Observe(float64(lag) / 1000)
 }
 
 // readHot waits for new entries on the hot streams: one blocking
