@@ -378,10 +378,21 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 	}
 	if streams {
 		// With the dead positions set: it never expires, and left behind
-		// it would keep memory for every game ever pruned. The keys share
-		// the game's hash tag, so one DEL serves a cluster too.
+		// it would keep memory for every game ever pruned. One DEL per
+		// key, not one DEL of the three: while the game's slot migrates
+		// (redis-cli --cluster reshard) a multi-key command is refused
+		// with TRYAGAIN unless every key is on the node asked, which a
+		// game without dead letters never is, and the run stopped there
+		// (TestPruneStreamsDuringSlotMigration). A key alone is sent on to
+		// its node (ASK). Nothing needs the three gone at once: a run
+		// stopped between them is finished by the next.
 		dead := event.DeadKey(c.game)
-		if err := g.rdb.Del(ctx, event.StreamKey(c.game), dead, feed.DeadPositionsKey(dead)).Err(); err != nil {
+		if _, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range []string{event.StreamKey(c.game), dead, feed.DeadPositionsKey(dead)} {
+				p.Del(ctx, k)
+			}
+			return nil
+		}); err != nil {
 			return false, fmt.Errorf("delete streams: %w", err)
 		}
 	}
