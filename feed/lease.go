@@ -41,75 +41,66 @@ type lease struct {
 // was there to render (TestOutOfMemoryAtStartReadsBacklog). The key is a
 // few dozen bytes, and so is the name's member in the index of leases.
 //
-// The scripts name two keys of one slot (the {GROUP} hash tag). On a
-// cluster, while that slot migrates with the two keys on different
-// masters, Redis answers TRYAGAIN, which go-redis retries; a refresh that
-// still fails is retried TTL/3 later, and the lease lasts TTL.
+// Each script names one key. The lease and the index share the {GROUP}
+// hash tag, but a script naming both is refused with TRYAGAIN whenever the
+// slot is migrating and either key is missing on the node asked (a
+// fresh group's index, a lease not taken yet, a lease that lapsed), not
+// only while the two keys are split between the masters: a renderer
+// started during the migration of its group's slot (redis-cli --cluster
+// reshard) held no lease and read nothing until the migration ended, and
+// said "redis unreachable at open" (TestClusterLeaseTakenDuringSlotMigration).
+// A key alone is sent on to its node (ASK), which serves it. The lease is
+// the truth; the index is written next to it, and when that write fails
+// the next refresh writes it again.
 const leaseScriptFlags = "#!lua flags=allow-oom\n"
 
-// leaseIndexLua defines index(now, ttl): the holder's name in the group's
-// index of leases (KEYS[2], event.LeasesKey) with its lease's expiry as
-// score, so that the status lists the live renderers from the index
-// instead of a SCAN of the whole keyspace (liveLeases). The index expires
-// no sooner than the lease just written: a group whose renderers are all
-// gone leaves nothing behind. prune(now) drops the names whose lease
-// expired (a holder killed), so the index stays as small as the group.
-// now is Redis's clock in ms (TIME): the lease's PX runs on that clock,
-// not on the caller's.
-const leaseIndexLua = `
-local function clock()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+// indexScript scores the holder's name (ARGV[2]) in the group's index of
+// leases (KEYS[1], event.LeasesKey) with its lease's expiry (now + ARGV[1]
+// ms), so that the status lists the live renderers from the index instead
+// of a SCAN of the whole keyspace (liveLeases). The index expires no sooner
+// than the lease just written: a group whose renderers are all gone leaves
+// nothing behind. It first drops the names whose lease expired (a holder
+// killed), so the index stays as small as the group. now is Redis's clock
+// in ms (TIME): the lease's PX runs on that clock, not on the caller's.
+var indexScript = redis.NewScript(leaseScriptFlags + `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[2])
+if redis.call('PTTL', KEYS[1]) < ttl then
+  redis.call('PEXPIRE', KEYS[1], ttl)
 end
-local function prune(now)
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-end
-local function index(now, ttl)
-  redis.call('ZADD', KEYS[2], now + ttl, ARGV[3])
-  if redis.call('PTTL', KEYS[2]) < ttl then
-    redis.call('PEXPIRE', KEYS[2], ttl)
-  end
-end
-`
+return 1
+`)
 
 // acquireScript is SET NX PX: OK, or nil if the key is held. Only the
-// process that took the key indexes its name.
-var acquireScript = redis.NewScript(leaseScriptFlags + leaseIndexLua + `
-local now = clock()
-prune(now)
-local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-if ok then
-  index(now, tonumber(ARGV[2]))
-end
-return ok
+// process that took the key indexes its name (index).
+var acquireScript = redis.NewScript(leaseScriptFlags + `
+return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 `)
 
 // refreshScript extends the lease if it is ours, takes it if nobody holds it
 // (Redis restarted without persistence), and reports 0 if another holds it;
-// when it holds the lease it indexes its name with the new expiry.
-var refreshScript = redis.NewScript(leaseScriptFlags + leaseIndexLua + `
-local now = clock()
-prune(now)
+// when it holds the lease its name is indexed with the new expiry (index).
+var refreshScript = redis.NewScript(leaseScriptFlags + `
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  index(now, tonumber(ARGV[2]))
   return 1
 end
 if not v then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  index(now, tonumber(ARGV[2]))
   return 1
 end
 return 0
 `)
 
-// releaseScript deletes the lease if it is ours, and its name from the
-// index (KEYS[2]) with it: the status stops listing a renderer that
-// closed at once, not when its expiry passes.
+// releaseScript deletes the lease if it is ours; release then removes its
+// name from the index: the status stops listing a renderer that closed at
+// once, not when its expiry passes.
 var releaseScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('ZREM', KEYS[2], ARGV[2])
   return redis.call('DEL', KEYS[1])
 end
 return 0
@@ -129,7 +120,7 @@ func newLease(rdb redis.UniversalClient, group, name string, ttl time.Duration) 
 // holder) if another process holds it, or the Redis error.
 func (l *lease) acquire(ctx context.Context) error {
 	start := time.Now()
-	err := acquireScript.Run(ctx, l.rdb, []string{l.key, l.index}, l.token, l.ttl.Milliseconds(), l.name).Err()
+	err := acquireScript.Run(ctx, l.rdb, []string{l.key}, l.token, l.ttl.Milliseconds()).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		l.set(time.Time{}, false, err)
 		return err
@@ -140,13 +131,21 @@ func (l *lease) acquire(ctx context.Context) error {
 		return fmt.Errorf("%w: %s held by %q (expires within %v of its holder's death)", ErrConsumerTaken, l.key, holder, l.ttl)
 	}
 	l.set(start.Add(l.ttl), false, nil)
+	l.indexName(ctx)
 	return nil
+}
+
+// indexName scores the name in the group's index of leases (indexScript).
+// A failure is left to the next refresh: the lease, not the index, says
+// who holds the name.
+func (l *lease) indexName(ctx context.Context) {
+	_ = indexScript.Run(ctx, l.rdb, []string{l.index}, l.ttl.Milliseconds(), l.name).Err()
 }
 
 // refresh extends (or re-takes) the lease.
 func (l *lease) refresh(ctx context.Context) {
 	start := time.Now()
-	n, err := refreshScript.Run(ctx, l.rdb, []string{l.key, l.index}, l.token, l.ttl.Milliseconds(), l.name).Int()
+	n, err := refreshScript.Run(ctx, l.rdb, []string{l.key}, l.token, l.ttl.Milliseconds()).Int()
 	switch {
 	case err != nil:
 		l.set(time.Time{}, false, err)
@@ -155,6 +154,7 @@ func (l *lease) refresh(ctx context.Context) {
 		}
 	case n == 1:
 		l.set(start.Add(l.ttl), false, nil)
+		l.indexName(ctx)
 	default:
 		l.set(time.Time{}, true, nil)
 	}
@@ -188,8 +188,14 @@ func (l *lease) held() error {
 }
 
 func (l *lease) release(ctx context.Context) error {
-	if err := releaseScript.Run(ctx, l.rdb, []string{l.key, l.index}, l.token, l.name).Err(); err != nil {
+	n, err := releaseScript.Run(ctx, l.rdb, []string{l.key}, l.token).Int()
+	if err != nil {
 		return fmt.Errorf("feed: release lease %s: %w", l.key, err)
+	}
+	if n == 1 {
+		if err := l.rdb.ZRem(ctx, l.index, l.name).Err(); err != nil {
+			return fmt.Errorf("feed: release lease %s: index %s: %w", l.key, l.index, err)
+		}
 	}
 	return nil
 }

@@ -11,7 +11,8 @@ func LeaseKey(group, consumer string) string {
 // lease's expiry (unix ms, Redis's clock). The status lists the live
 // renderers from it, at a cost that follows the renderers and not the
 // keyspace, as a SCAN of the lease keys did. It shares the lease keys'
-// {GROUP} hash tag, so a script may touch both on a cluster.
+// {GROUP} hash tag (one master on a cluster); each is written by a script
+// of its own, which a migration of that slot does not refuse (TRYAGAIN).
 func LeasesKey(group string) string {
 	return "codemojex:feed:leases:{" + group + "}"
 }
