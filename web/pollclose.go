@@ -153,8 +153,8 @@ func (ps *pollSocket) hardClose() {
 	switch {
 	case ps.stream != nil:
 		ps.stream.Close()
-	case ps.conn != nil:
-		ps.conn.Close()
+	case ps.conn.Load() != nil:
+		ps.conn.Load().Close()
 	}
 }
 
@@ -163,7 +163,7 @@ func (ps *pollSocket) hardClose() {
 // sends the ping when one is due.
 func (ps *pollSocket) check(now time.Time, ping bool) {
 	s := ps.p.s
-	if ps.conn == nil && ps.stream == nil || ps.closing.Load() {
+	if ps.conn.Load() == nil && ps.stream == nil || ps.closing.Load() {
 		return
 	}
 	if ps.unsent() > 0 && now.UnixNano()-ps.progress.Load() > int64(s.cfg.WriteTimeout) {

@@ -24,7 +24,12 @@ type pollSocket struct {
 	game string
 	c    *client
 	h    *hub
-	conn *nbws.Conn // set by the upgrader's open handler; nil for a stream
+	// conn is set by the upgrader's open handler, or by nbio's first
+	// callback if that comes first; nil for a stream. Atomic: nbio may
+	// parse a peer's close frame, on its own goroutine, as soon as the 101
+	// is written, before Upgrade returns to the handler (the race detector
+	// saw onClose read it while livePoll set it).
+	conn atomic.Pointer[nbws.Conn]
 
 	// stream is the connection of an event stream (pollstream.go): frames
 	// go out as server-sent events, the sweep's pings are ping events, and a
@@ -93,13 +98,14 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 		ps.wire = newWireCheck(game, ps.deflate)
 	}
 	up.OnOpen(func(c *nbws.Conn) {
-		ps.conn = c
+		ps.conn.Store(c)
 		c.EnableWriteCompression(false)
 		c.SetSession(ps)
 	})
 	up.OnMessage(ps.onMessage)
 	up.SetPongHandler(func(*nbws.Conn, string) { ps.pingAt.Store(0) })
 	up.SetPingHandler(func(c *nbws.Conn, data string) {
+		ps.conn.CompareAndSwap(nil, c)
 		// nbio's own answer would not look at closing (see closeNow).
 		if ps.control(nbws.PongMessage, []byte(data)) != nil {
 			c.Close()
@@ -109,7 +115,7 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 	up.OnClose(func(_ *nbws.Conn, err error) { ps.end(err, release) })
 	conn, err := up.UpgradeAndTransferConnToPoller(w, r, nil)
 	if err != nil {
-		if ps.conn == nil {
+		if ps.conn.Load() == nil {
 			// Refused before the switch (403 for a foreign Origin, 400
 			// for a request that is no websocket handshake): answered.
 			mUpgradesRejected.WithLabelValues("handshake").Inc()
@@ -118,7 +124,7 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 		ps.end(err, release)
 		return
 	}
-	ps.conn = conn
+	ps.conn.Store(conn)
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("web: websocket panicked", "game", game, untrusted.Attr("panic", fmt.Sprint(v)), "stack", string(debug.Stack()))
@@ -151,6 +157,7 @@ func (s *Server) livePoll(w http.ResponseWriter, r *http.Request, game, key stri
 // onMessage takes a page's probe; any other message closes the socket (see
 // readProbes).
 func (ps *pollSocket) onMessage(c *nbws.Conn, typ nbws.MessageType, b []byte) {
+	ps.conn.CompareAndSwap(nil, c)
 	ps.pingAt.Store(0) // the peer is alive
 	if typ != nbws.TextMessage || string(b) != probeMessage {
 		ps.requestClose(websocket.StatusPolicyViolation, "unexpected data message", time.Second)
@@ -168,6 +175,7 @@ func (ps *pollSocket) onMessage(c *nbws.Conn, typ nbws.MessageType, b []byte) {
 // fails the connection, so the page saw 1006 and no reason for every close
 // the server began.
 func (ps *pollSocket) onClose(c *nbws.Conn, code int, reason string) {
+	ps.conn.CompareAndSwap(nil, c) // before the open handler ran
 	ps.ctl.Lock()
 	defer ps.ctl.Unlock()
 	if ps.closing.Swap(true) {

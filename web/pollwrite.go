@@ -102,7 +102,7 @@ func (ps *pollSocket) out() net.Conn {
 	if ps.stream != nil {
 		return ps.stream
 	}
-	c := ps.conn.UnderlayerConn()
+	c := ps.conn.Load().UnderlayerConn()
 	if o, ok := c.(*ownWrites); ok {
 		return o.Conn
 	}
