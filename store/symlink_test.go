@@ -128,48 +128,12 @@ func TestSymlinkedStore(t *testing.T) {
 
 	t.Run("backup moved in", func(t *testing.T) {
 		link, file := layout(t)
-		backup := filepath.Join(filepath.Dir(file), "backup.db")
-		db, err := store.OpenWith(ctx, link, store.Options{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs := genGames(t, 11, 2)
-		half := len(evs) / 2
-		for _, b := range inBatches(evs[:half], 50) {
-			mustUpsert(t, db, b)
-		}
-		raw := mustRaw(t, file)
-		if _, err := raw.Exec(`VACUUM INTO ?`, backup); err != nil {
-			t.Fatal(err)
-		}
-		raw.Close()
-		storefile.Checkpointed(t, file)
-		for _, b := range inBatches(evs[half:], 50) {
-			mustUpsert(t, db, b)
-		}
-		if err := os.Rename(backup, file); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.CheckFile(); !errors.Is(err, store.ErrReplaced) {
-			t.Fatalf("CheckFile after the backup was moved in: %v", err)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
+		half := mustMoveBackupIn(t, link, file)
 		for _, suffix := range []string{"-wal", "-shm"} {
 			if _, err := os.Lstat(file + suffix); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the old file's %s is left beside the backup: %v", suffix, err)
 			}
 		}
-
-		db = MustOpen(t, link) // the restart
-		check := mustRaw(t, file)
-		var ok string
-		if err := check.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
-			t.Fatalf("integrity_check of the restored file: %q, %v", ok, err)
-		}
-		if n, err := db.Count(ctx); err != nil || n != int64(half) {
-			t.Errorf("restored file holds %d lines (%v), want the backup's %d", n, err, half)
-		}
+		mustHoldBackup(t, link, file, half) // the restart
 	})
 }
