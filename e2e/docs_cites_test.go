@@ -135,11 +135,11 @@ func leads(page, section string) bool {
 	return re.MatchString(page)
 }
 
-func mustGlob(t *testing.T, pattern string) []string {
-	t.Helper()
+func mustGlob(tb testing.TB, pattern string) []string {
+	tb.Helper()
 	m, err := filepath.Glob(pattern)
 	if err != nil || len(m) == 0 {
-		t.Fatalf("glob %s: %v %v", pattern, m, err)
+		tb.Fatalf("glob %s: %v %v", pattern, m, err)
 	}
 	return m
 }

@@ -54,17 +54,10 @@ func TestDocsNameVariablesThatExist(t *testing.T) {
 	if !read["FEED_DB"] || !read["RUN_HTTP_PORT"] {
 		t.Fatal("the scan found neither FEED_DB nor RUN_HTTP_PORT in the code: it proves nothing")
 	}
-	pages := append([]string{filepath.Join("..", "README.md")}, mustGlob(t, filepath.Join("..", "docs", "*.md"))...)
-	for _, p := range pages {
-		if filepath.Base(p) == "benchmarks-journal.md" {
-			continue
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, pg := range docPages(t) {
+		p, b := pg.path, pg.text
 		seen := map[string]bool{}
-		for _, v := range name.FindAllString(string(b), -1) {
+		for _, v := range name.FindAllString(b, -1) {
 			if !read[v] && !seen[v] {
 				seen[v] = true
 				t.Errorf("%s names %s, which nothing in the code, the Makefile, scripts/ or .ci/ reads", strings.TrimPrefix(p, "../"), v)

@@ -1,9 +1,6 @@
 package e2e_test
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -38,33 +35,14 @@ func TestDocsLogLinesExist(t *testing.T) {
 		return false
 	}
 	var calls []call
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); n == ".git" || n == "var" || n == "bin" || n == "testdata" || n == "testkit" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, l := range strings.Split(string(b), "\n") {
+	goSources(t, "..", func(_ string, src []byte) error {
+		for _, l := range strings.Split(string(src), "\n") {
 			if strings.Contains(l, `"`) && !strings.HasPrefix(strings.TrimSpace(l), "//") {
 				calls = append(calls, call{line: l, built: joined.MatchString(l)})
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(calls) == 0 {
 		t.Fatal("no Go source read: the scan proves nothing")
 	}
@@ -72,17 +50,10 @@ func TestDocsLogLinesExist(t *testing.T) {
 	quoted := regexp.MustCompile("\\b(ERROR|WARN|INFO|DEBUG)(?: log line)? `([^`]+)`")
 	level := regexp.MustCompile(`\.(Error|Warn|Info|Debug)(?:Context)?\(`)
 	spaces := regexp.MustCompile(`\s+`)
-	pages := append([]string{filepath.Join("..", "README.md")}, mustGlob(t, filepath.Join("..", "docs", "*.md"))...)
 	n := 0
-	for _, p := range pages {
-		if filepath.Base(p) == "benchmarks-journal.md" {
-			continue
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := spaces.ReplaceAllString(string(b), " ")
+	for _, pg := range docPages(t) {
+		p, b := pg.path, pg.text
+		text := spaces.ReplaceAllString(b, " ")
 		for _, m := range quoted.FindAllStringSubmatch(text, -1) {
 			n++
 			msg := strings.TrimSpace(strings.Trim(strings.TrimSpace(m[2]), "…"))

@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,31 +39,12 @@ var (
 func TestMetricsDocumented(t *testing.T) {
 	code := map[string]string{} // name → file that registers it
 	for _, dir := range metricSources {
-		err := filepath.WalkDir(filepath.Join("..", dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if d.Name() == "testkit" || d.Name() == "testdata" {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			for _, m := range metricLiteral.FindAllStringSubmatch(string(b), -1) {
+		goSources(t, filepath.Join("..", dir), func(path string, src []byte) error {
+			for _, m := range metricLiteral.FindAllStringSubmatch(string(src), -1) {
 				code[m[1]] = path
 			}
 			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	if len(code) == 0 {
 		t.Fatal("found no metric names in the code: the scan proves nothing")
@@ -252,29 +232,14 @@ func codeMetricLabels(t *testing.T) map[string]string {
 	var files []*ast.File
 	fset := token.NewFileSet()
 	for _, dir := range metricSources {
-		err := filepath.WalkDir(filepath.Join("..", dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if d.Name() == "testkit" || d.Name() == "testdata" {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
+		goSources(t, filepath.Join("..", dir), func(path string, src []byte) error {
+			f, err := parser.ParseFile(fset, path, src, 0)
 			if err != nil {
 				return err
 			}
 			files = append(files, f)
 			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	// Wrappers: func w(name, help string, …) { … Labeled(name, help, "label", …) … }
 	wrappers := map[string]string{}

@@ -399,17 +399,10 @@ func TestDocsNameFlagsThatExist(t *testing.T) {
 	span := regexp.MustCompile("`([^`\n]+)`")
 	ours := regexp.MustCompile(`^(?:[A-Z_]+=\S* )*(?:bin/)?(?:renderer|gamesim|feedctl|feedbench|go test)\b`)
 	flagTok := regexp.MustCompile(`(?:^|\s)-([a-z][a-z0-9.-]*)`)
-	pages := append([]string{filepath.Join("..", "README.md")}, mustGlob(t, filepath.Join("..", "docs", "*.md"))...)
-	for _, p := range pages {
-		if filepath.Base(p) == "benchmarks-journal.md" {
-			continue
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, pg := range docPages(t) {
+		p, b := pg.path, pg.text
 		seen := map[string]bool{}
-		for _, sp := range span.FindAllStringSubmatch(string(b), -1) {
+		for _, sp := range span.FindAllStringSubmatch(b, -1) {
 			code := sp[1]
 			toks := flagTok.FindAllStringSubmatch(code, -1)
 			switch {
