@@ -168,7 +168,9 @@ func TestRebuildHonoursFutureBound(t *testing.T) {
 	}
 }
 
-// TestGlobalFlagsRefuseUnusableValues: feedctl refuses an empty -group, a
+// TestGlobalFlagsRefuseUnusableValues: feedctl refuses a -group the
+// renderers refuse (empty, with { or }, whitespace or control characters,
+// over 255 bytes: it took all but the empty one until 6 Dec 2026), a
 // -future-bound under the renderers' floor (1s) and a -timeout under its
 // own (100ms, 0 aside), flag or environment, as the renderers refuse them,
 // before it does anything. It took them: a negative bound turns the
@@ -193,7 +195,14 @@ func TestGlobalFlagsRefuseUnusableValues(t *testing.T) {
 		{[]string{"-future-bound", "-1m"}, "", "-future-bound -1m0s"},
 		{[]string{"-future-bound", "0"}, "", "-future-bound 0s"},
 		{nil, "-1m", "-future-bound -1m0s"},
-		{[]string{"-group", ""}, "", "-group: empty"},
+		{[]string{"-group", ""}, "", `-group "": empty; want 1 to 255 bytes`},
+		// Group names the renderers refuse (event.CheckGroup): a { or }
+		// moved the hash tag {GROUP} of the lease keys, and feedctl
+		// looked for the group's renderers under keys none of them has.
+		{[]string{"-group", "a{b"}, "", `-group "a{b": has '{'`},
+		{[]string{"-group", "}"}, "", `-group "}": has '}'`},
+		{[]string{"-group", "host a"}, "", `-group "host a": has ' '`},
+		{[]string{"-group", "a\nb"}, "", `-group "a\nb": has '\n'`},
 		// Under the renderers' floor (pipeline.MaxAheadFloor), which
 		// they refuse: taken, it dead-lettered honest entries of a
 		// writer whose clock is a little ahead of Redis's.

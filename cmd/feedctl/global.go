@@ -47,9 +47,10 @@ func parseGlobal(ctx context.Context, args []string, stderr io.Writer) (*global,
 	// -future-bound of 0 or less passed the pipeline a bound that means
 	// the default or no check at all, and rebuild stored, and requeue's
 	// check let through, entries the renderers dead-letter as future ids.
+	groupErr := event.CheckGroup(g.group)
 	switch {
-	case g.group == "":
-		return nil, nil, fmt.Errorf("-group: empty; want the renderers' consumer group")
+	case groupErr != nil:
+		return nil, nil, fmt.Errorf("-group %q: %w; %s (the renderers' consumer group)", g.group, groupErr, event.GroupRule)
 	case g.futureBound < pipeline.MaxAheadFloor:
 		return nil, nil, fmt.Errorf("-future-bound %v: want at least %v, the renderers' own", g.futureBound, pipeline.MaxAheadFloor)
 	case g.timeout < 0 || g.timeout > 0 && g.timeout < TimeoutFloor:

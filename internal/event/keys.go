@@ -1,5 +1,12 @@
 package event
 
+import (
+	"errors"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
 // LeaseKey returns the Redis key of the lease on a consumer name: one live
 // process holds a consumer name of a group at a time.
 func LeaseKey(group, consumer string) string {
@@ -15,4 +22,37 @@ func LeaseKey(group, consumer string) string {
 // of its own, which a migration of that slot does not refuse (TRYAGAIN).
 func LeasesKey(group string) string {
 	return "codemojex:feed:leases:{" + group + "}"
+}
+
+// MaxGroupLen is the longest consumer group name CheckGroup takes, in
+// bytes: a host's full name (up to 253), as docs/operations.md's one
+// group per host suggests, fits.
+const MaxGroupLen = 255
+
+// GroupRule says what a consumer group name may be, for the flags'
+// errors.
+const GroupRule = "want 1 to 255 bytes of UTF-8 without whitespace, control characters, { or }"
+
+// CheckGroup says what is wrong with a consumer group name, nil if
+// nothing. The group is the lease keys' and LeasesKey's hash tag {GROUP}:
+// a { or } in it would move that tag, and with it the keys' slot on a
+// cluster; whitespace and control characters make odd keys and log lines.
+func CheckGroup(group string) error {
+	switch {
+	case group == "":
+		return errors.New("empty")
+	case len(group) > MaxGroupLen:
+		return fmt.Errorf("%d bytes, over %d", len(group), MaxGroupLen)
+	case !utf8.ValidString(group):
+		return errors.New("not UTF-8")
+	}
+	for _, r := range group {
+		switch {
+		case r == '{' || r == '}':
+			return fmt.Errorf("has %q, which would change the hash tag {GROUP} of the group's keys", r)
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			return fmt.Errorf("has %q, whitespace or a control character", r)
+		}
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/pipeline"
 	"github.com/codemojex/feed/internal/presence"
@@ -132,7 +133,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Redis(&c.RedisURL)
 	fs.String(&c.DB, "db", "FEED_DB", "var/feed.db", "SQLite file, shared by this host's renderers")
 	fs.String(&c.HTTP, "http", "FEED_HTTP", "127.0.0.1:8080", "HTTP listen address; beyond loopback it needs -admin-token")
-	fs.String(&c.Group, "group", "FEED_GROUP", "feed", "consumer group (one per host)")
+	fs.String(&c.Group, "group", "FEED_GROUP", "feed", "consumer group (one per host); up to 255 bytes, no whitespace, control characters, { or }")
 	fs.String(&c.Consumer, "consumer", "FEED_CONSUMER", host, "consumer name; stable across restarts, held by one live process")
 	fs.Duration(&c.MinIdle, "min-idle", "FEED_MIN_IDLE", 30*time.Second, "idle time before a peer's pending entry is reclaimed")
 	fs.Duration(&c.ClaimEvery, "claim-every", "FEED_CLAIM_EVERY", 5*time.Second, "how often to reclaim idle entries")
@@ -201,11 +202,12 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	// Once: the case that refuses it returns its error too.
 	httpErr := checkListenAddr(c.HTTP)
+	groupErr := event.CheckGroup(c.Group)
 	switch {
 	case c.Consumer == "":
 		return fmt.Errorf("-consumer must not be empty")
-	case c.Group == "":
-		return fmt.Errorf("-group must not be empty")
+	case groupErr != nil:
+		return fmt.Errorf("-group %q: %w; %s", c.Group, groupErr, event.GroupRule)
 	case c.DB == "":
 		return fmt.Errorf("-db must not be empty")
 	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*max(c.PresenceEvery, web.PresenceMinGap):

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/pipeline"
 	"github.com/codemojex/feed/internal/renderer"
 	"github.com/codemojex/feed/internal/testkit/redistest"
@@ -360,5 +361,50 @@ func TestDurationFlagFloors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseFlagsRefusesBadGroup: -group (and $FEED_GROUP) names the lease
+// keys and the group's index of leases, which share the hash tag {GROUP}
+// (internal/event/keys.go). A name with { or } moved the hash tag of those
+// keys (on a cluster, to slots of their own), and whitespace, control
+// characters or a name of any length made odd keys and log lines; they were
+// all taken. ParseFlags refuses them (exit status 2) and says what a group
+// name may be.
+func TestParseFlagsRefusesBadGroup(t *testing.T) {
+	for _, tt := range []struct {
+		name, group string
+	}{
+		{"empty", ""},
+		{"open brace", "a{b"},
+		{"close brace", "a}b"},
+		{"hash tag", "{x}"},
+		{"space", "host a"},
+		{"tab", "a\tb"},
+		{"newline", "a\nb"},
+		{"NUL", "a\x00b"},
+		{"DEL", "a\x7fb"},
+		{"no-break space", "a\u00a0b"},
+		{"not UTF-8", "a\xffb"},
+		{"too long", strings.Repeat("g", event.MaxGroupLen+1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := renderer.NewMain().ParseFlags([]string{"-consumer", "x", "-group", tt.group})
+			if err == nil || !strings.Contains(err.Error(), "-group") || !strings.Contains(err.Error(), "want") {
+				t.Errorf("-group %q: %v, want an error that names -group and says what is allowed", tt.group, err)
+			}
+			if tt.group == "" || strings.Contains(tt.group, "\x00") {
+				return // an empty variable is the default; no variable holds a NUL
+			}
+			t.Setenv("FEED_GROUP", tt.group)
+			if err := renderer.NewMain().ParseFlags([]string{"-consumer", "x"}); err == nil {
+				t.Errorf("$FEED_GROUP %q accepted", tt.group)
+			}
+		})
+	}
+	for _, group := range []string{"feed", "host-a", "feed.example.com", "grp_1", "é", strings.Repeat("g", event.MaxGroupLen)} {
+		if err := renderer.NewMain().ParseFlags([]string{"-consumer", "x", "-group", group}); err != nil {
+			t.Errorf("-group %q: %v", group, err)
+		}
 	}
 }
