@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -156,6 +157,9 @@ func openWith(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := danglingLink(abs); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	// Before the first write (the switch to WAL rewrites the header, the
@@ -541,4 +545,31 @@ func (db *DB) isClosed() bool {
 func readOnly(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY
+}
+
+// danglingLink says what is wrong with a path that is a symbolic link
+// (or a chain of them) to a file whose directory does not exist: Open
+// makes the link's own directory, not its target's (a volume not mounted
+// is no directory to make), and SQLite's words for it were "unable to open
+// database file (14)". nil for any other path.
+func danglingLink(abs string) error {
+	p := abs
+	for range 40 { // the kernel's bound on a chain of links
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			return nil
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return nil
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		if _, err := os.Stat(filepath.Dir(target)); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("a symbolic link to %s, whose directory %s does not exist", target, filepath.Dir(target))
+		}
+		p = target
+	}
+	return nil
 }
