@@ -134,7 +134,11 @@ func TestFlagErrorIsOneSlogLine(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(bin, tt.args...)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			// Should a case's flags ever be taken, the renderer must not
+			// start against the machine's Redis on the default URL, nor
+			// write a store into the tree: nothing listens on port 1.
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "REDIS_URL=redis://127.0.0.1:1/0",
+				"FEED_HTTP=127.0.0.1:0", "FEED_DB=" + filepath.Join(t.TempDir(), "feed.db")}
 			if tt.env != "" {
 				cmd.Env = append(cmd.Env, tt.env)
 			}
