@@ -67,9 +67,8 @@ func (st *Starting) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		switch r.URL.Path {
 		case "/healthz":
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set("X-Content-Type-Options", "nosniff")
-			w.Write([]byte("ok\n"))
+			writeHealthy(w)
 			return
 		case "/readyz":
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")

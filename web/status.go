@@ -63,7 +63,11 @@ func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 // healthz answers 200 while the process serves. Never kept by a cache, as
 // /readyz: a probe through a proxy or a CDN must see this process's answer,
 // not one kept from before it died (TestProbesNotCached).
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) { writeHealthy(w) }
+
+// writeHealthy is the answer of /healthz, from the Server and from
+// Starting alike.
+func writeHealthy(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write([]byte("ok\n"))
