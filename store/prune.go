@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -40,7 +41,9 @@ func (db *DB) Ended(ctx context.Context, before time.Time) ([]Game, error) {
 // row, in one transaction. It returns the number of lines removed (0 for a
 // game the store does not hold). A line of the game stored again later
 // (a re-delivery, a rebuild) brings the game back with that line only, so
-// prune a game only once its stream is fully handled.
+// prune a game only once its stream is fully handled. A tool that decided
+// to remove the game from an earlier read of the store wants
+// DeleteGameUpTo, which leaves a line stored since.
 //
 // The game's stream position (Position) stays, on purpose: without it a
 // renderer that finds the game's stream again (a new match under the same
@@ -50,6 +53,23 @@ func (db *DB) Ended(ctx context.Context, before time.Time) ([]Game, error) {
 // process's writer (a batch in progress) and for another process's lock
 // until ctx ends.
 func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
+	return db.deleteGame(ctx, game, math.MaxInt64)
+}
+
+// DeleteGameUpTo removes a game as DeleteGame does, but only while every
+// line of it has a seq at or below seq: a store's seqs grow in commit order
+// (docs/store.md, "Two orders"), so a line with a higher one was stored
+// after seq was read (HighSeq), after the caller decided. Such a game is
+// left whole, its lines, players and row, and the error wraps
+// ErrNewerLines: what remained of it if only the older lines went would be
+// a scoreboard counting points of lines no longer there, and state from
+// events no longer shown. feedctl prune reads HighSeq before its plan and
+// hands it here, so that an event stored while it runs is never deleted.
+func (db *DB) DeleteGameUpTo(ctx context.Context, game string, seq int64) (int64, error) {
+	return db.deleteGame(ctx, game, seq)
+}
+
+func (db *DB) deleteGame(ctx context.Context, game string, upTo int64) (int64, error) {
 	if err := db.lockWriter(ctx); err != nil {
 		return 0, fmt.Errorf("store: delete game %s: %w", game, err)
 	}
@@ -60,13 +80,25 @@ func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
 	if db.readOnlyOpen() {
 		return 0, fmt.Errorf("store: delete game %s: %w", game, ErrReadOnly)
 	}
-	var n, deletes int64
+	var n, deletes, newer int64
 	err := db.retryBusy(ctx, "delete game", func() error {
+		n, newer = 0, 0
 		tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback()
+		// Under the write lock: no line can be committed between this
+		// look and the delete.
+		if upTo < math.MaxInt64 {
+			if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE game = ?`, game).Scan(&newer); err != nil {
+				return err
+			}
+			if newer > upTo {
+				return nil // rolled back: nothing was written
+			}
+			newer = 0
+		}
 		var res sql.Result
 		if res, err = tx.ExecContext(ctx, `DELETE FROM events WHERE game = ?`, game); err != nil {
 			return err
@@ -90,6 +122,9 @@ func (db *DB) DeleteGame(ctx context.Context, game string) (int64, error) {
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store: delete game %s: %w", game, err)
+	}
+	if newer > 0 {
+		return 0, fmt.Errorf("store: delete game %s: line seq %d stored after seq %d: %w", game, newer, upTo, ErrNewerLines)
 	}
 	db.boards.drop(deletes)
 	db.dirty.Store(true)

@@ -93,3 +93,74 @@ func TestEndedAndDeleteGame(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteGameUpToKeepsLaterLine: feedctl prune decides from a read of
+// the store and deletes later; a line of the game stored in between (the
+// game got an event) was deleted with the rest, for good. DeleteGameUpTo
+// deletes only while every line of the game is at or below the seq read
+// before the decision, and otherwise leaves the game whole: its lines,
+// the new one with them, its scoreboard and its state.
+func TestDeleteGameUpToKeepsLaterLine(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t, "")
+	evs := genGames(t, 11, 2)
+	mustUpsert(t, db, evs)
+	victim, other := evs[0].Game, ""
+	for _, e := range evs {
+		if e.Game != victim {
+			other = e.Game
+			break
+		}
+	}
+	bound, err := db.HighSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	board, err := db.Scoreboard(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := db.Timeline(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The event that arrives between the decision and the delete.
+	at := evs[len(evs)-1].At.Add(time.Minute)
+	late := mkEvent(t, event.NewMinter(12).Next(at), victim, event.KindChat, at, "player", "ann", "text", "rematch?")
+	mustUpsert(t, db, []store.Event{late})
+
+	n, err := db.DeleteGameUpTo(ctx, victim, bound)
+	if !errors.Is(err, store.ErrNewerLines) || n != 0 {
+		t.Fatalf("DeleteGameUpTo(%s, %d) with a line stored since: %d, %v; want 0, ErrNewerLines", victim, bound, n, err)
+	}
+	tl, err := db.Timeline(ctx, victim)
+	if err != nil || len(tl) != len(before)+1 {
+		t.Fatalf("timeline of %s after the refused delete: %d lines, %v; want %d", victim, len(tl), err, len(before)+1)
+	}
+	if tl[len(tl)-1].EvtID != late.EvtID {
+		t.Fatalf("the late line %s is not the timeline's last: %s", late.EvtID, tl[len(tl)-1].EvtID)
+	}
+	after, err := db.Scoreboard(ctx, victim)
+	if err != nil || len(after.Players) != len(board.Players) || after.Game.Status != board.Game.Status {
+		t.Fatalf("scoreboard of %s after the refused delete: %+v, %v; want %+v", victim, after, err, board)
+	}
+	for i, p := range board.Players {
+		if after.Players[i] != p {
+			t.Fatalf("player %d of %s after the refused delete: %+v, want %+v", i, victim, after.Players[i], p)
+		}
+	}
+	// A game with nothing stored since goes, as with DeleteGame.
+	if n, err := db.DeleteGameUpTo(ctx, other, bound); err != nil || n == 0 {
+		t.Fatalf("DeleteGameUpTo(%s, %d): %d, %v", other, bound, n, err)
+	}
+	if _, err := db.Game(ctx, other); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Game(%s) after DeleteGameUpTo: %v, want ErrNotFound", other, err)
+	}
+	// With a bound read after the late line, the victim goes whole.
+	if bound, err = db.HighSeq(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.DeleteGameUpTo(ctx, victim, bound); err != nil || n != int64(len(before)+1) {
+		t.Fatalf("DeleteGameUpTo(%s, %d): %d, %v; want %d lines", victim, bound, n, err, len(before)+1)
+	}
+}

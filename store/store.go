@@ -40,6 +40,10 @@ var (
 	// ErrConflict is an Upsert entry's Result.Err when its (game, EVT id) is
 	// stored with a different payload: the first line stays.
 	ErrConflict = errors.New("store: conflict")
+	// ErrNewerLines is returned by DeleteGameUpTo for a game with a line
+	// above the seq it was given: one stored after that seq was read. The
+	// game is left whole.
+	ErrNewerLines = errors.New("store: the game has lines stored after the bound")
 )
 
 // Event is one entry handed to Upsert: the decoded stream entry and its

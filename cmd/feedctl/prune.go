@@ -117,6 +117,18 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 		}
 		defer func() { db.Close() }()
 	}
+	// Seqs grow in commit order (docs/store.md, "Two orders"): a line
+	// stored after this read has a higher one, and a game holding such a
+	// line got an event since the plan; it is not deleted (DeleteGameUpTo).
+	// Read before the plan, so that whatever the plan saw is at or below it.
+	var bound int64
+	if db != nil {
+		b, err := db.HighSeq(ctx)
+		if err != nil {
+			return fmt.Errorf("prune: %w", err)
+		}
+		bound = b
+	}
 	plan, err := g.prunePlan(ctx, db, cut)
 	if err != nil {
 		return err
@@ -162,7 +174,7 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 	}
 	var removed int
 	for _, c := range todo {
-		ok, err := g.pruneGame(ctx, db, c, cut, streams)
+		ok, err := g.pruneGame(ctx, db, c, cut, bound, streams)
 		if errors.Is(err, errLateEvent) {
 			fmt.Fprintf(stdout, "late   %s: %v\n", c.game, err)
 			continue
@@ -354,7 +366,11 @@ func (g *global) unhandled(ctx context.Context, game string) (string, error) {
 // Ctrl-C) leaves the game registered, and the next run finds it and
 // finishes. Taking it out first left the streams of a run that failed at
 // their DEL for good: no later plan saw the game (TestPruneStreamsRerunAfterFailure).
-func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, cut time.Time, streams bool) (bool, error) {
+//
+// Nothing that arrived after the plan is deleted: a store line stored
+// since (a seq above bound) keeps the whole game in the store, and the
+// game is reported late (errLateEvent) with nothing of it removed.
+func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, cut time.Time, bound int64, streams bool) (bool, error) {
 	// A game scored after the cut got an event since the plan (or, for a
 	// store candidate, since it ended in the store) and is live again.
 	// Absent is fine: a store candidate, or another prune took it out.
@@ -371,11 +387,19 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 	if l, err := live(); err != nil || l {
 		return false, err
 	}
+	pruneStep(c.game, stepStore)
+	var lines int64
 	if db != nil {
-		if _, err := db.DeleteGame(ctx, c.game); err != nil {
+		n, err := db.DeleteGameUpTo(ctx, c.game, bound)
+		if errors.Is(err, store.ErrNewerLines) {
+			return true, fmt.Errorf("%w (a line stored since): nothing of it removed, it stays registered", errLateEvent)
+		}
+		if err != nil {
 			return false, err
 		}
+		lines = n
 	}
+	pruneStep(c.game, stepStreams)
 	if streams {
 		// With the dead positions set: it never expires, and left behind
 		// it would keep memory for every game ever pruned. One DEL per
@@ -396,11 +420,10 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 			return false, fmt.Errorf("delete streams: %w", err)
 		}
 	}
+	pruneStep(c.game, stepRegistry)
 	if c.registered {
 		// Only while its score is still old: a writer that appended since
-		// the look above keeps it registered (its entry is in the stream
-		// unless it landed before the DEL: the window the registry and the
-		// stream, in two slots, cannot close).
+		// the look above keeps it registered.
 		n, err := zremIfOld.Run(ctx, g.rdb, []string{event.RegistryKey}, c.game, cut.UnixMilli()).Int()
 		if err != nil {
 			return false, fmt.Errorf("registry: %w", err)
@@ -409,13 +432,40 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 			if l, err := live(); err != nil {
 				return false, err
 			} else if l {
-				return true, errLateEvent
+				removed := "nothing"
+				if lines > 0 {
+					removed = fmt.Sprintf("its %d store lines", lines)
+				}
+				if streams {
+					removed += " and its streams"
+				}
+				return true, fmt.Errorf("%w (the registry scores it after the cut): it stays registered; %s from before the plan removed",
+					errLateEvent, removed)
 			}
 		}
 	}
 	return true, nil
 }
 
-// errLateEvent: a game got an event while it was being pruned, after its
-// lines (and streams) were deleted; it stays registered.
-var errLateEvent = errors.New("an event arrived while it was being removed: it stays in the registry, its deleted lines and streams do not come back")
+// errLateEvent: a game got an event after the plan, found once its removal
+// had begun. What arrived since the plan stays; the error says what of the
+// game from before it was removed.
+var errLateEvent = errors.New("an event arrived since the plan")
+
+// The steps of a game's removal, each after the one before it.
+const (
+	stepStore    = "store"    // before its store lines are deleted
+	stepStreams  = "streams"  // before its streams are deleted
+	stepRegistry = "registry" // before it leaves the registry
+)
+
+// pruneStepHook, when set, runs before each step of a game's removal. It
+// is for the tests, which write an event there, in the moment between the
+// plan and a deletion, deterministically.
+var pruneStepHook func(game, step string)
+
+func pruneStep(game, step string) {
+	if pruneStepHook != nil {
+		pruneStepHook(game, step)
+	}
+}
