@@ -13,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/untrusted"
@@ -36,6 +35,10 @@ type pruneCandidate struct {
 	registered bool  // in the registry, with a score at or below the cut
 	lines      int64 // lines in the store (-db), else 0
 	skip       string
+	// marks of its keys (gameKeys) when the plan read them, before it
+	// found them handled: the event stream's always, the others' with
+	// -streams. What was added since is not deleted.
+	marks map[string]string
 }
 
 // prune removes the games that ended more than -older-than ago from the
@@ -129,7 +132,7 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 		}
 		bound = b
 	}
-	plan, err := g.prunePlan(ctx, db, cut)
+	plan, err := g.prunePlan(ctx, db, cut, streams)
 	if err != nil {
 		return err
 	}
@@ -196,7 +199,7 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 // below cut and whose stream (or store) says they ended, and the store's
 // ended games last written before cut (a host pruning after another has
 // already taken them out of the registry).
-func (g *global) prunePlan(ctx context.Context, db *store.DB, cut time.Time) ([]pruneCandidate, error) {
+func (g *global) prunePlan(ctx context.Context, db *store.DB, cut time.Time, streams bool) ([]pruneCandidate, error) {
 	byGame := map[string]*pruneCandidate{}
 	var order []string
 	add := func(game string) *pruneCandidate {
@@ -289,6 +292,20 @@ func (g *global) prunePlan(ctx context.Context, db *store.DB, cut time.Time) ([]
 			out = append(out, *c)
 			continue
 		}
+		// Before the look at what the group handled: an entry added
+		// after the mark may be unhandled, and is kept.
+		keys := gameKeys(game)
+		if !streams {
+			keys = keys[:1]
+		}
+		c.marks = map[string]string{}
+		for _, k := range keys {
+			m, err := g.keyMark(ctx, k)
+			if err != nil {
+				return nil, fmt.Errorf("prune: %w", err)
+			}
+			c.marks[k] = m
+		}
 		if why, err := g.unhandled(ctx, game); err != nil {
 			return nil, err
 		} else if why != "" {
@@ -368,8 +385,10 @@ func (g *global) unhandled(ctx context.Context, game string) (string, error) {
 // their DEL for good: no later plan saw the game (TestPruneStreamsRerunAfterFailure).
 //
 // Nothing that arrived after the plan is deleted: a store line stored
-// since (a seq above bound) keeps the whole game in the store, and the
-// game is reported late (errLateEvent) with nothing of it removed.
+// since (a seq above bound) keeps the whole game in the store, and a key
+// with an entry added since (its mark moved) stays with the keys after
+// it; the game is then reported late (errLateEvent) and stays registered.
+// One whose keys moved before anything was removed is kept (false).
 func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, cut time.Time, bound int64, streams bool) (bool, error) {
 	// A game scored after the cut got an event since the plan (or, for a
 	// store candidate, since it ended in the store) and is live again.
@@ -387,6 +406,15 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 	if l, err := live(); err != nil || l {
 		return false, err
 	}
+	// An entry added to one of its keys since the plan, its registry
+	// score not there yet: nothing of the game is removed.
+	for _, k := range gameKeys(c.game) {
+		if was, ok := c.marks[k]; ok {
+			if same, err := g.unchanged(ctx, k, was); err != nil || !same {
+				return false, err
+			}
+		}
+	}
 	pruneStep(c.game, stepStore)
 	var lines int64
 	if db != nil {
@@ -402,22 +430,30 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 	pruneStep(c.game, stepStreams)
 	if streams {
 		// With the dead positions set: it never expires, and left behind
-		// it would keep memory for every game ever pruned. One DEL per
-		// key, not one DEL of the three: while the game's slot migrates
-		// (redis-cli --cluster reshard) a multi-key command is refused
-		// with TRYAGAIN unless every key is on the node asked, which a
-		// game without dead letters never is, and the run stopped there
-		// (TestPruneStreamsDuringSlotMigration). A key alone is sent on to
+		// it would keep memory for every game ever pruned. One key at a
+		// time, each in a script of its own that deletes it only while
+		// nothing was added to it since the plan (keyMarkScript). One
+		// command of the three keys is refused with TRYAGAIN while the
+		// game's slot migrates (redis-cli --cluster reshard) unless every
+		// key is on the node asked, which a game without dead letters
+		// never is, and the run stopped there
+		// (TestPruneStreamsDuringSlotMigration); a key alone is sent on to
 		// its node (ASK). Nothing needs the three gone at once: a run
 		// stopped between them is finished by the next.
-		dead := event.DeadKey(c.game)
-		if _, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range []string{event.StreamKey(c.game), dead, feed.DeadPositionsKey(dead)} {
-				p.Del(ctx, k)
+		for i, k := range gameKeys(c.game) {
+			ok, now, err := g.delIfUnchanged(ctx, k, c.marks[k])
+			if err != nil {
+				return false, fmt.Errorf("delete streams: %w", err)
 			}
-			return nil
-		}); err != nil {
-			return false, fmt.Errorf("delete streams: %w", err)
+			if !ok {
+				var gone []string
+				if lines > 0 {
+					gone = append(gone, fmt.Sprintf("its %d store lines", lines))
+				}
+				gone = append(gone, gameKeys(c.game)[:i]...)
+				return true, fmt.Errorf("%w (%s: %s, the plan read %s): it stays registered, with %s and the keys after it; %s from before the plan removed",
+					errLateEvent, k, untrusted.Escape(now), untrusted.Escape(orNone(c.marks[k])), k, said(gone))
+			}
 		}
 	}
 	pruneStep(c.game, stepRegistry)
@@ -432,15 +468,15 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 			if l, err := live(); err != nil {
 				return false, err
 			} else if l {
-				removed := "nothing"
+				var gone []string
 				if lines > 0 {
-					removed = fmt.Sprintf("its %d store lines", lines)
+					gone = append(gone, fmt.Sprintf("its %d store lines", lines))
 				}
 				if streams {
-					removed += " and its streams"
+					gone = append(gone, "its streams")
 				}
 				return true, fmt.Errorf("%w (the registry scores it after the cut): it stays registered; %s from before the plan removed",
-					errLateEvent, removed)
+					errLateEvent, said(gone))
 			}
 		}
 	}
@@ -463,6 +499,22 @@ const (
 // is for the tests, which write an event there, in the moment between the
 // plan and a deletion, deterministically.
 var pruneStepHook func(game, step string)
+
+// said lists what a late game lost, from before the plan.
+func said(gone []string) string {
+	if len(gone) == 0 {
+		return "nothing"
+	}
+	return strings.Join(gone, ", ")
+}
+
+// orNone is a key's mark as said: "none" for a key that was missing.
+func orNone(mark string) string {
+	if mark == "" {
+		return "none"
+	}
+	return mark
+}
 
 func pruneStep(game, step string) {
 	if pruneStepHook != nil {

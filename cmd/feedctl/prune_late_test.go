@@ -6,10 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
 )
 
@@ -82,5 +86,74 @@ func TestPruneKeepsLineStoredSincePlan(t *testing.T) {
 	}
 	if !strings.Contains(out, "late   "+game+": an event arrived since the plan (a line stored since): nothing of it removed") {
 		t.Errorf("prune does not report %s late:\n%s", game, out)
+	}
+}
+
+// TestPruneStreamsKeepsEntryAddedSincePlan: prune -streams deleted a
+// game's streams whatever they held by then. An entry XADDed between the
+// plan and the DEL (a writer's event, its registry score not there yet; a
+// dead letter a renderer wrote) was deleted with them, and with the score
+// still old the game left the registry too: the event was lost for good,
+// and no line of it ever stored. Each key is now deleted only while
+// nothing was added to it since the plan, in one script (keyMarkScript);
+// otherwise it stays, with the keys after it, and the game stays
+// registered and is reported late.
+func TestPruneStreamsKeepsEntryAddedSincePlan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  func(game string) string // where the entry arrives
+		kept int                      // keys of gameKeys kept, from the end
+	}{
+		{name: "event stream", key: event.StreamKey, kept: 3},
+		{name: "dead-letter stream", key: event.DeadKey, kept: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := redistest.MustStart(t)
+			rdb := s.Client(t)
+			ctx := context.Background()
+			const game = "old-1"
+			key := event.StreamKey(game)
+			// A dead letter (an entry without id), then the game's end.
+			if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"kind", "chat", "player", "ada", "text", "hi"}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			addGameOver(t, rdb, game)
+			c := openStreamConsumer(t, rdb, key)
+			wait.For(t, 10*time.Second, "the entry dead-lettered, the other acked", func() bool {
+				st := c.Stats()
+				return st.Acked == 1 && st.Dead == 1
+			})
+			c.Close()
+			register(t, rdb, game, twoDaysAgo())
+			var late string
+			onPruneStep(t, stepStreams, func(string) {
+				id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: tc.key(game), Values: []any{"kind", "chat", "player", "bob", "text", "rematch?"}}).Result()
+				if err != nil {
+					t.Error(err)
+				}
+				late = id
+			})
+			out := mustRunCtl(t, s.Addr, "prune", "-older-than", "24h", "-streams", "-yes")
+			xs, err := rdb.XRange(ctx, tc.key(game), late, late).Result()
+			if err != nil || len(xs) != 1 {
+				t.Errorf("entry %s added to %s since the plan: %v, %v after prune; want it kept\n%s", late, tc.key(game), xs, err, out)
+			}
+			keys := gameKeys(game)
+			for i, k := range keys {
+				want := int64(0)
+				if i >= len(keys)-tc.kept {
+					want = 1
+				}
+				if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != want {
+					t.Errorf("after prune, %s: exists %d, %v; want %d\n%s", k, n, err, want, out)
+				}
+			}
+			if err := rdb.ZScore(ctx, event.RegistryKey, game).Err(); err != nil {
+				t.Errorf("%s not registered after prune: %v\n%s", game, err, out)
+			}
+			if !strings.Contains(out, "late   "+game+": an event arrived since the plan ("+tc.key(game)+": ") {
+				t.Errorf("prune does not report %s late for %s:\n%s", game, tc.key(game), out)
+			}
+		})
 	}
 }
