@@ -1,14 +1,20 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/codemojex/feed/internal/proc"
 	"github.com/codemojex/feed/internal/testkit/proctest"
 	"github.com/codemojex/feed/internal/testkit/wait"
 )
@@ -133,4 +139,129 @@ func TestTermDrains(t *testing.T) {
 		t.Errorf("exited %v after SIGTERM, before the default -shutdown-delay (5s) ran out", took)
 	}
 	t.Logf("served while draining for at least %v; exited %v after SIGTERM", drained.Round(time.Millisecond), time.Since(termed).Round(time.Millisecond))
+}
+
+// TestTermDuringInit: a renderer, or a gamesim, SIGTERMed while its
+// packages still initialise, before main runs, stops as cleanly as one
+// stopped a moment later: exit status 0, saying so. They caught SIGINT and
+// SIGTERM from main only, and one that came in the first 30 to 150 ms
+// after exec killed them (status 143), so an orchestrator that stopped a
+// replica it had just started saw a failure (docs/operations.md,
+// "Stopping").
+//
+// The signal goes out as soon as the first package outside the standard
+// library has initialised: GODEBUG=inittrace=1 has the runtime say so on
+// stderr, and the test's copy of that line sends it. That is
+// internal/stopsignal, which catches them from then on; without it, a
+// third-party package with most of the init still to come. Before it no
+// Go code can catch a signal (the runtime's own start, the standard
+// library's first packages): the window docs/operations.md owns up to.
+func TestTermDuringInit(t *testing.T) {
+	const runs = 20
+	for _, tc := range []struct {
+		bin  string
+		args func(dir string) []string
+		said string
+	}{
+		{"renderer", func(dir string) []string {
+			// Nothing listens on port 1: never the machine's Redis.
+			return []string{"-redis", "redis://127.0.0.1:1", "-db", filepath.Join(dir, "feed.db"), "-http", "127.0.0.1:0"}
+		}, `msg="stopped while starting"`},
+		{"gamesim", func(string) []string {
+			return []string{"-redis", "redis://127.0.0.1:1", "-events", "0"}
+		}, "gamesim: stopped while connecting to Redis; nothing written"},
+	} {
+		t.Run(tc.bin, func(t *testing.T) {
+			bin := filepath.Join(proctest.Binaries(t), tc.bin)
+			first := map[string]int{}
+			for i := range runs {
+				pkg, out, err := termAtFirstInit(t, bin, tc.args(t.TempDir()))
+				first[pkg]++
+				if err != nil || !strings.Contains(out, tc.said) {
+					t.Fatalf("run %d: SIGTERM once %s had initialised: %v, want exit status 0 and %q\n%s", i+1, pkg, err, tc.said, tailString(out, 4000))
+				}
+				if pkg != stopsignalPkg {
+					t.Fatalf("run %d: the first package outside the standard library to initialise was %s, want %s, which catches the signals", i+1, pkg, stopsignalPkg)
+				}
+			}
+			t.Logf("%d clean stops; signalled once these had initialised: %v", runs, first)
+		})
+	}
+}
+
+const stopsignalPkg = "github.com/codemojex/feed/internal/stopsignal"
+
+// termAtFirstInit runs bin with args and GODEBUG=inittrace=1, sends it
+// SIGTERM from the write of the first trace line of a package outside the
+// standard library, and returns that package, the output and the exit
+// error.
+func termAtFirstInit(t *testing.T, bin string, args []string) (pkg, out string, err error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	w := &initWatch{}
+	cmd.Stdout, cmd.Stderr = w, w
+	// Under w.mu, so that the first line's write finds w.p set.
+	w.mu.Lock()
+	p, err := proc.Start(cmd)
+	if err != nil {
+		w.mu.Unlock()
+		t.Fatal(err)
+	}
+	w.p = p
+	w.mu.Unlock()
+	t.Cleanup(p.Kill)
+	select {
+	case <-p.Done():
+	case <-time.After(60 * time.Second):
+		p.Kill()
+		t.Fatalf("%s did not exit within 60s\n%s", bin, tailString(w.output(), 4000))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pkg == "" {
+		t.Fatalf("%s exited before the first package outside the standard library had initialised: %v\n%s", bin, p.Err(), tailString(w.out.String(), 4000))
+	}
+	return w.pkg, w.out.String(), p.Err()
+}
+
+// initWatch is the output of a process run with GODEBUG=inittrace=1: it
+// SIGTERMs the process at the first "init PKG @…" line whose PKG is not
+// the standard library's (its first element has a dot).
+type initWatch struct {
+	mu  sync.Mutex
+	p   *proc.Process
+	out bytes.Buffer
+	pkg string // the package of that line, once seen
+}
+
+func (w *initWatch) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	start := w.out.Len()
+	w.out.Write(b)
+	if w.pkg != "" {
+		return len(b), nil
+	}
+	// Lines complete from the start of the one b continues.
+	all := w.out.Bytes()
+	from := bytes.LastIndexByte(all[:start], '\n') + 1
+	for _, line := range strings.Split(string(all[from:]), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "init" || !strings.HasPrefix(f[2], "@") {
+			continue
+		}
+		if first, _, _ := strings.Cut(f[1], "/"); strings.Contains(first, ".") {
+			w.pkg = f[1]
+			_ = w.p.Signal(syscall.SIGTERM)
+			break
+		}
+	}
+	return len(b), nil
+}
+
+func (w *initWatch) output() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.String()
 }

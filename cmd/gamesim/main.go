@@ -10,17 +10,18 @@ import (
 	"io"
 	neturl "net/url"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/redisconn"
+	"github.com/codemojex/feed/internal/stopsignal"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Caught from stopsignal's package init on: stopped before main runs,
+	// gamesim exits 0 too, nothing written (TestTermDuringInit).
+	ctx, stop := stopsignal.NotifyContext(context.Background())
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		// Written already by the flag package, with the usage (as

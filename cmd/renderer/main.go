@@ -9,14 +9,17 @@ import (
 	"flag"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/codemojex/feed/internal/renderer"
+	"github.com/codemojex/feed/internal/stopsignal"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGINT and SIGTERM are caught from stopsignal's package init on, not
+	// from here: one that arrives while the other packages initialise (30
+	// to 150 ms) is a stop while starting, exit status 0, where it killed
+	// the process (status 143; TestTermDuringInit).
+	ctx, stop := stopsignal.NotifyContext(context.Background())
 	defer stop()
 
 	m := renderer.NewMain()
