@@ -3,7 +3,9 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -264,4 +266,55 @@ func (w *initWatch) output() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.out.String()
+}
+
+// TestSecondTermDuringCloseOfStart: a renderer stopped while it starts
+// closes what it opened, and a second SIGTERM meanwhile kills it at once,
+// as a second one does while it drains ("Stopping": a second signal kills
+// at once). That Close kept the signals caught and ignored the second one.
+// A client's connection that has sent half a request holds the Close for
+// the 5 s Starting gives requests in flight.
+func TestSecondTermDuringCloseOfStart(t *testing.T) {
+	c := newCluster(t)
+	c.start("r1")
+	addr := proctest.FreeAddr(t)
+	p := proctest.Start(t, "r1-again", "renderer", []string{
+		"-redis", c.redisURL(), "-db", c.dbPath, "-http", addr,
+		"-group", c.group, "-consumer", "r1",
+	})
+	proctest.WaitFor(t, 10*time.Second, func() bool { return strings.Contains(p.Output(), "consumer name held") }, "the second r1 waiting for its name")
+
+	half, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer half.Close()
+	if _, err := half.Write([]byte("GET / HTTP/1.1\r\nHost: feed\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Accepted in order: once a later connection is answered, the half
+	// request's was accepted too, and the Close waits for it.
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFor(t, 10*time.Second, func() bool { return p.Exited() || strings.Contains(p.Output(), `msg="shutting down"`) }, "the stopped r1 to begin its Close")
+	if p.Exited() {
+		t.Fatalf("exited (%v) after the first SIGTERM without saying it was shutting down, before a second could be sent\n%s", p.Wait(context.Background()), tailString(p.Output(), 4000))
+	}
+	if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = p.Wait(ctx)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Fatalf("exit after a second SIGTERM during the Close of a stopped start: %v, want killed by that SIGTERM\n%s", err, tailString(p.Output(), 4000))
+	}
 }

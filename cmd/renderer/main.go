@@ -37,19 +37,27 @@ func main() {
 		os.Exit(2)
 	}
 	if err := m.Run(ctx); err != nil {
-		closeErr := m.Close()
+		// Stopped while starting (waiting for its consumer name, or for
+		// Redis) is a clean stop, as docs/operations.md says.
+		stopped := ctx.Err() != nil && errors.Is(err, context.Canceled)
+		// The process is stopping, as after ctx.Done below: a second
+		// signal (or, when the start failed, any) kills at once instead
+		// of waiting out Close. Until 6 Dec 2026 this path kept the
+		// signals caught, and a Close held up (a client's connection
+		// mid-request holds it 5 s) ignored them
+		// (TestSecondTermDuringCloseOfStart).
+		stop()
 		// Run set up m.Logger: the last lines are slog's, with the
 		// replica's keys, as every line before them (before 6 Dec 2026
 		// they were plain "renderer: …" lines, TestLogsOneFormatAndLevel).
 		log := m.Logger.With("consumer", m.Config.Consumer, "group", m.Config.Group)
-		// Stopped while starting (waiting for its consumer name, or for
-		// Redis) is a clean stop, as docs/operations.md says.
-		stopped := ctx.Err() != nil && errors.Is(err, context.Canceled)
-		if !stopped {
+		if stopped {
+			log.Info("shutting down")
+		} else {
 			log.Error("start failed", "err", err)
 		}
-		if closeErr != nil {
-			log.Error("close failed", "err", closeErr)
+		if err := m.Close(); err != nil {
+			log.Error("close failed", "err", err)
 			os.Exit(1)
 		}
 		if !stopped {
