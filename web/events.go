@@ -143,15 +143,6 @@ func readBody(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// streamCursor is an event stream's resume cursor: Last-Event-ID when the
-// client sends one (an EventSource reconnecting by itself), else after.
-func streamCursor(r *http.Request) (int64, error) {
-	if v := r.Header.Get("Last-Event-ID"); v != "" {
-		return parseCursor(v, "Last-Event-ID")
-	}
-	return parseCursor(r.URL.Query().Get("after"), "after")
-}
-
 // resume is what a client says of where it resumes, beside its cursor:
 // the store its seqs come from (store=ID), and the EVT id of the game's
 // line it holds with the greatest seq at or below the cursor (last=EVT_ID;
@@ -174,16 +165,6 @@ func resumeOf(r *http.Request, stream bool) resume {
 		rs.last, rs.hasLast = q.Get("last"), q.Has("last")
 	}
 	return rs
-}
-
-// parseCursor parses a resume cursor, a seq, from the parameter or header
-// named what.
-func parseCursor(v, what string) (int64, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s: want a seq (a non-negative integer)", what)
-	}
-	return n, nil
 }
 
 // streamHeaders are an event stream's response headers. no-transform and

@@ -260,8 +260,12 @@ func (s *Server) timelineJSON(w http.ResponseWriter, r *http.Request) {
 	since, bySeq := int64(0), q.Has("since")
 	if bySeq {
 		var err error
-		if since, err = strconv.ParseInt(q.Get("since"), 10, 64); err != nil || since < 0 || after != "" {
-			http.Error(w, "since: want a seq, without after", http.StatusBadRequest)
+		if since, err = parseCursor(q.Get("since"), "since"); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if after != "" {
+			http.Error(w, "since: not with after", http.StatusBadRequest)
 			return
 		}
 	}
