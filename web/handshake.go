@@ -13,7 +13,8 @@ import (
 // the address's upgrade rate, and switched on some of them, where the
 // std engine refused them (TestHandshakeNotWellFormed,
 // TestHandshakeOneKey). Run before the Origin check and admit, so that a
-// refused request spends nothing of the client's.
+// refused request spends nothing of the client's. A method other than
+// GET never reaches it: getOnly refuses it before.
 func checkHandshake(w http.ResponseWriter, r *http.Request) bool {
 	code, msg := http.StatusOK, ""
 	switch {
@@ -23,11 +24,6 @@ func checkHandshake(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("Connection", "Upgrade")
 		w.Header().Set("Upgrade", "websocket")
 		code, msg = http.StatusUpgradeRequired, "websocket: this is a websocket endpoint: Connection: Upgrade and Upgrade: websocket are required"
-	case r.Method != http.MethodGet:
-		// RFC 6455, 4.1: GetHead hands a HEAD here, which the library
-		// refused only after admit had spent an upgrade on it.
-		w.Header().Set("Allow", http.MethodGet)
-		code, msg = http.StatusMethodNotAllowed, "websocket: the handshake must be a GET"
 	case r.Header.Get("Sec-WebSocket-Version") != "13":
 		w.Header().Set("Sec-WebSocket-Version", "13")
 		code, msg = http.StatusBadRequest, "websocket: only Sec-WebSocket-Version 13 is supported"

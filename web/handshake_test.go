@@ -261,8 +261,9 @@ func TestHandshakeNotWellFormed(t *testing.T) {
 			http.StatusBadRequest, "Sec-WebSocket-Version: 13", ""},
 		{"no version", "HTTP/1.1", "Connection: Upgrade\r\nUpgrade: websocket\r\n" + key,
 			http.StatusBadRequest, "Sec-WebSocket-Version: 13", ""},
-		// GetHead hands a HEAD to the GET route (until 6 Dec 2026 it spent
-		// an upgrade before the library refused it, and said no Allow).
+		// GetHead hands a HEAD to the GET route, whose getOnly refuses it
+		// (until 6 Dec 2026 it spent an upgrade before the library
+		// refused it, and said no Allow; TestLiveAllowsGetAlone).
 		{"HEAD", "HTTP/1.1", "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" + key,
 			http.StatusMethodNotAllowed, "Allow: GET", http.MethodHead},
 	}

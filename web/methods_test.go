@@ -58,3 +58,57 @@ func TestMethodNotAllowedNamesHead(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveAllowsGetAlone: /live takes a websocket handshake, a GET and
+// nothing else (RFC 6455, 4.1), so every other method there is a 405 whose
+// Allow says GET alone, from the router (POST, PUT, DELETE, OPTIONS) and
+// from the route that GetHead hands a HEAD to alike, with the handshake's
+// fields or without, and whatever its cursor. Until 6 Dec 2026 the
+// router's 405 said "Allow: GET, HEAD", a HEAD handshake's "Allow: GET",
+// and a HEAD without the fields was a 426. /events, which serves a HEAD
+// its head, still names both.
+func TestLiveAllowsGetAlone(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	e.upsert(e.gen("g1").chats(t, 1)...)
+	handshake := []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13",
+		"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}
+	do := func(method, path string, hdr []string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, e.url(path), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, m := range []string{http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodOptions} {
+		for _, path := range []string{"/games/g1/live?after=0", "/games/g1/live", "/games/g1/live?after=-0"} {
+			for _, hdr := range [][]string{nil, handshake} {
+				resp := do(m, path, hdr)
+				if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET" {
+					t.Errorf("%s %s (handshake fields: %t): HTTP %d, Allow %q; want 405, Allow \"GET\"",
+						m, path, hdr != nil, resp.StatusCode, resp.Header.Values("Allow"))
+				}
+			}
+		}
+		if m == http.MethodHead {
+			if resp := do(m, "/games/g1/events?after=0", nil); resp.StatusCode != http.StatusOK {
+				t.Errorf("HEAD /events: HTTP %d, want 200", resp.StatusCode)
+			}
+			continue
+		}
+		if resp := do(m, "/games/g1/events?after=0", nil); resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("%s /events: HTTP %d, Allow %q; want 405, Allow \"GET, HEAD\"", m, resp.StatusCode, resp.Header.Values("Allow"))
+		}
+	}
+	// The GET it names is served.
+	e.dial("g1", 0).c.CloseNow()
+}

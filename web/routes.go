@@ -35,7 +35,7 @@ func (s *Server) routes() http.Handler {
 	// Websockets and event streams have their own limits (rate, per-client
 	// and global caps, taken before the handshake) and no write deadline
 	// but per frame.
-	r.With(s.requirePublicHost).Get("/games/{game}/live", s.live)
+	r.With(getOnly, s.requirePublicHost).Get("/games/{game}/live", s.live) // livePattern
 	r.With(s.requirePublicHost).Get("/games/{game}/events", s.events)
 	// Liveness and readiness answer whatever else their address has in
 	// flight: a probe shares its address with the traffic it watches (a
@@ -86,14 +86,39 @@ func (s *Server) routes() http.Handler {
 	return r
 }
 
+// livePattern is the route of the websocket handshake, which is a GET
+// and nothing else (RFC 6455, 4.1): the one route that does not answer
+// HEAD (getOnly). routes spells it out, as e2e's TestREADMEEndpoints reads
+// the routes there; TestLiveAllowsGetAlone fails if the two part.
+const livePattern = "/games/{game}/live"
+
+// getOnly answers every method but GET 405 with Allow: GET, before
+// anything else of the request is judged: GetHead hands a HEAD to the GET
+// route, and a HEAD is no handshake, whatever its fields. Until 6 Dec
+// 2026 a HEAD with the handshake's fields was a 405 saying Allow: GET and
+// one without them a 426, while another method's 405 said Allow: GET,
+// HEAD (TestLiveAllowsGetAlone).
+func getOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			mUpgradesRejected.WithLabelValues("handshake").Inc()
+			w.Header().Set("Allow", http.MethodGet)
+			http.Error(w, "websocket: the handshake must be a GET", http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // allowable are the methods a 405's Allow may name.
 var allowable = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
 	http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 // methodNotAllowed answers a method that no route of the path takes: a 405
 // whose Allow names every method the path serves (RFC 9110, section
-// 15.5.6), HEAD with GET, which GetHead serves as GET. chi's own 405 named
-// the routes' methods alone, "Allow: GET" (TestMethodNotAllowedNamesHead).
+// 15.5.6), HEAD with GET, which GetHead serves as GET, but on livePattern,
+// which refuses it (getOnly). chi's own 405 named the routes' methods
+// alone, "Allow: GET" (TestMethodNotAllowedNamesHead).
 func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	rctx := chi.RouteContext(r.Context())
 	path := rctx.RoutePath
@@ -103,9 +128,10 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	serves := func(m string) bool { return rctx.Routes.Match(chi.NewRouteContext(), m, path) }
+	headAsGet := rctx.Routes.Find(chi.NewRouteContext(), http.MethodGet, path) != livePattern
 	var allow []string
 	for _, m := range allowable {
-		if serves(m) || m == http.MethodHead && serves(http.MethodGet) {
+		if serves(m) || m == http.MethodHead && headAsGet && serves(http.MethodGet) {
 			allow = append(allow, m)
 		}
 	}
