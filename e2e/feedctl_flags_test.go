@@ -5,10 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // TestFeedctlFlagErrorWrittenOnce: a command line the flag package
@@ -55,4 +57,50 @@ func TestFeedctlFlagErrorWrittenOnce(t *testing.T) {
 			t.Fatalf("feedctl -h: %v, want the usage and exit status 2:\n%s", err, out)
 		}
 	})
+}
+
+// TestGroupErrorSameInBothBinaries: a -group that the renderer and feedctl
+// refuse is refused in the same words by both, event.CheckGroup's sentence:
+// feedctl's "feedctl: " line holds it (escaped, as feedctl writes every
+// error), the renderer's slog "bad flags" line holds it as its err. Each wrapped the fault in a sentence of its
+// own, and feedctl's said more (until 6 Dec 2026). Nothing here reaches
+// Redis: both are given a URL of port 1, where nothing listens.
+func TestGroupErrorSameInBothBinaries(t *testing.T) {
+	bins := proctest.Binaries(t)
+	const url = "redis://127.0.0.1:1/0"
+	for _, group := range []string{"", "a{b", "}", "host a", "a\tb", "a\x7fb", "a\xffb", strings.Repeat("g", 256)} {
+		ctl := exec.Command(filepath.Join(bins, "feedctl"), "-redis", url, "-group", group, "ping")
+		ctl.Env = []string{"PATH=" + os.Getenv("PATH"), "REDIS_URL=" + url}
+		out, err := ctl.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("feedctl -group %q: %v, want exit status 1\n%s", group, err, out)
+		}
+		ctlSaid, ok := strings.CutPrefix(strings.TrimSuffix(string(out), "\n"), "feedctl: ")
+		if !ok || strings.Contains(ctlSaid, "\n") {
+			t.Fatalf("feedctl -group %q wrote %q, want one \"feedctl: \" line", group, out)
+		}
+
+		r := exec.Command(filepath.Join(bins, "renderer"), "-redis", url, "-group", group)
+		r.Env = []string{"PATH=" + os.Getenv("PATH"), "REDIS_URL=" + url,
+			"FEED_HTTP=127.0.0.1:0", "FEED_DB=" + filepath.Join(t.TempDir(), "feed.db")}
+		out, err = r.CombinedOutput()
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Fatalf("renderer -group %q: %v, want exit status 2\n%s", group, err, out)
+		}
+		_, quoted, ok := strings.Cut(string(out), ` msg="bad flags" err=`)
+		if !ok {
+			t.Fatalf("renderer -group %q wrote %q, want slog's \"bad flags\" line", group, out)
+		}
+		quoted, err = strconv.QuotedPrefix(quoted)
+		if err != nil {
+			t.Fatalf("renderer -group %q: err not quoted in %q: %v", group, out, err)
+		}
+		rSaid, _ := strconv.Unquote(quoted)
+		// feedctl writes every error through untrusted.Escape, which
+		// doubles a backslash, as slog's quoting does.
+		if untrusted.Escape(rSaid) != ctlSaid || !strings.HasPrefix(rSaid, "-group "+strconv.Quote(group)+": ") {
+			t.Errorf("-group %q:\nrenderer: %s\nfeedctl:  %s\nwant the same sentence, naming -group and the name", group, rSaid, ctlSaid)
+		}
+	}
 }

@@ -50,7 +50,7 @@ func parseGlobal(ctx context.Context, args []string, stderr io.Writer) (*global,
 	groupErr := event.CheckGroup(g.group)
 	switch {
 	case groupErr != nil:
-		return nil, nil, fmt.Errorf("-group %q: %w; %s (the renderers' consumer group)", g.group, groupErr, event.GroupRule)
+		return nil, nil, groupErr
 	case g.futureBound < pipeline.MaxAheadFloor:
 		return nil, nil, fmt.Errorf("-future-bound %v: want at least %v, the renderers' own", g.futureBound, pipeline.MaxAheadFloor)
 	case g.timeout < 0 || g.timeout > 0 && g.timeout < TimeoutFloor:

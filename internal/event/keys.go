@@ -29,15 +29,26 @@ func LeasesKey(group string) string {
 // group per host suggests, fits.
 const MaxGroupLen = 255
 
-// GroupRule says what a consumer group name may be, for the flags'
-// errors.
-const GroupRule = "want 1 to 255 bytes of UTF-8 without whitespace, control characters, { or }"
+// groupRule says what a consumer group name may be.
+const groupRule = "want 1 to 255 bytes of UTF-8 without whitespace, control characters, { or }"
 
 // CheckGroup says what is wrong with a consumer group name, nil if
-// nothing. The group is the lease keys' and LeasesKey's hash tag {GROUP}:
-// a { or } in it would move that tag, and with it the keys' slot on a
-// cluster; whitespace and control characters make odd keys and log lines.
+// nothing, as the whole sentence the renderer and feedctl both report for
+// their -group (or $FEED_GROUP): the flag, the name, the fault and what a
+// name may be. It is worded here once: each binary wrapped the fault in a
+// sentence of its own, and the two differed. The group is the lease keys'
+// and LeasesKey's hash tag {GROUP}: a { or } in it would move that tag,
+// and with it the keys' slot on a cluster; whitespace and control
+// characters make odd keys and log lines.
 func CheckGroup(group string) error {
+	if fault := groupFault(group); fault != nil {
+		return fmt.Errorf("-group %q: %w; %s", group, fault, groupRule)
+	}
+	return nil
+}
+
+// groupFault is CheckGroup's fault alone.
+func groupFault(group string) error {
 	switch {
 	case group == "":
 		return errors.New("empty")

@@ -207,7 +207,7 @@ func (m *Main) ParseFlags(args []string) error {
 	case c.Consumer == "":
 		return fmt.Errorf("-consumer must not be empty")
 	case groupErr != nil:
-		return fmt.Errorf("-group %q: %w; %s", c.Group, groupErr, event.GroupRule)
+		return groupErr
 	case c.DB == "":
 		return fmt.Errorf("-db must not be empty")
 	case c.PresenceEvery <= 0 || c.PresenceTTL < 2*max(c.PresenceEvery, web.PresenceMinGap):
