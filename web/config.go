@@ -53,6 +53,11 @@ type Config struct {
 	// open, which Open allows only on a loopback listener (else
 	// ErrAdminExposed).
 	AdminToken string
+	// SecretFlags are the names of the command line's flags whose values
+	// /debug/pprof/cmdline writes xxxxx, in every form the flag package
+	// takes (flagenv.Set.Secrets: the renderer's -admin-token); a Redis
+	// URL's password is written xxxxx in any argument.
+	SecretFlags []string
 	// PublicHosts are the names (host or host:port, "*.example.com" for
 	// subdomains) this server answers to on websockets, event streams and
 	// admin endpoints; any other Host header is refused there (DNS

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codemojex/feed/internal/redisconn"
+	"github.com/codemojex/feed/internal/flagenv"
 )
 
 // profileSeconds is net/http/pprof's default duration of a CPU profile
@@ -91,18 +91,13 @@ func (s *Server) profileRoutes() map[string]http.HandlerFunc {
 }
 
 // cmdline is pprof.Cmdline with the secrets a command line may hold
-// written xxxxx: a Redis URL's password and the admin token. The token
-// that opens it opens /metrics too, which a scraper holds; the Redis
-// password is more, write access to every stream (TestCmdlineHidesSecrets).
+// written xxxxx: the value of every flag in SecretFlags (the admin token),
+// and a Redis URL's password in any argument (flagenv.RedactArgs). The
+// token that opens it opens /metrics too, which a scraper holds; the
+// Redis password is more, write access to every stream
+// (TestCmdlineHidesSecrets, TestCmdlineHidesSecretFlags).
 func (s *Server) cmdline(w http.ResponseWriter, _ *http.Request) {
-	args := make([]string, len(os.Args))
-	for i, a := range os.Args {
-		a = redisconn.Redact(a)
-		if s.cfg.AdminToken != "" {
-			a = strings.ReplaceAll(a, s.cfg.AdminToken, "xxxxx")
-		}
-		args[i] = a
-	}
+	args := flagenv.RedactArgs(os.Args, s.cfg.SecretFlags)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	io.WriteString(w, strings.Join(args, "\x00"))

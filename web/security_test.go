@@ -295,18 +295,23 @@ func TestOpenAdminNotForProxiedClients(t *testing.T) {
 // with a Redis URL's password and the admin token written xxxxx. It gave
 // them as they were: a renderer started with -redis redis://:PASS@host
 // (flags, not the environment the docs prefer) handed the Redis password,
-// write access to every stream, to whoever could read its metrics.
+// write access to every stream, to whoever could read its metrics. The
+// token is hidden as the value of a flag in SecretFlags, in every form the
+// flag package takes (TestCmdlineHidesSecretFlags runs a renderer), not
+// by its value: an argument that holds the same text is not one.
 func TestCmdlineHidesSecrets(t *testing.T) {
 	const token = "t0ken-of-the-admin"
 	args := os.Args
-	os.Args = []string{"renderer", "-redis", "redis://feed:s3cret@redis.internal:6379/0", "-admin-token=" + token, "-http", "127.0.0.1:0"}
+	os.Args = []string{"renderer", "-redis", "redis://feed:s3cret@redis.internal:6379/0", "-admin-token=old",
+		"--admin-token", "older", "--admin-token=oldest", "-admin-token", token, "-http", "127.0.0.1:0", "-consumer", "admin-token"}
 	t.Cleanup(func() { os.Args = args })
-	e := MustOpenEnv(t, func(c *web.Config) { c.AdminToken = token })
+	e := MustOpenEnv(t, func(c *web.Config) { c.AdminToken, c.SecretFlags = token, []string{"admin-token"} })
 	resp, body := e.get("/debug/pprof/cmdline", "Authorization", "Bearer "+token)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("cmdline: %d %s", resp.StatusCode, body)
 	}
-	want := "renderer\x00-redis\x00redis://feed:xxxxx@redis.internal:6379/0\x00-admin-token=xxxxx\x00-http\x00127.0.0.1:0"
+	want := "renderer\x00-redis\x00redis://feed:xxxxx@redis.internal:6379/0\x00-admin-token=xxxxx\x00" +
+		"--admin-token\x00xxxxx\x00--admin-token=xxxxx\x00-admin-token\x00xxxxx\x00-http\x00127.0.0.1:0\x00-consumer\x00admin-token"
 	if body != want {
 		t.Errorf("cmdline %q, want %q", body, want)
 	}

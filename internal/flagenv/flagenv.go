@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/codemojex/feed/internal/redisconn"
@@ -23,7 +25,8 @@ const DefaultRedisURL = "redis://127.0.0.1:6379/0"
 // the variable holds.
 type Set struct {
 	*flag.FlagSet
-	errs []envErr
+	errs    []envErr
+	secrets []string // the flags defined with Secret
 }
 
 // envErr is a bad environment value, and the flag it was a default for.
@@ -157,6 +160,50 @@ func (s *Set) Float64(p *float64, name, env string, def float64, u string) {
 func (s *Set) Secret(p *string, name, env, u string) {
 	s.String(p, name, env, "", u)
 	s.Lookup(name).DefValue = ""
+	s.secrets = append(s.secrets, name)
+}
+
+// Secrets returns the names of the flags defined with Secret, for
+// RedactArgs.
+func (s *Set) Secrets() []string { return append([]string(nil), s.secrets...) }
+
+// RedactArgs returns a copy of a command line, args, with the value of
+// every flag named in secret written xxxxx in whichever form the flag
+// package takes it (-name=value, --name=value, -name value, --name value),
+// and a Redis URL's password in any other argument (redisconn.Redact).
+// An argument after a secret flag's bare name is its value wherever it
+// stands: a command line past its flags hides one more argument, never
+// one less. Hiding the admin token by its value, as /debug/pprof/cmdline
+// did, missed an earlier -admin-token that a later one overrode and wrote
+// xxxxx into any argument that happened to contain the token.
+func RedactArgs(args, secret []string) []string {
+	// isSecret reports whether a names a secret flag, and whether its
+	// value comes with it (-name=value).
+	isSecret := func(a string) (ok, withValue bool) {
+		if len(a) < 2 || a[0] != '-' {
+			return false, false
+		}
+		name := strings.TrimPrefix(a[1:], "-")
+		name, _, withValue = strings.Cut(name, "=")
+		return slices.Contains(secret, name), withValue
+	}
+	out := make([]string, len(args))
+	for i := 0; i < len(args); i++ {
+		ok, value := isSecret(args[i])
+		switch {
+		case !ok:
+			out[i] = redisconn.Redact(args[i])
+		case value:
+			out[i] = args[i][:strings.Index(args[i], "=")+1] + "xxxxx"
+		default:
+			out[i] = args[i]
+			if i+1 < len(args) {
+				i++
+				out[i] = "xxxxx"
+			}
+		}
+	}
+	return out
 }
 
 // Redis defines the -redis flag every binary shares: $REDIS_URL, else

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,53 @@ func TestUsageHidesSecrets(t *testing.T) {
 				t.Errorf("value = %q, want $%s's %q", v, tt.env, tt.value)
 			}
 		})
+	}
+}
+
+// TestRedactArgs: RedactArgs hides the value of a flag named secret in
+// every form the flag package takes (each one's parse is checked here), a
+// repeated one too, and a Redis URL's password in any other argument; what
+// is neither is left as it is, the secret's text in another flag's value
+// too. Secrets names the flags defined with Secret.
+func TestRedactArgs(t *testing.T) {
+	define := func() (*flagenv.Set, *string) {
+		s := flagenv.New("test")
+		s.SetOutput(io.Discard)
+		var tok, url, name string
+		s.Secret(&tok, "token", "FLAGENV_TEST_TOKEN", "")
+		s.Redis(&url)
+		s.String(&name, "name", "FLAGENV_TEST_NAME", "", "")
+		return s, &tok
+	}
+	s, _ := define()
+	if got := s.Secrets(); len(got) != 1 || got[0] != "token" {
+		t.Fatalf("Secrets() = %q, want [token]", got)
+	}
+	for _, tc := range []struct {
+		args, want []string
+		token      string // the token the flag package takes from args; "" for none
+	}{
+		{[]string{"-token=a"}, []string{"-token=xxxxx"}, "a"},
+		{[]string{"--token=a"}, []string{"--token=xxxxx"}, "a"},
+		{[]string{"-token", "a"}, []string{"-token", "xxxxx"}, "a"},
+		{[]string{"--token", "a"}, []string{"--token", "xxxxx"}, "a"},
+		{[]string{"-token=a=b"}, []string{"-token=xxxxx"}, "a=b"},
+		{[]string{"-token", "-name"}, []string{"-token", "xxxxx"}, "-name"},
+		{[]string{"-token=old", "-token", "new", "-name", "new"}, []string{"-token=xxxxx", "-token", "xxxxx", "-name", "new"}, "new"},
+		{[]string{"-redis=redis://u:pw@h/0", "-redis", "redis://:pw@h/0"}, []string{"-redis=redis://u:xxxxx@h/0", "-redis", "redis://:xxxxx@h/0"}, ""},
+		{[]string{"-name", "a", "x", "-token", "a"}, []string{"-name", "a", "x", "-token", "xxxxx"}, ""}, // past the flags: hidden all the same
+		{[]string{"-token"}, []string{"-token"}, ""},
+		{[]string{"-tokenx=a", "---token=a", "-", "--", "token"}, []string{"-tokenx=a", "---token=a", "-", "--", "token"}, ""},
+	} {
+		got := flagenv.RedactArgs(tc.args, s.Secrets())
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("RedactArgs(%q) = %q, want %q", tc.args, got, tc.want)
+		}
+		if tc.token != "" {
+			p, tok := define()
+			if err := p.Parse(tc.args); err != nil || *tok != tc.token {
+				t.Errorf("the flag package on %q: %v, token %q; want %q", tc.args, err, *tok, tc.token)
+			}
+		}
 	}
 }

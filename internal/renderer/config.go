@@ -118,6 +118,7 @@ type Config struct {
 	PresenceTTL   time.Duration
 
 	proxies []netip.Prefix // TrustedProxies, parsed
+	secrets []string       // the flags defined as secrets (web.Config.SecretFlags)
 }
 
 // ParseFlags parses the renderer's command line into m.Config. It prints
@@ -181,6 +182,7 @@ func (m *Main) ParseFlags(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	c.secrets = fs.Secrets()
 	for _, f := range []struct {
 		name     string
 		v, floor time.Duration

@@ -167,6 +167,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Doorbell:       m.doorbell,
 		AllowedOrigins: m.Config.origins(),
 		AdminToken:     m.Config.AdminToken,
+		SecretFlags:    m.Config.secrets,
 		PublicHosts:    m.Config.publicHosts(),
 		TrustedProxies: m.Config.proxies,
 		Logger:         log,
