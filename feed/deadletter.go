@@ -106,27 +106,49 @@ func DeadPositionsKey(deadKey string) string { return deadPositionsKey(deadKey) 
 // entry was dead-lettered and acked under the live peer
 // (TestDeadLetterLeavesPeersEntry).
 //
+// A position whose score is negative is claimed by a dead letter written
+// in single-key steps (deadsteps.go: during a migration of the game's
+// slot the script is refused): the script changes nothing and answers
+// deadClaimedReply, and the caller settles the entry by those steps,
+// which know what a claim means.
+//
 // KEYS: stream, dead stream, dead positions. ARGV: group, position, maxlen,
 // the position's ms (the score), the horizon's ms, the set's cap, the
 // consumer, fields... Returns false (not pending with this consumer), ""
-// (a dead letter exists already) or the new dead letter's id.
+// (a dead letter exists already), deadClaimedReply or the new dead
+// letter's id.
 var deadScript = redis.NewScript(`
 if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1, ARGV[7]) == 0 then
   return false
 end
 local id = ''
-if not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
+local s = redis.call('ZSCORE', KEYS[3], ARGV[2])
+if s and tonumber(s) < 0 then
+  return '` + deadClaimedReply + `'
+end
+if not s then
   id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', unpack(ARGV, 8))
   redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
-  local n = redis.call('ZCARD', KEYS[3])
-  if n > tonumber(ARGV[6]) then
-    redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - tonumber(ARGV[6]) - 1)
-  end
+  local pkey, horizon, cap = KEYS[3], ARGV[5], tonumber(ARGV[6])
+` + deadPosTrimLua + `
 end
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 return id
 `)
+
+// deadPosTrimLua bounds the dead positions set pkey (horizon the
+// horizon's ms, cap its cap: locals of the script) after a position was
+// recorded. Claims (negative scores, deadsteps.go) are neither forgotten
+// by the horizon nor counted or dropped by the cap: each is a dead letter
+// under way, which its writer or the next attempt settles.
+const deadPosTrimLua = `
+  redis.call('ZREMRANGEBYSCORE', pkey, 0, '(' .. horizon)
+  local n = redis.call('ZCOUNT', pkey, 0, '+inf')
+  if n > cap then
+    local c = redis.call('ZCOUNT', pkey, '-inf', '(0')
+    redis.call('ZREMRANGEBYRANK', pkey, c, c + n - cap - 1)
+  end
+`
 
 // Bounds of the dead positions set of a game.
 const (

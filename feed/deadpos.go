@@ -10,7 +10,8 @@ import (
 
 // DeadPositions reports, for each of ids (positions in the stream whose
 // dead-letter stream is deadKey), whether the renderers dead-lettered it:
-// whether it is in the dead positions set (DeadPositionsKey). It is one
+// whether it is in the dead positions set (DeadPositionsKey), a claim of
+// a letter under way (deadsteps.go) included. It is one
 // ZMSCORE, a single-key command, so it is cluster-safe; the set shares
 // the game's hash slot with its stream anyway.
 //

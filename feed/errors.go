@@ -30,6 +30,9 @@ var (
 	// ErrDeadNotFound is returned when a dead letter to requeue or drop does
 	// not exist.
 	ErrDeadNotFound = errors.New("feed: dead letter not found")
+	// errDeadClaimed: another writer claimed the position's dead letter
+	// less than deadClaimTTL ago (deadsteps.go); the entry stays pending.
+	errDeadClaimed = errors.New("feed: dead letter under way elsewhere")
 )
 
 // Poison turns a handler failure into a verdict that no retry can fix: the

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -69,9 +70,11 @@ func (c *Consumer) settle(s *settlement) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	p := c.pipes()
+	at := time.Now().UTC().Format(time.RFC3339Nano)
 	acks := c.queueAcks(ctx, p, s)
-	deads := c.queueDeads(ctx, p, s.dead)
+	deads := c.queueDeads(ctx, p, s.dead, at)
 	p.exec(ctx)
+	c.deadBySteps(ctx, s.dead, deads, at)
 	ackErr := c.checkAcks(acks)
 	deadErr := c.checkDeads(s.dead, deads)
 	connErr := deadErr
@@ -143,9 +146,8 @@ func (c *Consumer) checkAcks(acks []ackCmd) error {
 
 // queueDeads queues on p one deadScript call per entry to dead-letter:
 // its original fields, bounded (deadFields), and the Dead* fields.
-func (c *Consumer) queueDeads(ctx context.Context, p *nodePipes, dead []delivery) []*redis.Cmd {
+func (c *Consumer) queueDeads(ctx context.Context, p *nodePipes, dead []delivery, at string) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(dead))
-	at := time.Now().UTC().Format(time.RFC3339Nano)
 	for i, d := range dead {
 		keys, args := c.deadArgs(d, at)
 		cmds[i] = deadScript.Eval(ctx, p.of(d.stream), keys, args...)
@@ -155,14 +157,20 @@ func (c *Consumer) queueDeads(ctx context.Context, p *nodePipes, dead []delivery
 
 // checkDeads counts and logs the dead letters written. A failed one is
 // left pending: it comes back by XAUTOCLAIM and is dead-lettered then (its
-// attempts are past the threshold). It returns the last connection error
-// of a stream it could not set aside (as checkAcks).
+// attempts are past the threshold). So is one whose position another
+// writer claimed (errDeadClaimed), not a failure. It returns the last
+// connection error of a stream it could not set aside (as checkAcks).
 func (c *Consumer) checkDeads(dead []delivery, cmds []*redis.Cmd) error {
 	var connErr error
 	for i, d := range dead {
 		err := cmds[i].Err()
 		if isNil(err) {
 			c.log.Debug("entry to dead-letter was already settled or claimed elsewhere", c.entryAttrs(d)...)
+			continue
+		}
+		if errors.Is(err, errDeadClaimed) {
+			c.markPending(d.stream)
+			c.log.Debug("entry's dead letter is under way elsewhere; entry left pending", c.entryAttrs(d)...)
 			continue
 		}
 		if err != nil {
