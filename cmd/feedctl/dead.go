@@ -230,7 +230,7 @@ func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []f
 		}
 	}
 	for _, d := range ok {
-		pos, rerr := feed.RequeueDeadFixed(ctx, rdb, stream, event.DeadKey(c.game), d.DeadID, c.set)
+		pos, rerr := requeueRetrying(ctx, rdb, stream, event.DeadKey(c.game), d, c.set, stdout)
 		if rerr != nil {
 			return errors.Join(rerr, err)
 		}
@@ -245,6 +245,58 @@ func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []f
 		fmt.Fprintf(stdout, "requeued %s as %s\n", untrusted.Escape(d.DeadID), pos)
 	}
 	return err
+}
+
+// Retries of a requeue refused with TRYAGAIN: 100 ms doubling to 1 s,
+// for at most requeueRetryFor in all.
+const (
+	requeueRetryFirst = 100 * time.Millisecond
+	requeueRetryMax   = time.Second
+	requeueRetryFor   = 30 * time.Second
+)
+
+// requeueRetrying is feed.RequeueDeadFixed, retried while Redis refuses it
+// with TRYAGAIN. The requeue is one script over the game's stream and dead
+// stream, and while a migration of the game's slot (redis-cli --cluster
+// reshard) has moved one of them to the importing master and not the
+// other, Redis refuses it: go-redis's own three retries, about 100 ms,
+// end before a MIGRATE batch of another game's keys does, and the run
+// stopped at that letter ("TRYAGAIN Multiple keys request during rehashing
+// of slot"; TestRequeueDuringSlotMigration). It is retried with a backoff
+// for up to requeueRetryFor, saying so once on stdout; the script stays
+// one, so a letter is never requeued twice nor lost between its XADD and
+// its XDEL.
+func requeueRetrying(ctx context.Context, rdb redis.UniversalClient, stream, deadKey string, d feed.DeadLetter, fix map[string]string, stdout io.Writer) (string, error) {
+	wait, deadline, said := requeueRetryFirst, time.Now().Add(requeueRetryFor), false
+	for {
+		pos, err := feed.RequeueDeadFixed(ctx, rdb, stream, deadKey, d.DeadID, fix)
+		if err == nil || !isTryAgain(err) || time.Now().Add(wait).After(deadline) {
+			if err != nil && isTryAgain(err) {
+				err = fmt.Errorf("dead requeue: the slot of %s still migrating after %v of retries: %w", stream, requeueRetryFor, err)
+			}
+			return pos, err
+		}
+		if !said {
+			said = true
+			fmt.Fprintf(stdout, "requeue of %s waits: the game's slot is migrating (TRYAGAIN); retrying for up to %v\n",
+				untrusted.Escape(d.DeadID), requeueRetryFor)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, requeueRetryMax)
+	}
+}
+
+// isTryAgain reports a TRYAGAIN reply: a command over several keys of a
+// slot whose keys a migration has split between two masters.
+func isTryAgain(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "TRYAGAIN")
 }
 
 // wake moves the game's registry score to now, as a writer does after its
