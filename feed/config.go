@@ -67,7 +67,9 @@ type Config struct {
 	// StreamsEvery is the re-listing period of Streams (default 2s).
 	StreamsEvery time.Duration
 	// DeadKey maps a stream key to its dead-letter stream key, which must
-	// share its hash slot (default event.DeadKeyOf).
+	// share its hash slot (default event.DeadKeyOf, which does so only for
+	// a key with a hash tag): on a cluster Open refuses a stream whose
+	// dead keys do not, and a static list's later stream is not read.
 	DeadKey func(stream string) string
 	// MinIdle is how long, by the server's clock, an entry stays pending
 	// before XAUTOCLAIM may take it (default 30s).

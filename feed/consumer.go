@@ -119,6 +119,8 @@ type Consumer struct {
 }
 
 // Open validates cfg, takes the consumer name's lease and starts the loop.
+// On a cluster it refuses (ErrConfig) a stream whose dead keys are in
+// another hash slot (checkDeadSlot).
 // It returns ErrConsumerTaken when another live process holds the name. When
 // Redis cannot be reached, Open still succeeds: the loop takes the lease and
 // starts reading once Redis answers, and Ready says why it is not ready
@@ -144,6 +146,9 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 	}
 	if c.handle == nil {
 		c.handle = perEntry(cfg.Handler)
+	}
+	if err := c.checkDeadSlots(ctx); err != nil {
+		return nil, err
 	}
 	c.lease = newLease(c.rdb, cfg.Group, cfg.Consumer, cfg.LeaseTTL)
 	c.lease.onErr = func(err error) { c.fail("lease", err) }

@@ -254,6 +254,15 @@ func (c *Consumer) discover() error {
 		}
 		seen[k] = true
 		if _, ok := c.streams[k]; !ok {
+			if err := c.checkDeadSlot(k); err != nil {
+				// Listed after Open: not read, rather than read and
+				// failing CROSSSLOT at its first poison entry.
+				if ok, skipped := c.sample.Allow("dead slot"); ok {
+					c.log.Error("stream not read: its dead keys are in another hash slot", "stream", k,
+						"err", err, "similar_unlogged", skipped)
+				}
+				continue
+			}
 			st := newStream(k)
 			st.pinned = true
 			c.streams[k] = st
