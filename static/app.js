@@ -457,9 +457,15 @@
     var STALE_MARGIN = 5000;
     var pingMs = 0; // the current stream's ping period, once it sent one
 
+    // setState shows the connection's state. #conn is a polite live
+    // region, and text put into it is said even when it is the same words:
+    // the text is put only when it changes, so that "reconnecting" is said
+    // once however many tries the backoff makes, not at each
+    // (TestBrowserConnStateSaidOnce).
     function setState(state, text) {
       conn.dataset.state = state;
-      conn.textContent = text || state;
+      text = text || state;
+      if (conn.textContent !== text) conn.textContent = text;
     }
 
     function noteSeq(n) {
