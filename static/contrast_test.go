@@ -25,6 +25,7 @@ var textPairs = []struct {
 	{sel: "a", on: "var(--bg)"},
 	{sel: "a", on: "var(--card)"},
 	{sel: ".brand em", on: "var(--card)"},
+	{sel: ".skip"},
 	{sel: "h1 small", on: "var(--bg)"},
 	{sel: ".empty", on: "var(--bg)"},
 	{sel: ".empty", on: "var(--card)"},
