@@ -39,11 +39,21 @@
     if (focused >= 0 && now[focused]) now[focused].focus({ preventScroll: true });
   }
 
+  // The refresh failing, and its return, are said to screen readers once
+  // each, however many refreshes fail in between (common.js's announcer,
+  // as the live page's lines): #status-offline says it on screen.
+  var say = window.feed.announcer(document.getElementById('status-said'));
+  var down = false;
+
   window.feed.pollFragment(root, root.dataset.fragment, 2000, init, function (html) {
     swap(html);
     off.hidden = true;
+    if (down) say('status live again');
+    down = false;
   }, function (e) {
     off.textContent = 'status unavailable: ' + e.message;
     off.hidden = false;
+    if (!down) say(off.textContent);
+    down = true;
   });
 })();
