@@ -148,3 +148,32 @@ func TestBrowserBurstAnnouncedOnce(t *testing.T) {
 	}
 	b.noProblems()
 }
+
+// A reconnect's backfill says only the lines the page had not shown: the
+// server goes (three tries refused), two lines are written meanwhile, and
+// when it is back the page says those two, each once, and none of the
+// lines it showed before, which the backfill brings again.
+func TestBrowserResumeAnnouncesOnlyNew(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	evs := g.chats(t, 5)
+	e.upsert(evs[:3]...)
+	px := mustStartProxy(t, e.srv.Addr())
+	b := mustOpenBrowser(t)
+	b.openTall(px.url("/games/g1"))
+	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
+
+	px.down.Store(true)
+	px.closeAll()
+	b.until("reconnecting", `document.querySelector('#conn').dataset.state !== 'live'`)
+	e.upsert(evs[3:]...)
+	px.down.Store(false)
+	b.until("every line", `document.querySelectorAll('#timeline > li').length === 5`)
+	b.until("live again", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.until("the new lines announced", `window.__announced.length >= 2`)
+	got := b.eval(`window.__announced`)
+	if len(got) != 2 || !strings.HasSuffix(got[0], "message 3") || !strings.HasSuffix(got[1], "message 4") {
+		t.Fatalf("announced %q, want the two lines written while the page was away, once each", got)
+	}
+	b.noProblems()
+}
