@@ -98,7 +98,9 @@
   function setPlaying(on) {
     playing = on;
     play.dataset.state = on ? 'playing' : 'paused';
-    play.textContent = on ? '❚❚ pause' : '▶ play';
+    // The symbol is aria-hidden: the button is named by its word alone.
+    play.querySelector('.glyph').textContent = on ? '❚❚ ' : '▶ ';
+    play.querySelector('.word').textContent = on ? 'pause' : 'play';
     if (timer) { clearTimeout(timer); timer = 0; }
     if (on) {
       if (shown >= entries.length) show(0);

@@ -778,6 +778,8 @@ func OlderPage(v OlderView) templ.Component {
 }
 
 // ReplayPage replays a stored game; replay.js fetches the timeline JSON.
+// The play button's symbol is drawing: its name is its word alone, "play"
+// or "pause" (TestBrowserReplayPlayNamed).
 func ReplayPage(g store.Game) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -814,7 +816,7 @@ func ReplayPage(g store.Game) templ.Component {
 			var templ_7745c5c3_Var44 string
 			templ_7745c5c3_Var44, templ_7745c5c3_Err = templruntime.NewAttributeExpression(g.Name).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 174, Col: 56}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 176, Col: 56}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var44)
 			if templ_7745c5c3_Err != nil {
@@ -827,7 +829,7 @@ func ReplayPage(g store.Game) templ.Component {
 			var templ_7745c5c3_Var45 string
 			templ_7745c5c3_Var45, templ_7745c5c3_Err = templruntime.NewAttributeExpression("/games/" + g.Name + "/timeline.json").Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 174, Col: 112}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 176, Col: 112}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var45)
 			if templ_7745c5c3_Err != nil {
@@ -840,7 +842,7 @@ func ReplayPage(g store.Game) templ.Component {
 			var templ_7745c5c3_Var46 string
 			templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(pgGameTitle(g))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 176, Col: 32}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 178, Col: 32}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 			if templ_7745c5c3_Err != nil {
@@ -853,13 +855,13 @@ func ReplayPage(g store.Game) templ.Component {
 			var templ_7745c5c3_Var47 string
 			templ_7745c5c3_Var47, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL("/games/" + g.Name)).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 177, Col: 63}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 179, Col: 63}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var47)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "\"><span aria-hidden=\"true\">● </span>live</a></header><div class=\"controls\"><button id=\"play\" type=\"button\" data-state=\"paused\" disabled>▶ play</button> <label>speed <select id=\"speed\"><option value=\"1\">1×</option> <option value=\"2\">2×</option> <option value=\"5\" selected>5×</option> <option value=\"10\">10×</option> <option value=\"20\">20×</option> <option value=\"50\">50×</option></select></label> <input id=\"pos\" type=\"range\" min=\"0\" max=\"0\" value=\"0\" step=\"1\" aria-label=\"position\" disabled> <span id=\"postext\" class=\"postext\">loading…</span></div><ol id=\"timeline\" class=\"timeline\" reversed></ol><div id=\"announce\" class=\"sr\" role=\"log\" aria-live=\"polite\" aria-relevant=\"additions\" aria-label=\"Replay announcements\"></div></section>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "\"><span aria-hidden=\"true\">● </span>live</a></header><div class=\"controls\"><button id=\"play\" type=\"button\" data-state=\"paused\" disabled><span class=\"glyph\" aria-hidden=\"true\">▶ </span><span class=\"word\">play</span></button> <label>speed <select id=\"speed\"><option value=\"1\">1×</option> <option value=\"2\">2×</option> <option value=\"5\" selected>5×</option> <option value=\"10\">10×</option> <option value=\"20\">20×</option> <option value=\"50\">50×</option></select></label> <input id=\"pos\" type=\"range\" min=\"0\" max=\"0\" value=\"0\" step=\"1\" aria-label=\"position\" disabled> <span id=\"postext\" class=\"postext\">loading…</span></div><ol id=\"timeline\" class=\"timeline\" reversed></ol><div id=\"announce\" class=\"sr\" role=\"log\" aria-live=\"polite\" aria-relevant=\"additions\" aria-label=\"Replay announcements\"></div></section>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -910,7 +912,7 @@ func ErrorPage(code int, msg string) templ.Component {
 			var templ_7745c5c3_Var50 string
 			templ_7745c5c3_Var50, templ_7745c5c3_Err = templruntime.NewAttributeExpression(strconv.Itoa(code)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 203, Col: 55}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 205, Col: 55}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var50)
 			if templ_7745c5c3_Err != nil {
@@ -923,7 +925,7 @@ func ErrorPage(code int, msg string) templ.Component {
 			var templ_7745c5c3_Var51 string
 			templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 204, Col: 12}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templates/pages.templ`, Line: 206, Col: 12}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var51))
 			if templ_7745c5c3_Err != nil {
