@@ -66,8 +66,16 @@
       shown--;
     }
     pos.value = String(shown);
-    posText.textContent = shown + ' / ' + entries.length;
+    place();
     root.dataset.pos = String(shown);
+  }
+
+  // place says where the replay is: on screen "3 / 40", and to a screen
+  // reader on the slider, in words, "3 of 40 lines" (its bare value said
+  // nothing of how many there are; TestBrowserReplayPositionSaid).
+  function place() {
+    posText.textContent = shown + ' / ' + entries.length;
+    pos.setAttribute('aria-valuetext', shown + ' of ' + entries.length + ' lines');
   }
 
   function at(i) {
@@ -160,7 +168,7 @@
   function counts() {
     pos.max = String(entries.length);
     pos.value = String(shown);
-    posText.textContent = shown + ' / ' + entries.length;
+    place();
     root.dataset.pos = String(shown);
     root.dataset.count = String(entries.length);
     play.disabled = entries.length === 0;
