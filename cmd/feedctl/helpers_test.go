@@ -14,6 +14,7 @@ import (
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 // mustRunCtl runs feedctl against the Redis at addr, as runCtl, and fails
@@ -47,6 +48,24 @@ func addGameOver(tb testing.TB, rdb redis.UniversalClient, game string) {
 	if err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: event.StreamKey(game), Values: vals}).Err(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// handledWithDeadLetter gives game a malformed entry (no id) and then its
+// game_over, and has the group handle them: the first dead-lettered, the
+// other acked. The game's three keys (gameKeys) then exist.
+func handledWithDeadLetter(tb testing.TB, rdb redis.UniversalClient, game string) {
+	tb.Helper()
+	key := event.StreamKey(game)
+	if err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: key, Values: []any{"kind", "chat", "player", "ada", "text", "hi"}}).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	addGameOver(tb, rdb, game)
+	c := openStreamConsumer(tb, rdb, key)
+	wait.For(tb, 10*time.Second, "the entry dead-lettered, the other acked", func() bool {
+		st := c.Stats()
+		return st.Acked == 1 && st.Dead == 1
+	})
+	c.Close()
 }
 
 // playToGameOver plays game until well past its first game_over and

@@ -6,14 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/testkit/redistest"
-	"github.com/codemojex/feed/internal/testkit/wait"
 	"github.com/codemojex/feed/store"
 )
 
@@ -112,18 +110,7 @@ func TestPruneStreamsKeepsEntryAddedSincePlan(t *testing.T) {
 			rdb := s.Client(t)
 			ctx := context.Background()
 			const game = "old-1"
-			key := event.StreamKey(game)
-			// A dead letter (an entry without id), then the game's end.
-			if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"kind", "chat", "player", "ada", "text", "hi"}}).Err(); err != nil {
-				t.Fatal(err)
-			}
-			addGameOver(t, rdb, game)
-			c := openStreamConsumer(t, rdb, key)
-			wait.For(t, 10*time.Second, "the entry dead-lettered, the other acked", func() bool {
-				st := c.Stats()
-				return st.Acked == 1 && st.Dead == 1
-			})
-			c.Close()
+			handledWithDeadLetter(t, rdb, game)
 			register(t, rdb, game, twoDaysAgo())
 			var late string
 			onPruneStep(t, stepStreams, func(string) {

@@ -30,17 +30,7 @@ func TestPruneStreamsLeavesNoKeys(t *testing.T) {
 	ctx := context.Background()
 	const game = "old-1"
 	key := event.StreamKey(game)
-	// One malformed entry (no id: dead-lettered), then the game's end.
-	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"kind", "chat", "player", "ada", "text", "hi"}}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	addGameOver(t, rdb, game)
-	c := openStreamConsumer(t, rdb, key)
-	wait.For(t, 10*time.Second, "the entry dead-lettered, the other acked", func() bool {
-		st := c.Stats()
-		return st.Acked == 1 && st.Dead == 1
-	})
-	c.Close()
+	handledWithDeadLetter(t, rdb, game)
 	posKey := feed.DeadPositionsKey(event.DeadKey(game))
 	if n, err := rdb.Exists(ctx, posKey).Result(); err != nil || n != 1 {
 		t.Fatalf("dead positions set %s: exists %d, %v", posKey, n, err)
