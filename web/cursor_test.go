@@ -19,28 +19,6 @@ func TestCursorGrammar(t *testing.T) {
 	e.upsert(e.gen("g1").chats(t, 2)...)
 	bad := []string{"", "-0", "-1", "+5", " 5", "5 ", "05", "00", "0x5", "1e3", "5.0", "٥", "9223372036854775808", "99999999999999999999"}
 	good := []string{"0", "5", "9223372036854775807"}
-	do := func(method, path string, hdr ...string) (*http.Response, string) {
-		t.Helper()
-		req, err := http.NewRequest(method, e.url(path), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		var b strings.Builder
-		if method != http.MethodHead {
-			buf := make([]byte, 512)
-			n, _ := resp.Body.Read(buf) // an event stream never ends: its head will do
-			b.Write(buf[:n])
-		}
-		return resp, b.String()
-	}
 	rejected := func() float64 {
 		return metric(t, "codemojex_web_upgrades_rejected_total", map[string]string{"reason": "cursor"})
 	}
@@ -56,7 +34,7 @@ func TestCursorGrammar(t *testing.T) {
 			{"timeline", "/games/g1/timeline.json?since=" + q, "since", nil, false},
 		} {
 			before := rejected()
-			resp, body := do(http.MethodGet, tc.path, tc.hdr...)
+			resp, body := e.send(http.MethodGet, tc.path, tc.hdr...)
 			if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(body, tc.what+": want a seq") {
 				t.Errorf("%s %q: HTTP %d %q, want 400 %q", tc.name, v, resp.StatusCode, body, tc.what+": want a seq…")
 			}
@@ -69,7 +47,7 @@ func TestCursorGrammar(t *testing.T) {
 		if v == "" || strings.TrimSpace(v) != v {
 			continue
 		}
-		resp, body := do(http.MethodGet, "/games/g1/events?after=0", "Last-Event-ID", v)
+		resp, body := e.send(http.MethodGet, "/games/g1/events?after=0", "Last-Event-ID", v)
 		if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(body, "Last-Event-ID: want a seq") {
 			t.Errorf("Last-Event-ID %q: HTTP %d %q, want 400", v, resp.StatusCode, body)
 		}
@@ -77,16 +55,16 @@ func TestCursorGrammar(t *testing.T) {
 	for _, v := range good {
 		// Past the cursor, a plain GET is no handshake (426), a HEAD of
 		// a stream its head, and since= a page.
-		if resp, body := do(http.MethodGet, "/games/g1/live?after="+v); resp.StatusCode != http.StatusUpgradeRequired {
+		if resp, body := e.send(http.MethodGet, "/games/g1/live?after="+v); resp.StatusCode != http.StatusUpgradeRequired {
 			t.Errorf("live after=%s: HTTP %d %q, want 426", v, resp.StatusCode, body)
 		}
-		if resp, _ := do(http.MethodHead, "/games/g1/events?after="+v); resp.StatusCode != http.StatusOK {
+		if resp, _ := e.send(http.MethodHead, "/games/g1/events?after="+v); resp.StatusCode != http.StatusOK {
 			t.Errorf("events after=%s: HTTP %d, want 200", v, resp.StatusCode)
 		}
-		if resp, _ := do(http.MethodHead, "/games/g1/events?after=0", "Last-Event-ID", v); resp.StatusCode != http.StatusOK {
+		if resp, _ := e.send(http.MethodHead, "/games/g1/events?after=0", "Last-Event-ID", v); resp.StatusCode != http.StatusOK {
 			t.Errorf("events Last-Event-ID %s: HTTP %d, want 200", v, resp.StatusCode)
 		}
-		if resp, body := do(http.MethodGet, "/games/g1/timeline.json?since="+v); resp.StatusCode != http.StatusOK {
+		if resp, body := e.send(http.MethodGet, "/games/g1/timeline.json?since="+v); resp.StatusCode != http.StatusOK {
 			t.Errorf("timeline since=%s: HTTP %d %q, want 200", v, resp.StatusCode, body)
 		}
 	}

@@ -175,7 +175,35 @@ func (e *env) liveURL(game string, after int64) string {
 // get fetches path and returns the response with its body read.
 func (e *env) get(path string, hdr ...string) (*http.Response, string) {
 	e.tb.Helper()
-	req, err := http.NewRequest(http.MethodGet, e.url(path), nil)
+	resp := e.do(http.MethodGet, path, hdr...)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.tb.Fatalf("GET %s: read: %v", path, err)
+	}
+	return resp, string(b)
+}
+
+// send makes a request and returns the response with the head of its
+// body: one read of up to 4 KiB, enough for an error's text, and what an
+// event stream, which never ends, has sent first; nothing for a HEAD.
+func (e *env) send(method, path string, hdr ...string) (*http.Response, string) {
+	e.tb.Helper()
+	resp := e.do(method, path, hdr...)
+	defer resp.Body.Close()
+	if method == http.MethodHead {
+		return resp, ""
+	}
+	buf := make([]byte, 4096)
+	n, _ := resp.Body.Read(buf)
+	return resp, string(buf[:n])
+}
+
+// do makes a request with the header fields hdr (name, value, …; a Host
+// one sets the request's host) and returns the response, its body unread.
+func (e *env) do(method, path string, hdr ...string) *http.Response {
+	e.tb.Helper()
+	req, err := http.NewRequest(method, e.url(path), nil)
 	if err != nil {
 		e.tb.Fatal(err)
 	}
@@ -188,14 +216,9 @@ func (e *env) get(path string, hdr ...string) (*http.Response, string) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.tb.Fatalf("GET %s: %v", path, err)
+		e.tb.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.tb.Fatalf("GET %s: read: %v", path, err)
-	}
-	return resp, string(b)
+	return resp
 }
 
 // wireFrame is a decoded websocket frame.

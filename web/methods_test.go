@@ -74,19 +74,7 @@ func TestLiveAllowsGetAlone(t *testing.T) {
 		"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}
 	do := func(method, path string, hdr []string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequest(method, e.url(path), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := e.send(method, path, hdr...)
 		return resp
 	}
 	for _, m := range []string{http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodOptions} {
