@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -35,11 +36,9 @@ const announcedLines = `(() => {
 	}).observe(document.body, { childList: true, subtree: true });
 })()`
 
-// liveIn returns the live region Chromium's accessibility tree puts the
-// element js evaluates to in, as a screen reader is told of it: the
-// politeness ("polite", "assertive") of the nearest of it and its
-// ancestors that is a live region, or "" for none.
-func (b *browser) liveIn(js string) string {
+// element returns the remote object and the DOM node of the element js
+// evaluates to, for the accessibility tree's questions about it.
+func (b *browser) element(js string) (runtime.RemoteObjectID, cdp.BackendNodeID) {
 	b.tb.Helper()
 	ev, err := chromedp.Call(b.ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: js})
 	if err != nil || ev.Result == nil || ev.Result.ObjectID == "" {
@@ -49,8 +48,18 @@ func (b *browser) liveIn(js string) string {
 	if err != nil {
 		b.tb.Fatalf("%s: %v", js, err)
 	}
+	return ev.Result.ObjectID, el.Node.BackendNodeID
+}
+
+// liveIn returns the live region Chromium's accessibility tree puts the
+// element js evaluates to in, as a screen reader is told of it: the
+// politeness ("polite", "assertive") of the nearest of it and its
+// ancestors that is a live region, or "" for none.
+func (b *browser) liveIn(js string) string {
+	b.tb.Helper()
+	obj, node := b.element(js)
 	yes := true // its ancestors too
-	tree, err := chromedp.Call(b.ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{ObjectID: ev.Result.ObjectID, FetchRelatives: &yes})
+	tree, err := chromedp.Call(b.ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{ObjectID: obj, FetchRelatives: &yes})
 	if err != nil {
 		b.tb.Fatalf("%s: %v", js, err)
 	}
@@ -58,7 +67,7 @@ func (b *browser) liveIn(js string) string {
 	var n *accessibility.Node
 	for _, x := range tree.Nodes {
 		nodes[x.NodeID] = x
-		if x.BackendDOMNodeID == el.Node.BackendNodeID {
+		if x.BackendDOMNodeID == node {
 			n = x
 		}
 	}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
-	"github.com/chromedp/cdproto/dom"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -36,14 +34,7 @@ const connSaid = `(() => {
 // reads it: CSS generated content included, aria-hidden content not.
 func (b *browser) axText(js string) string {
 	b.tb.Helper()
-	ev, err := chromedp.Call(b.ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: js})
-	if err != nil || ev.Result == nil || ev.Result.ObjectID == "" {
-		b.tb.Fatalf("%s: no element (%v)", js, err)
-	}
-	el, err := chromedp.Call(b.ctx, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: ev.Result.ObjectID})
-	if err != nil {
-		b.tb.Fatalf("%s: %v", js, err)
-	}
+	_, node := b.element(js)
 	tree, err := chromedp.Call(b.ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
 		b.tb.Fatalf("%s: %v", js, err)
@@ -52,7 +43,7 @@ func (b *browser) axText(js string) string {
 	var root *accessibility.Node
 	for _, n := range tree.Nodes {
 		nodes[n.NodeID] = n
-		if n.BackendDOMNodeID == el.Node.BackendNodeID {
+		if n.BackendDOMNodeID == node {
 			root = n
 		}
 	}
