@@ -50,7 +50,9 @@ import (
 // script, which hands a claimed position to these steps
 // (deadClaimedReply): the dead stream is first searched for a letter of
 // the position written since the claim (deadLetterSince), which is then
-// confirmed and not written twice. A claim counts as dead-lettered for
+// confirmed and not written twice; a letter dropped or requeued meanwhile
+// is not there to be found, so DropDead and RequeueDead confirm its
+// position first (confirmLetterPos). A claim counts as dead-lettered for
 // DeadPositions: the entry is on its way to a letter.
 //
 // On a single node the script is never refused: it stays one atomic
