@@ -52,8 +52,10 @@ import (
 // the position written since the claim (deadLetterSince), which is then
 // confirmed and not written twice; a letter dropped or requeued meanwhile
 // is not there to be found, so DropDead and RequeueDead confirm its
-// position first (confirmLetterPos). A claim counts as dead-lettered for
-// DeadPositions: the entry is on its way to a letter.
+// position first (confirmLetterPos). An entry back by the own pending list
+// or a claim whose position is claimed is settled by these steps, not
+// handed to the handler again (skipClaimed). A claim counts as
+// dead-lettered for DeadPositions: the entry is on its way to a letter.
 //
 // On a single node the script is never refused: it stays one atomic
 // script, and these steps run only for a claim a migration left.

@@ -94,6 +94,9 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 			return err
 		}
 	}
+	if path != pathNew && len(todo) > 0 {
+		todo = c.skipClaimed(todo, &s)
+	}
 	var held []delivery
 	if len(todo) > 0 {
 		held = c.judge(todo, c.callCommit(todo, pre.commitFor(todo)), &s)
