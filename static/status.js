@@ -45,11 +45,27 @@
   var say = window.feed.announcer(document.getElementById('status-said'));
   var down = false;
 
+  // The status source failing while the refresh works comes in the
+  // fragment, in #status-err, which is swapped in with the rest every 2 s
+  // and so can be no live region: its appearing and its clearing are said,
+  // once each. A new error's words while it fails (a timeout's duration,
+  // an address) are shown, not said: they would be said every refresh. An
+  // error the page opened with is in the page, not news.
+  function sourceFailing() {
+    var err = body.querySelector('#status-err');
+    return err && !err.hidden ? err.textContent.trim() || 'unknown error' : '';
+  }
+  var failing = sourceFailing() !== '';
+
   window.feed.pollFragment(root, root.dataset.fragment, 2000, init, function (html) {
     swap(html);
     off.hidden = true;
     if (down) say('status live again');
     down = false;
+    var fault = sourceFailing();
+    if (fault && !failing) say('status source failed: ' + fault);
+    else if (!fault && failing) say('status source back');
+    failing = fault !== '';
   }, function (e) {
     off.textContent = 'status unavailable: ' + e.message;
     off.hidden = false;
