@@ -3,8 +3,6 @@ package feed
 import (
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // skipClaimed moves the entries of todo, which came back by the own
@@ -31,12 +29,7 @@ func (c *Consumer) skipClaimed(todo []delivery, s *settlement) []delivery {
 	for _, d := range todo {
 		byStream[d.stream] = append(byStream[d.stream], d.x.ID)
 	}
-	p := c.pipes()
-	cmds := make(map[string]*redis.Cmd, len(byStream))
-	for stream, ids := range byStream {
-		cmds[stream] = deadPositionsCmd(ctx, p.of(stream), c.cfg.DeadKey(stream), ids)
-	}
-	p.exec(ctx)
+	cmds := c.lookUpDeadPositions(ctx, byStream)
 	claimed := map[string]bool{} // stream+"\x00"+pos
 	for stream, cmd := range cmds {
 		scores, err := cmd.Slice()

@@ -106,12 +106,7 @@ func (c *Consumer) skipDead(path string, todo []delivery, s *settlement) ([]deli
 		}
 		byStream[d.stream] = append(byStream[d.stream], d.x.ID)
 	}
-	p := c.pipes()
-	cmds := make(map[string]*redis.Cmd, len(byStream))
-	for stream, ids := range byStream {
-		cmds[stream] = deadPositionsCmd(ctx, p.of(stream), c.cfg.DeadKey(stream), ids)
-	}
-	p.exec(ctx)
+	cmds := c.lookUpDeadPositions(ctx, byStream)
 	dead := map[string]bool{} // stream+"\x00"+pos
 	left := map[string]bool{} // streams whose entries stay pending
 	for stream, cmd := range cmds {
@@ -173,4 +168,18 @@ func (c *Consumer) deadSetUnreadable(stream string, err error) {
 func (c *Consumer) rewound(d delivery) bool {
 	st := c.streams[d.stream]
 	return st != nil && st.rewound != "" && cmpID(d.x.ID, st.rewound) <= 0
+}
+
+// lookUpDeadPositions asks the dead positions set of each stream of
+// byStream for the scores of its positions, one ZMSCORE a stream in one
+// pipeline (a node's each on a cluster), and returns the commands by
+// stream, answered: skipDead and skipClaimed read them each their way.
+func (c *Consumer) lookUpDeadPositions(ctx context.Context, byStream map[string][]string) map[string]*redis.Cmd {
+	p := c.pipes()
+	cmds := make(map[string]*redis.Cmd, len(byStream))
+	for stream, ids := range byStream {
+		cmds[stream] = deadPositionsCmd(ctx, p.of(stream), c.cfg.DeadKey(stream), ids)
+	}
+	p.exec(ctx)
+	return cmds
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/accessibility"
-	"github.com/chromedp/cdproto/dom"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/codemojex/feed/feed"
@@ -81,20 +79,13 @@ const rowHeaderProblems = `((body) => Array.from(document.querySelectorAll(body 
 // js evaluates to.
 func (b *browser) axRole(js string) string {
 	b.tb.Helper()
-	ev, err := chromedp.Call(b.ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: js})
-	if err != nil || ev.Result == nil || ev.Result.ObjectID == "" {
-		b.tb.Fatalf("%s: no element (%v)", js, err)
-	}
-	el, err := chromedp.Call(b.ctx, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: ev.Result.ObjectID})
-	if err != nil {
-		b.tb.Fatalf("%s: %v", js, err)
-	}
-	tree, err := chromedp.Call(b.ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{ObjectID: ev.Result.ObjectID})
+	obj, node := b.element(js)
+	tree, err := chromedp.Call(b.ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{ObjectID: obj})
 	if err != nil {
 		b.tb.Fatalf("%s: %v", js, err)
 	}
 	for _, n := range tree.Nodes {
-		if n.BackendDOMNodeID == el.Node.BackendNodeID && n.Role != nil {
+		if n.BackendDOMNodeID == node && n.Role != nil {
 			return strings.Trim(string(n.Role.Value), `"`)
 		}
 	}
