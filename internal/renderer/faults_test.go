@@ -475,9 +475,12 @@ func restoreBackup(tb testing.TB, backup, path string) {
 
 // restoreBackupOnOldInode puts the backup in place of the store at path as
 // `rm feed.db*; cp backup feed.db` does, on the inode number the removed
-// file had: ext4 hands out the lowest free inode, so the copies made here
-// hold the others freed with it until that one comes up (the test is
-// skipped on a filesystem that does not reuse it).
+// file had: ext4 hands out the lowest free inode, so empty files made here
+// hold the others freed with it until that one comes up, and the backup is
+// written into that one. Another process of the machine (a parallel test)
+// may take the freed number first; the files made here then go on holding
+// every number it frees until it frees that one, for up to 20 s (the
+// test fails, or skips outside CI, on a filesystem that does not reuse it).
 func restoreBackupOnOldInode(tb testing.TB, backup, path string) {
 	tb.Helper()
 	ino := func(p string) uint64 {
@@ -495,17 +498,22 @@ func restoreBackupOnOldInode(tb testing.TB, backup, path string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for i := range 64 {
-		cp := fmt.Sprintf("%s.copy%d", path, i)
-		if err := os.WriteFile(cp, data, 0o644); err != nil {
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; i < 50000 && time.Now().Before(deadline); i++ {
+		hold := fmt.Sprintf("%s.hold%d", path, i)
+		if err := os.WriteFile(hold, nil, 0o644); err != nil {
 			tb.Fatal(err)
 		}
-		if ino(cp) == old {
-			if err := os.Rename(cp, path); err != nil { // keeps the inode
-				tb.Fatal(err)
-			}
-			return
+		if ino(hold) != old {
+			continue
 		}
+		if err := os.WriteFile(hold, data, 0o644); err != nil { // truncates: the same inode
+			tb.Fatal(err)
+		}
+		if err := os.Rename(hold, path); err != nil { // keeps the inode
+			tb.Fatal(err)
+		}
+		return
 	}
 	tmpfs.SkipOrFail(tb, fmt.Errorf("the filesystem under %s did not hand out inode %d again", path, old))
 }
