@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/feed"
+	"github.com/codemojex/feed/internal/backoff"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/flagenv"
 	"github.com/codemojex/feed/internal/pipeline"
@@ -247,8 +248,8 @@ func (c *deadCmd) requeue(ctx context.Context, rdb redis.UniversalClient, ds []f
 	return err
 }
 
-// Retries of a requeue refused with TRYAGAIN: 100 ms doubling to 1 s,
-// for at most requeueRetryFor in all.
+// Retries of a requeue refused with TRYAGAIN: the project's backoff from
+// 100 ms to 1 s, for at most requeueRetryFor in all.
 const (
 	requeueRetryFirst = 100 * time.Millisecond
 	requeueRetryMax   = time.Second
@@ -267,9 +268,11 @@ const (
 // one, so a letter is never requeued twice nor lost between its XADD and
 // its XDEL.
 func requeueRetrying(ctx context.Context, rdb redis.UniversalClient, stream, deadKey string, d feed.DeadLetter, fix map[string]string, stdout io.Writer) (string, error) {
-	wait, deadline, said := requeueRetryFirst, time.Now().Add(requeueRetryFor), false
+	bo := backoff.Backoff{Min: requeueRetryFirst, Max: requeueRetryMax}
+	deadline, said := time.Now().Add(requeueRetryFor), false
 	for {
 		pos, err := feed.RequeueDeadFixed(ctx, rdb, stream, deadKey, d.DeadID, fix)
+		wait := bo.Next()
 		if err == nil || !isTryAgain(err) || time.Now().Add(wait).After(deadline) {
 			if err != nil && isTryAgain(err) {
 				err = fmt.Errorf("dead requeue: the slot of %s still migrating after %v of retries: %w", stream, requeueRetryFor, err)
@@ -288,7 +291,6 @@ func requeueRetrying(ctx context.Context, rdb redis.UniversalClient, stream, dea
 			return "", errors.Join(err, ctx.Err())
 		case <-t.C:
 		}
-		wait = min(2*wait, requeueRetryMax)
 	}
 }
 

@@ -446,13 +446,8 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 				return false, fmt.Errorf("delete streams: %w", err)
 			}
 			if !ok {
-				var gone []string
-				if lines > 0 {
-					gone = append(gone, fmt.Sprintf("its %d store lines", lines))
-				}
-				gone = append(gone, gameKeys(c.game)[:i]...)
 				return true, fmt.Errorf("%w (%s: %s, the plan read %s): it stays registered, with %s and the keys after it; %s from before the plan removed",
-					errLateEvent, k, untrusted.Escape(now), untrusted.Escape(orNone(c.marks[k])), k, said(gone))
+					errLateEvent, k, untrusted.Escape(now), untrusted.Escape(orNone(c.marks[k])), k, said(lines, gameKeys(c.game)[:i]...))
 			}
 		}
 	}
@@ -468,15 +463,12 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 			if l, err := live(); err != nil {
 				return false, err
 			} else if l {
-				var gone []string
-				if lines > 0 {
-					gone = append(gone, fmt.Sprintf("its %d store lines", lines))
-				}
+				var keys []string
 				if streams {
-					gone = append(gone, "its streams")
+					keys = []string{"its streams"}
 				}
 				return true, fmt.Errorf("%w (the registry scores it after the cut): it stays registered; %s from before the plan removed",
-					errLateEvent, said(gone))
+					errLateEvent, said(lines, keys...))
 			}
 		}
 	}
@@ -500,8 +492,14 @@ const (
 // plan and a deletion, deterministically.
 var pruneStepHook func(game, step string)
 
-// said lists what a late game lost, from before the plan.
-func said(gone []string) string {
+// said lists what a late game lost from before the plan: its store lines
+// (lines of them) and keys.
+func said(lines int64, keys ...string) string {
+	var gone []string
+	if lines > 0 {
+		gone = append(gone, fmt.Sprintf("its %d store lines", lines))
+	}
+	gone = append(gone, keys...)
 	if len(gone) == 0 {
 		return "nothing"
 	}
