@@ -370,28 +370,53 @@
 
     // --- scoreboard: open on wide screens, a one-line summary on phones -------
 
+    // The panel is a disclosure: a button in its heading (aria-expanded)
+    // shows or hides its body. The server serves it open (it reads without
+    // this script); it is collapsed here on a phone. A collapsed body is
+    // hidden until found, as a closed <details> was: the browser's find
+    // in page still finds a player's name in it, and opens it.
     function board() {
       var wide = window.matchMedia('(min-width: 860px)');
-      var d = document.querySelector('#scoreboard details');
-      if (d) d.open = wide.matches;
+      setOpen(document.getElementById('scoreboard'), wide.matches);
       wide.addEventListener('change', function () {
-        var cur = document.querySelector('#scoreboard details');
-        if (cur) cur.open = wide.matches;
+        setOpen(document.getElementById('scoreboard'), wide.matches);
       });
+      // One listener for every panel: a frame replaces the panel, button
+      // and all.
+      root.addEventListener('click', function (e) {
+        var t = e.target.closest && e.target.closest('#scoreboard .board-toggle');
+        if (t) setOpen(document.getElementById('scoreboard'), !isOpen(document.getElementById('scoreboard')));
+      });
+      root.addEventListener('beforematch', function (e) {
+        var panel = document.getElementById('scoreboard');
+        if (panel && panel.contains(e.target)) setOpen(panel, true);
+      });
+    }
+
+    function isOpen(panel) {
+      var t = panel && panel.querySelector('.board-toggle');
+      return !!t && t.getAttribute('aria-expanded') === 'true';
+    }
+
+    function setOpen(panel, open) {
+      var t = panel && panel.querySelector('.board-toggle');
+      var body = panel && panel.querySelector('.board-body');
+      if (!t || !body) return;
+      t.setAttribute('aria-expanded', String(open));
+      if (open) body.hidden = false; else body.setAttribute('hidden', 'until-found');
     }
 
     function replaceBoard(next) {
       var old = document.getElementById('scoreboard');
       if (!next || !old) return;
-      var was = old.querySelector('details'), now = next.querySelector('details');
-      if (was && now) now.open = was.open; // the reader's choice stays
-      // So does a keyboard reader's place: the summary (the panel's one
+      setOpen(next, isOpen(old)); // the reader's choice stays
+      // So does a keyboard reader's place: the button (the panel's one
       // control) they are on is replaced too, and the focus would fall
       // back to the page's start at every update.
-      var focused = !!was && was.querySelector('summary') === document.activeElement;
+      var focused = old.querySelector('.board-toggle') === document.activeElement;
       old.replaceWith(next);
-      var summary = focused && now && now.querySelector('summary');
-      if (summary) summary.focus({ preventScroll: true });
+      var t = focused && next.querySelector('.board-toggle');
+      if (t) t.focus({ preventScroll: true });
     }
 
     // patchBoard applies a board frame: a panel in which a stub

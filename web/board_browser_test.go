@@ -14,14 +14,16 @@ import (
 
 // boardIs is a script that reports whether the page's scoreboard is the
 // panel html as a fresh page would show it (the reader's open or closed
-// <details> aside).
+// disclosure, its button's aria-expanded and its body's hidden).
 func boardIs(html string) string {
 	return `(() => {
 		const t = document.createElement('template');
 		t.innerHTML = ` + strconv.Quote(html) + `;
 		const want = t.content.firstElementChild, got = document.getElementById('scoreboard');
 		if (!want || !got) return false;
-		want.querySelector('details').open = got.querySelector('details').open;
+		const toggle = want.querySelector('.board-toggle'), body = want.querySelector('.board-body');
+		if (toggle) toggle.setAttribute('aria-expanded', got.querySelector('.board-toggle').getAttribute('aria-expanded'));
+		if (body) body.hidden = got.querySelector('.board-body').hidden;
 		return got.isEqualNode(want);
 	})()`
 }
@@ -74,10 +76,10 @@ func TestBrowserBoardPatches(t *testing.T) {
 	b.noProblems()
 }
 
-// A keyboard player on the scoreboard's summary (its one control, which
+// A keyboard player on the scoreboard's button (its one control, which
 // opens and closes the panel) keeps their place while the panel is
 // updated: a state or board frame replaces the panel, and the focus moves
-// to the new summary, not to the page's start.
+// to the new button, not to the page's start.
 func TestBrowserBoardKeepsFocus(t *testing.T) {
 	e := MustOpenEnv(t, func(c *web.Config) { c.StateEvery = time.Millisecond })
 	g := e.gen("g1")
@@ -87,9 +89,9 @@ func TestBrowserBoardKeepsFocus(t *testing.T) {
 	b := mustOpenBrowser(t)
 	b.do(chromedp.Navigate(e.url("/games/g1")))
 	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
-	b.do(chromedp.Focus(chromedp.CSS("#scoreboard summary")))
-	const onSummary = `document.activeElement === document.querySelector('#scoreboard summary')`
-	b.until("focus on the summary", onSummary)
+	b.do(chromedp.Focus(chromedp.CSS("#scoreboard .board-toggle")))
+	const onSummary = `document.activeElement === document.querySelector('#scoreboard .board-toggle')`
+	b.until("focus on the button", onSummary)
 
 	for i, kv := range [][]string{
 		{"player", "brian", "guess", "🍒🥝🍋🫐", "exact", "3", "near", "0"},
@@ -99,12 +101,12 @@ func TestBrowserBoardKeepsFocus(t *testing.T) {
 		e.upsert(g.ev(t, event.KindGuess, kv...))
 		b.until("the panel after guess "+string(rune('1'+i)), boardIs(e.boardHTML("g1")))
 		if v := b.eval(`[String(` + onSummary + `), document.activeElement.tagName]`); v[0] != "true" {
-			t.Fatalf("after guess %d the focus is on %s, not the scoreboard's summary", i+1, v[1])
+			t.Fatalf("after guess %d the focus is on %s, not the scoreboard's button", i+1, v[1])
 		}
 	}
 	// And the key still works there.
-	open := b.eval(`[String(document.querySelector('#scoreboard details').open)]`)[0]
+	open := b.eval(`[document.querySelector('#scoreboard .board-toggle').getAttribute('aria-expanded')]`)[0]
 	b.do(chromedp.KeyEvent(kb.Enter))
-	b.until("the panel toggled", `String(document.querySelector('#scoreboard details').open) !== '`+open+`'`)
+	b.until("the panel toggled", `document.querySelector('#scoreboard .board-toggle').getAttribute('aria-expanded') !== '`+open+`'`)
 	b.noProblems()
 }

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,13 +59,40 @@ func (b *browser) axHeadings() []string {
 	return out
 }
 
-// The scoreboard's heading is a heading outside the panel's <summary>:
-// some screen readers take a summary for a button, whose content is its
-// name alone, and drop a heading in it, so a reader going by headings
-// never met the scoreboard. The heading (an h2, out of sight) names the
-// panel's landmark; the summary keeps "Scoreboard" in its words and looks
-// as it did (the title in the h2's font), on a wide screen (the panel
-// open) and a phone's (closed), as served and after the panel is replaced.
+// axExpanded returns Chromium's accessibility tree's expanded state of the
+// element js evaluates to: "true", "false", or "" when it has none.
+func (b *browser) axExpanded(js string) string {
+	b.tb.Helper()
+	obj, node := b.element(js)
+	tree, err := chromedp.Call(b.ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{ObjectID: obj})
+	if err != nil {
+		b.tb.Fatalf("%s: %v", js, err)
+	}
+	for _, n := range tree.Nodes {
+		if n.BackendDOMNodeID != node {
+			continue
+		}
+		for _, p := range n.Properties {
+			if p.Name == accessibility.PropertyNameExpanded {
+				return string(p.Value.Value)
+			}
+		}
+	}
+	return ""
+}
+
+// The scoreboard's title is said once: the panel's disclosure is a button
+// in its heading, as the WAI-ARIA Authoring Practices' accordion has it.
+// A heading inside the panel's <summary> was dropped by some screen
+// readers (a summary is a button, whose content is its name alone); one
+// beside it, out of sight, was said, then the summary's name said
+// "Scoreboard" again (until 7 Dec 2026). Now a reader going by headings
+// meets one level 2 heading, "Scoreboard" and the panel's digest, which is
+// the control itself: named with the words it shows (so a voice command
+// of "Scoreboard" finds it), expanded or collapsed; the landmark is named
+// "Scoreboard"; the title looks as it did. On a wide screen (the panel
+// open) and a phone's (closed, then opened by the button), as served and
+// after the panel is replaced.
 func TestBrowserBoardHeading(t *testing.T) {
 	e := MustOpenEnv(t, func(c *web.Config) { c.StateEvery = time.Millisecond })
 	g := e.gen("g1")
@@ -72,40 +100,56 @@ func TestBrowserBoardHeading(t *testing.T) {
 		e.upsert(g.ev(t, event.KindPlayerJoined, "player", p, "avatar", "🦊"))
 	}
 	b := mustOpenBrowser(t)
-	check := func(when string) {
+	const panel = `document.getElementById('scoreboard')`
+	const toggle = `document.querySelector('#scoreboard h2 > button')`
+	check := func(when, open string) {
 		t.Helper()
+		if n := strings.Count(b.axText(panel), "Scoreboard"); n != 1 {
+			t.Errorf("%s: the scoreboard's text says Scoreboard %d times to a screen reader (%q), want once", when, n, b.axText(panel))
+		}
 		var board []string
 		for _, h := range b.axHeadings() {
 			if strings.Contains(h, "Scoreboard") {
 				board = append(board, h)
 			}
 		}
-		if len(board) != 1 || board[0] != "2 Scoreboard" {
-			t.Errorf("%s: the scoreboard's headings in the accessibility tree %q, want one level 2 \"Scoreboard\" in no control", when, board)
+		if len(board) != 1 || !strings.HasPrefix(board[0], "2 Scoreboard") || strings.Contains(board[0], " in ") {
+			t.Errorf("%s: the scoreboard's headings in the accessibility tree %q, want one level 2 \"Scoreboard …\" in no control", when, board)
 		}
-		if n := b.num(`document.querySelectorAll('#scoreboard summary :is(h1, h2, h3, h4, h5, h6, [role=heading])').length`); n != 0 {
-			t.Errorf("%s: %v headings in the scoreboard's summary", when, n)
+		if n := b.num(`document.querySelectorAll('#scoreboard :is(h1, h2, h3, h4, h5, h6, [role=heading])').length`); n != 1 {
+			t.Errorf("%s: %v headings in the scoreboard, want 1", when, n)
 		}
-		if got := b.axRole(`document.getElementById('scoreboard')`); got != "complementary" {
+		if got := b.axRole(toggle); got != "button" {
+			t.Errorf("%s: the heading's control is a %q, want a button", when, got)
+		}
+		if got := b.axName(toggle); !strings.HasPrefix(got, "Scoreboard") {
+			t.Errorf("%s: the button is named %q, want it to start with Scoreboard", when, got)
+		}
+		if got := b.axExpanded(toggle); got != open {
+			t.Errorf("%s: the button is expanded %q, want %s", when, got, open)
+		}
+		if got := b.eval(`[String(!document.querySelector('#scoreboard .board-body').hidden), String(document.querySelector('#scoreboard .players').checkVisibility())]`); !eq(got, []string{open, open}) {
+			t.Errorf("%s: the body shown and its rows visible %q, want %s", when, got, open)
+		}
+		if said := strings.Contains(b.axText(panel), " won · "); strconv.FormatBool(said) != open {
+			t.Errorf("%s: the rows said to a screen reader %v, want %s", when, said, open)
+		}
+		if got := b.axRole(panel); got != "complementary" {
 			t.Errorf("%s: the scoreboard's role is %q, want complementary", when, got)
 		}
-		if got := b.axName(`document.getElementById('scoreboard')`); got != "Scoreboard" {
+		if got := b.axName(panel); got != "Scoreboard" {
 			t.Errorf("%s: the scoreboard's landmark is named %q, want Scoreboard", when, got)
 		}
-		if got := b.axName(`document.querySelector('#scoreboard summary')`); !strings.HasPrefix(got, "Scoreboard") {
-			t.Errorf("%s: the summary is named %q, want it to start with Scoreboard", when, got)
-		}
-		// Its look: the title in the summary, in app.css's h2 font, and
-		// no heading in sight beside it.
+		// Its look: the title first in the button, in app.css's h2 font.
 		look := b.eval(`(() => {
-			const s = document.querySelector('#scoreboard summary');
+			const s = document.querySelector('#scoreboard h2 > button');
 			const w = document.createTreeWalker(s, NodeFilter.SHOW_TEXT, { acceptNode: n => n.textContent.trim() ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_SKIP });
 			const text = w.nextNode(), el = text.parentElement, cs = getComputedStyle(el);
-			const shown = Array.from(document.querySelectorAll('#scoreboard :is(h1, h2, h3, h4, h5, h6)')).filter(h => { const r = h.getBoundingClientRect(); return r.width > 1 && r.height > 1; }).length;
-			return [text.textContent.trim(), cs.fontSize, cs.fontWeight, cs.marginTop + ' ' + cs.marginRight + ' ' + cs.marginBottom + ' ' + cs.marginLeft, String(shown)];
+			const h = getComputedStyle(s.parentElement);
+			return [text.textContent.trim(), cs.fontSize, cs.fontWeight, h.marginTop + ' ' + h.marginBottom, getComputedStyle(s).backgroundColor];
 		})()`)
-		if want := []string{"Scoreboard", "16.8px", "700", "0px 0px 0px 0px", "0"}; !eq(look, want) {
-			t.Errorf("%s: the summary's title, its font size, weight and margins, and headings shown: %q, want %q", when, look, want)
+		if want := []string{"Scoreboard", "16.8px", "700", "0px 0px", "rgba(0, 0, 0, 0)"}; !eq(look, want) {
+			t.Errorf("%s: the title, its font size and weight, the heading's margins, the button's background: %q, want %q", when, look, want)
 		}
 	}
 	for _, v := range []struct {
@@ -115,14 +159,16 @@ func TestBrowserBoardHeading(t *testing.T) {
 	}{{"wide", 1200, 900, "true"}, {"phone", 375, 812, "false"}} {
 		b.do(chromedp.EmulateViewport(v.w, v.h), chromedp.Navigate(e.url("/games/g1")))
 		b.until(v.what+": live", `document.querySelector('#conn').dataset.state === 'live'`)
-		if got := b.eval(`[String(document.querySelector('#scoreboard details').open)]`); got[0] != v.open {
-			t.Fatalf("%s: the panel open %s, want %s", v.what, got[0], v.open)
-		}
-		check(v.what + ", served")
-		b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('scoreboard').dataset.old = '1'`))
+		check(v.what+", served", v.open)
+		b.do(chromedp.Evaluate[chromedp.Void](panel + `.dataset.old = '1'`))
 		e.upsert(g.ev(t, event.KindGuess, "player", "ada", "guess", "🍎🍌🍇🍓", "exact", "1", "near", "2"))
-		b.until(v.what+": the panel replaced", `document.getElementById('scoreboard').dataset.old === undefined`)
-		check(v.what + ", replaced")
+		b.until(v.what+": the panel replaced", panel+`.dataset.old === undefined`)
+		check(v.what+", replaced", v.open)
+		if v.open == "false" {
+			b.do(chromedp.Click(chromedp.CSS(`#scoreboard h2 > button`)))
+			b.until(v.what+": opened", `document.querySelector('#scoreboard h2 > button').getAttribute('aria-expanded') === 'true'`)
+			check(v.what+", opened by its button", "true")
+		}
 	}
 	b.noProblems()
 }

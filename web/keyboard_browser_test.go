@@ -38,6 +38,6 @@ func TestBrowserOlderEndKeepsFocus(t *testing.T) {
 		t.Fatalf("after the last page of older lines the focus is on %s, not the timeline", v[0])
 	}
 	b.do(chromedp.KeyEvent(kb.Tab))
-	b.until("Tab on to the scoreboard", `document.activeElement === document.querySelector('#scoreboard summary')`)
+	b.until("Tab on to the scoreboard", `document.activeElement === document.querySelector('#scoreboard .board-toggle')`)
 	b.noProblems()
 }

@@ -45,12 +45,12 @@ func TestBrowserCombiningMarksStayInTheirBox(t *testing.T) {
 	}
 	b.do(chromedp.EmulateViewport(1200, 900), chromedp.Navigate(e.url("/games/g1")))
 	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
-	b.until("scoreboard open", `document.querySelector('#scoreboard details').open`)
+	b.until("scoreboard open", `document.querySelector('#scoreboard .board-toggle').getAttribute('aria-expanded') === 'true'`)
 	for _, c := range []struct{ where, stack, clean string }{
 		{"a chat over the line before it", "#" + flood.EvtID + " .chat-text", "#" + after.EvtID},
 		{"the title over the site's header", "#game h1", "header.top"},
 		{"the title's line over the chat after it", "#" + started.EvtID + " .title", "#" + flood.EvtID},
-		{"the palette over the scoreboard's heading", "#scoreboard .board-meta .palette", "#scoreboard summary"},
+		{"the palette over the scoreboard's heading", "#scoreboard .board-meta .palette", "#scoreboard .board-toggle"},
 		{"the winner over the scoreboard's status", "#scoreboard .winner strong", "#scoreboard .board-meta"},
 		{"a name over the winner", "#scoreboard .player .name", "#scoreboard .winner"},
 	} {

@@ -58,7 +58,7 @@ func TestBrowserPhone(t *testing.T) {
 	b.do(chromedp.Navigate(e.url("/games/g1")))
 	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
 	if v := b.eval(`[String(document.querySelector('#timeline').getBoundingClientRect().top < document.querySelector('#scoreboard').getBoundingClientRect().top),
-		String(document.querySelector('#scoreboard details').open), document.querySelector('#scoreboard summary').textContent]`); v[0] != "true" || v[1] != "false" || !strings.Contains(v[2], "2 players") {
+		document.querySelector('#scoreboard .board-toggle').getAttribute('aria-expanded'), document.querySelector('#scoreboard .board-toggle').textContent]`); v[0] != "true" || v[1] != "false" || !strings.Contains(v[2], "2 players") {
 		t.Errorf("timeline first %s, scoreboard open %s, summary %q", v[0], v[1], v[2])
 	}
 	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())

@@ -59,7 +59,7 @@ func TestBrowserUntrustedTextStaysText(t *testing.T) {
 	b := mustOpenBrowser(t)
 	b.openTall(e.url("/games/g1"))
 	b.do(chromedp.Evaluate[chromedp.Void](announcedLines))
-	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#scoreboard details').open = true`))
+	b.do(chromedp.Evaluate[chromedp.Void](`(t => { if (t.getAttribute('aria-expanded') !== 'true') t.click(); })(document.querySelector('#scoreboard .board-toggle'))`))
 	live := g.ev(t, event.KindChat, "player", pwned, "text", pwned)
 	e.upsert(live)
 	b.until("the live line announced", `window.__announced.length > 0`)
