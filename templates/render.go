@@ -202,6 +202,15 @@ func symbolsHTML(syms []string) string {
 // of its symbols, comma-separated ("pineapple, banana, kiwi fruit").
 func spoken(s string) string { return emojiNames(symbols(s)) }
 
+// avatarSaid is the words a screen reader hears for a player's avatar,
+// after the name: ", avatar: fox", or "" for none.
+func avatarSaid(avatar string) string {
+	if avatar == "" {
+		return ""
+	}
+	return ", avatar: " + spoken(avatar)
+}
+
 // emojiNames is spoken for a string already split into symbols.
 func emojiNames(syms []string) string { return emojiname.Spoken(syms) }
 
