@@ -140,9 +140,15 @@
 
     // add takes a live line: into the DOM when the reader is at the newest,
     // else held (nothing they are reading moves) and counted on the pill.
+    // Held lines wait for the pill, but those the filter hides bring none:
+    // a reader back at the newest sees nothing waiting, and the next live
+    // line takes them in with it (hidden, unannounced). Until 7 Dec 2026
+    // they held back every later line, shown only through a pill and said
+    // only as its "1 new line" (TestBrowserFilterHiddenHeldLines).
     function add(li) {
       if (!li || li.tagName !== 'LI' || !li.id || known(li.id)) return;
-      if (!gap && heldN === 0 && atNewest()) {
+      if (pill.hidden && atNewest()) {
+        if (heldN > 0) flush();
         if (place(li)) announce(li);
         return;
       }
