@@ -512,10 +512,21 @@
       // socket still brings frames) makes it "live" again.
       stopProbe();
       heard = Date.now();
-      if (!got) opened();
-      else if (conn.dataset.state !== 'live' && !reloading) setState('live');
       var f = null;
       try { f = JSON.parse(ev.data); } catch (e) { /* below */ }
+      // A reset (the server does not know the cursor) reloads the page.
+      // It comes as the connection's first frame, and it is no return to
+      // live: until 7 Dec 2026 the page said "live", to a screen reader
+      // too, then "reloading" (TestBrowserResetReloads).
+      if (f && f.t === 'reset') {
+        if (opening) { clearTimeout(opening); opening = 0; }
+        reloading = true;
+        setState('reconnecting', 'reloading');
+        location.reload();
+        return;
+      }
+      if (!got) opened();
+      else if (conn.dataset.state !== 'live' && !reloading) setState('live');
       if (!f || typeof f !== 'object') {
         // Not a frame: one damaged on its way (cut short, seen once in a
         // chaos run) may have been a line. Ignored, it would leave a gap;
@@ -541,11 +552,6 @@
             watching.dataset.n = String(n);
             watching.querySelector('.n').textContent = String(n);
           }
-          break;
-        case 'reset':
-          reloading = true;
-          setState('reconnecting', 'reloading');
-          location.reload();
           break;
       }
     }

@@ -97,8 +97,9 @@ func (b *browser) until(what, js string) {
 			return
 		}
 		// Right after a navigation the old page's JavaScript context may
-		// be gone before the new one is known: ask again.
-		if ctx.Err() == nil && strings.Contains(err.Error(), "Cannot find context") {
+		// be gone before the new one is known, and a page that navigates
+		// itself (a reload) ends the poll: ask again.
+		if ctx.Err() == nil && (strings.Contains(err.Error(), "Cannot find context") || strings.Contains(err.Error(), "Inspected target navigated or closed")) {
 			continue
 		}
 		b.tb.Fatalf("waiting for %s: %v", what, err)
