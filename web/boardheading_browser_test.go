@@ -172,3 +172,29 @@ func TestBrowserBoardHeading(t *testing.T) {
 	}
 	b.noProblems()
 }
+
+// A collapsed scoreboard is searched by the browser as a closed <details>
+// was: its body is hidden until found, and a find in page (here a link to
+// a text fragment, which Chromium finds the same way) opens it, the
+// button saying expanded, and keeps it open when a frame replaces it.
+func TestBrowserBoardFoundInPage(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	g := e.gen("g1")
+	for _, p := range []string{"ada", "brian"} {
+		e.upsert(g.ev(t, event.KindPlayerJoined, "player", p, "avatar", "🦊"))
+	}
+	b := mustOpenBrowser(t)
+	b.do(chromedp.EmulateViewport(375, 812), chromedp.Navigate(e.url("/games/g1#:~:text=0%20won")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.until("found", `document.querySelector('#scoreboard .board-body').getAttribute('hidden') === null`)
+	b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('scoreboard').dataset.old = '1'`))
+	e.upsert(g.ev(t, event.KindGuess, "player", "ada", "guess", "🍎🍌🍇🍓", "exact", "1", "near", "2"))
+	b.until("the panel replaced", `document.getElementById('scoreboard').dataset.old === undefined`)
+	if got := b.axExpanded(`document.querySelector('#scoreboard .board-toggle')`); got != "true" {
+		t.Errorf("found in page, the button is expanded %q, want true", got)
+	}
+	if got := b.eval(`[String(document.querySelector('#scoreboard .players').checkVisibility())]`); got[0] != "true" {
+		t.Errorf("found in page, the rows are visible %s, want true", got[0])
+	}
+	b.noProblems()
+}
