@@ -62,6 +62,12 @@ func latestSchema() int {
 	return ms[len(ms)-1].version
 }
 
+// schemaNewer is the refusal of a file whose schema version have is newer
+// than the newest this binary knows.
+func schemaNewer(have, known int) error {
+	return fmt.Errorf("%w: file has version %d, this binary knows up to %d", ErrSchemaNewer, have, known)
+}
+
 // migrate applies pending migrations one per IMMEDIATE transaction. Each
 // step re-reads schema_migrations under the write lock, so when several
 // processes race on a new file each migration runs exactly once and the
@@ -124,7 +130,7 @@ func (db *DB) migrateStep(ctx context.Context, ms []migration, known int) (done 
 		return false, err
 	}
 	if newest > known {
-		return false, fmt.Errorf("%w: file has version %d, this binary knows up to %d", ErrSchemaNewer, newest, known)
+		return false, schemaNewer(newest, known)
 	}
 	for _, m := range ms {
 		if applied[m.version] {

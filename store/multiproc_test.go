@@ -102,6 +102,8 @@ func helperMain(t *testing.T, mode string) error {
 			}
 		}
 		return enc.Encode(batchReport{Busy: busyRetries()})
+	case "newer":
+		return helperNewer(ctx, path)
 	}
 	return fmt.Errorf("unknown helper mode %q", mode)
 }

@@ -44,43 +44,54 @@ func (e *NotStoreError) Is(target error) bool { return target == ErrNotStore }
 // SQLite may create the -wal and -shm beside a WAL-mode file that has none,
 // as OpenReadOnly may; the file itself is left byte for byte.
 func Probe(ctx context.Context, path string) error {
-	return probe(ctx, path, Options{}.withDefaults().BusyTimeout)
+	_, err := probe(ctx, path, Options{}.withDefaults().BusyTimeout)
+	return err
 }
 
 // probe is Probe whose statement waits up to busy for another process's
-// lock inside SQLite (Open's BusyTimeout; Open retries a busy probe).
-func probe(ctx context.Context, path string, busy time.Duration) error {
+// lock inside SQLite (Open's BusyTimeout; Open retries a busy probe). It
+// also returns the store's schema version (the highest migration it
+// records; 0 for a file that is not yet a store), so that Open refuses a
+// newer release's file before it writes anything.
+func probe(ctx context.Context, path string, busy time.Duration) (version int, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return fmt.Errorf("store: probe %s: %w", path, err)
+		return 0, fmt.Errorf("store: probe %s: %w", path, err)
 	}
 	fi, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return fmt.Errorf("store: probe %s: %w", path, err)
+		return 0, fmt.Errorf("store: probe %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return &NotStoreError{Why: "not a regular file"}
+		return 0, &NotStoreError{Why: "not a regular file"}
 	}
 	if fi.Size() == 0 {
-		return nil
+		return 0, nil
 	}
 	r, err := sql.Open("sqlite", dsn(abs, busy, roleReadOnly))
 	if err != nil {
-		return fmt.Errorf("store: probe %s: %w", path, err)
+		return 0, fmt.Errorf("store: probe %s: %w", path, err)
 	}
 	defer r.Close()
 	r.SetMaxOpenConns(1)
-	if _, err := probeTables(ctx, r); err != nil {
+	isStore, err := probeTables(ctx, r)
+	if err != nil {
 		var ns *NotStoreError
 		if errors.As(err, &ns) {
-			return err
+			return 0, err
 		}
-		return fmt.Errorf("store: probe %s: %w", path, err)
+		return 0, fmt.Errorf("store: probe %s: %w", path, err)
 	}
-	return nil
+	if !isStore {
+		return 0, nil
+	}
+	if err := r.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&version); err != nil {
+		return 0, fmt.Errorf("store: probe %s: schema version: %w", path, err)
+	}
+	return version, nil
 }
 
 // probeTables reads the tables of the database r is open on: true when it

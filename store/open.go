@@ -169,9 +169,23 @@ func openWith(ctx context.Context, path string, opts Options) (*DB, error) {
 	// A lock another process holds past the busy timeout (a database in
 	// rollback mode mid-write) is waited out, as every other step of Open
 	// waits it out (retryBusy), not taken for a refusal.
+	// A newer release's file is refused here too, before any write:
+	// refused by the migration alone, after the switch to WAL, the
+	// refused writer's close (the file's last connection) checkpointed
+	// the newer release's WAL into the file and deleted it (a deploy
+	// rolled back after its renderer was killed;
+	// TestNewerSchemaLeftAsItWas). migrateStep looks again under the
+	// write lock: a newer renderer may migrate the file meanwhile.
 	db := newDB(abs, opts)
-	if err := db.retryBusy(ctx, "probe", func() error { return probe(ctx, abs, opts.BusyTimeout) }); err != nil {
+	var have int
+	if err := db.retryBusy(ctx, "probe", func() (err error) {
+		have, err = probe(ctx, abs, opts.BusyTimeout)
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if known := latestSchema(); have > known {
+		return nil, fmt.Errorf("store: open %s: %w", path, schemaNewer(have, known))
 	}
 	db.fx, db.slow, db.lockWait = newEffects(), opts.EntryByEntry, opts.LockWait
 
@@ -375,7 +389,7 @@ func (db *DB) checkSchema(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("schema: %w", err)
 	case have > known:
-		return fmt.Errorf("%w: file has version %d, this binary knows up to %d", ErrSchemaNewer, have, known)
+		return schemaNewer(have, known)
 	case have < readOnlyMinSchema:
 		return fmt.Errorf("%w: file has version %d, reads need %d (Open migrates it)", ErrSchemaOlder, have, readOnlyMinSchema)
 	}
