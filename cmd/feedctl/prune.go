@@ -196,7 +196,8 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 }
 
 // prunePlan lists the candidates: registered games whose score is at or
-// below cut and whose stream (or store) says they ended, and the store's
+// below cut and whose stream (or store) says they ended or whose event
+// stream is gone (remnant), and the store's
 // ended games last written before cut (a host pruning after another has
 // already taken them out of the registry).
 func (g *global) prunePlan(ctx context.Context, db *store.DB, cut time.Time, streams bool) ([]pruneCandidate, error) {
@@ -236,7 +237,23 @@ func (g *global) prunePlan(ctx context.Context, db *store.DB, cut time.Time, str
 			return nil, err
 		}
 		if !over && !inStore {
-			continue // quiet, not finished: retention is for ended games
+			// A game without its event stream is what a run that stopped
+			// or was late after deleting it left (a dead letter written
+			// since, its run's DEL refused): registered still, with the
+			// keys after the stream. Its game_over went with the stream
+			// and its lines with the store, and it was taken for a quiet
+			// game, for good (TestPruneFinishesGameLateAtItsDeadLetters).
+			// Nothing of it can be read any more, and what remains is
+			// planned as any game's is. One the store still holds, not
+			// over, is kept: the store is all there is of it.
+			rest, why, err := g.remnant(ctx, db, game, streams)
+			if err != nil {
+				return nil, err
+			}
+			if !rest {
+				continue // quiet, not finished: retention is for ended games
+			}
+			add(game).skip = why
 		}
 		add(game).registered = true
 	}
@@ -329,6 +346,44 @@ func (g *global) endedOnStream(ctx context.Context, game string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// remnant reports whether game's event stream is gone and db (when
+// given) holds no line of it. Without -streams, one whose other keys
+// remain is kept, saying why: unregistered, its dead letters would be
+// found by no later run.
+func (g *global) remnant(ctx context.Context, db *store.DB, game string, streams bool) (bool, string, error) {
+	keys := gameKeys(game)
+	// One key a command: on a cluster whose slot is migrating a command
+	// of keys on two nodes is refused (TRYAGAIN).
+	exists := func(k string) (bool, error) {
+		n, err := g.rdb.Exists(ctx, k).Result()
+		if err != nil {
+			return false, fmt.Errorf("prune: %s: %w", game, err)
+		}
+		return n != 0, nil
+	}
+	if ok, err := exists(keys[0]); err != nil || ok {
+		return false, "", err
+	}
+	if db != nil {
+		switch _, err := db.Game(ctx, game); {
+		case err == nil:
+			return false, "", nil
+		case !errors.Is(err, store.ErrNotFound):
+			return false, "", fmt.Errorf("prune: %w", err)
+		}
+	}
+	if !streams {
+		for _, k := range keys[1:] {
+			if ok, err := exists(k); err != nil {
+				return false, "", err
+			} else if ok {
+				return true, fmt.Sprintf("its event stream is gone, but not %s (a prune -streams stopped half-way): prune -streams removes them", k), nil
+			}
+		}
+	}
+	return true, "", nil
 }
 
 // unhandled says why the group has not finished a game's stream ("" when
