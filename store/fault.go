@@ -73,6 +73,13 @@ func (id fileID) String() string {
 // part of it.
 func (id fileID) legacy() string { return fmt.Sprintf("%d:%d", id.dev, id.ino) }
 
+// SameFile reports whether db and other opened the same file: the same
+// device, inode and birth time, the identity by which Open recognises a
+// copy. A file moved or copied into the path between their opens (a
+// backup restored) is another; one copied into the file itself (same
+// inode) is not seen. It holds after either is closed.
+func (db *DB) SameFile(other *DB) bool { return db.file == other.file }
+
 // companionSuffixes name the files SQLite keeps beside the store in WAL
 // mode: the WAL and its shared-memory index, which holds the locks. They
 // are beside the file a symbolic link at the path names (DB.real).

@@ -80,6 +80,13 @@ func (db *DB) deleteGame(ctx context.Context, game string, upTo int64) (int64, e
 	if db.readOnlyOpen() {
 		return 0, fmt.Errorf("store: delete game %s: %w", game, ErrReadOnly)
 	}
+	// As Upsert does: deleted from a file moved away or replaced, the
+	// lines stay in the file now at the path, and the caller, told they
+	// are gone, acts on that (feedctl prune unregistered the game:
+	// TestPruneRefusesStoreSwappedSincePlan).
+	if err := db.CheckFile(); err != nil {
+		return 0, fmt.Errorf("store: delete game %s: %w", game, err)
+	}
 	var n, deletes, newer int64
 	err := db.retryBusy(ctx, "delete game", func() error {
 		n, newer = 0, 0

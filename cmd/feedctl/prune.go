@@ -162,7 +162,19 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 	if err := ask.confirm(t, fmt.Sprintf("prune: remove %d games", len(todo))); err != nil {
 		return fmt.Errorf("%w; nothing removed", err)
 	}
+	pruneStep("", stepOpen)
 	if planOnly {
+		// The plan, and the bound, were read from the file opened then:
+		// another put in its place since (a backup restored while the
+		// question was asked) is refused, looked for before it is opened
+		// for writing (whose first open of a copy moves its positions
+		// back) and once it is, and before each game's deletion
+		// (DeleteGameUpTo). Until 7 Dec 2026 prune deleted the planned
+		// games from whatever file the path named
+		// (TestPruneRefusesStoreSwappedSincePlan).
+		if err := db.CheckFile(); err != nil {
+			return swapped(dbPath, err, 0)
+		}
 		if err := db.Close(); err != nil {
 			return err
 		}
@@ -173,6 +185,10 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 		if err != nil {
 			return fmt.Errorf("prune: open the store for writing: %w; nothing removed", err)
 		}
+		if !w.SameFile(db) {
+			w.Close()
+			return swapped(dbPath, fmt.Errorf("%w: opened for writing as another file", store.ErrReplaced), 0)
+		}
 		db = w
 	}
 	var removed int
@@ -181,6 +197,9 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 		if errors.Is(err, errLateEvent) {
 			fmt.Fprintf(stdout, "late   %s: %v\n", c.game, err)
 			continue
+		}
+		if errors.Is(err, store.ErrReplaced) {
+			return swapped(dbPath, err, removed)
 		}
 		if err != nil {
 			return fmt.Errorf("prune %s: %w", c.game, err)
@@ -530,6 +549,13 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 	return true, nil
 }
 
+// swapped is prune's refusal of a -db that names another file than the
+// one its plan read (err wraps store.ErrReplaced), after removed games.
+func swapped(dbPath string, err error, removed int) error {
+	return fmt.Errorf("prune: -db %s is another file than the plan read (%w): nothing removed from it, %d games pruned before; run prune again to plan on it",
+		untrusted.Escape(dbPath), err, removed)
+}
+
 // errLateEvent: a game got an event after the plan, found once its removal
 // had begun. What arrived since the plan stays; the error says what of the
 // game from before it was removed.
@@ -537,6 +563,7 @@ var errLateEvent = errors.New("an event arrived since the plan")
 
 // The steps of a game's removal, each after the one before it.
 const (
+	stepOpen     = "open"     // before the store is opened for writing (game "")
 	stepStore    = "store"    // before its store lines are deleted
 	stepStreams  = "streams"  // before its streams are deleted
 	stepRegistry = "registry" // before it leaves the registry
