@@ -516,6 +516,7 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 		lines = n
 	}
 	pruneStep(c.game, stepStreams)
+	var gone []string
 	if streams {
 		// With the dead positions set: it never expires, and left behind
 		// it would keep memory for every game ever pruned. One key at a
@@ -528,14 +529,20 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 		// (TestPruneStreamsDuringSlotMigration); a key alone is sent on to
 		// its node (ASK). Nothing needs the three gone at once: a run
 		// stopped between them is finished by the next.
-		for i, k := range gameKeys(c.game) {
+		// The keys said removed are those the plan found: one missing
+		// then (a game whose stream an earlier run deleted) was not
+		// (TestPruneFinishesGameLateAtItsDeadLetters).
+		for _, k := range gameKeys(c.game) {
 			ok, now, err := g.delIfUnchanged(ctx, k, c.marks[k])
 			if err != nil {
 				return false, fmt.Errorf("delete streams: %w", err)
 			}
 			if !ok {
 				return true, fmt.Errorf("%w (%s: %s, the plan read %s): it stays registered, with %s and the keys after it; %s from before the plan removed",
-					errLateEvent, k, untrusted.Escape(now), untrusted.Escape(orNone(c.marks[k])), k, said(lines, gameKeys(c.game)[:i]...))
+					errLateEvent, k, untrusted.Escape(now), untrusted.Escape(orNone(c.marks[k])), k, said(lines, gone...))
+			}
+			if c.marks[k] != "" {
+				gone = append(gone, k)
 			}
 		}
 	}
@@ -551,12 +558,8 @@ func (g *global) pruneGame(ctx context.Context, db *store.DB, c pruneCandidate, 
 			if l, err := live(); err != nil {
 				return false, err
 			} else if l {
-				var keys []string
-				if streams {
-					keys = []string{"its streams"}
-				}
 				return true, fmt.Errorf("%w (the registry scores it after the cut): it stays registered; %s from before the plan removed",
-					errLateEvent, said(lines, keys...))
+					errLateEvent, said(lines, gone...))
 			}
 		}
 	}

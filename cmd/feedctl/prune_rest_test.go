@@ -107,6 +107,11 @@ func TestPruneFinishesGameLateAtItsDeadLetters(t *testing.T) {
 			if !strings.Contains(out, "late   "+game+": an event arrived since the plan ("+lateKey+": ") {
 				t.Errorf("the second prune does not report %s late for %s:\n%s", game, lateKey, out)
 			}
+			// Its event stream was gone before this run: not one of the
+			// keys it removed.
+			if !strings.Contains(out, "; nothing from before the plan removed\n") {
+				t.Errorf("the second prune does not say it removed nothing of %s:\n%s", game, out)
+			}
 		})
 	}
 }
