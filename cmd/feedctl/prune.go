@@ -256,7 +256,8 @@ func (g *global) prunePlan(ctx context.Context, db *store.DB, cut time.Time, str
 			return nil, err
 		}
 		if !over && !inStore {
-			// A game without its event stream is what a run that stopped
+			// A game without its event stream (or with an empty one: a
+			// renderer's door brings it back) is what a run that stopped
 			// or was late after deleting it left (a dead letter written
 			// since, its run's DEL refused): registered still, with the
 			// keys after the stream. Its game_over went with the stream
@@ -377,8 +378,8 @@ func (g *global) endedOnStream(ctx context.Context, game string) (bool, error) {
 	return false, nil
 }
 
-// remnant reports whether game's event stream is gone and db (when
-// given) holds no line of it. Without -streams, one whose other keys
+// remnant reports whether game's event stream is gone, or empty, and db
+// (when given) holds no line of it. Without -streams, one whose other keys
 // remain is kept, saying why: unregistered, its dead letters would be
 // found by no later run.
 func (g *global) remnant(ctx context.Context, db *store.DB, game string, streams bool) (bool, string, error) {
@@ -392,7 +393,13 @@ func (g *global) remnant(ctx context.Context, db *store.DB, game string, streams
 		}
 		return n != 0, nil
 	}
-	if ok, err := exists(keys[0]); err != nil || ok {
+	// Empty is as gone: a renderer that meets the game as a new one (it
+	// restarted) opens its door with MKSTREAM, and the stream is back
+	// without an entry.
+	if n, err := g.rdb.XLen(ctx, keys[0]).Result(); err != nil || n > 0 {
+		if err != nil {
+			err = fmt.Errorf("prune: %s: %w", game, err)
+		}
 		return false, "", err
 	}
 	if db != nil {

@@ -5,11 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 // TestPruneFinishesGameLateAtItsDeadLetters: a prune -streams that finds
@@ -23,14 +26,18 @@ import (
 // now plans the keys that remain and unregisters the game, and what is
 // added after its own plan still stays. A later run without -streams
 // keeps it, saying why: unregistered, its dead letters would be found by
-// no run after.
+// no run after. A renderer started between the runs brings its event
+// stream back, empty (its door, XGROUP CREATE … MKSTREAM): that is no
+// stream to keep it for either.
 func TestPruneFinishesGameLateAtItsDeadLetters(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		late      func(game string) string // where an entry arrives during the second run ("": none)
 		noStreams bool                     // the second run is without -streams
+		renderer  bool                     // a renderer starts between the runs
 	}{
 		{name: "finished"},
+		{name: "a renderer started between the runs", renderer: true},
 		{name: "without -streams", noStreams: true},
 		{name: "an event since the second plan", late: event.StreamKey},
 		{name: "a dead letter since the second plan", late: event.DeadKey},
@@ -63,6 +70,16 @@ func TestPruneFinishesGameLateAtItsDeadLetters(t *testing.T) {
 				t.Fatalf("first prune left %s: exists %d, %v\n%s", event.StreamKey(game), n, err, out)
 			}
 			pruneStepHook = nil
+			if tc.renderer {
+				// It meets the game as a new one and opens its door with
+				// MKSTREAM: the event stream is back, empty.
+				c := openQuietConsumer(t, rdb, "r9", func(context.Context, feed.Message) error { return nil })
+				wait.For(t, 10*time.Second, "the renderer's door on "+event.StreamKey(game), func() bool {
+					n, err := rdb.Exists(ctx, event.StreamKey(game)).Result()
+					return err == nil && n == 1
+				})
+				c.Close()
+			}
 
 			dry := mustRunCtl(t, s.Addr, "prune", "-older-than", "24h", "-db", path, "-streams", "-dry-run")
 			if !strings.Contains(dry, "remove "+game+": registry, streams") {
