@@ -202,7 +202,10 @@ func (g *global) prune(ctx context.Context, args []string, t terminal, stdout, s
 			return swapped(dbPath, err, removed)
 		}
 		if err != nil {
-			return fmt.Errorf("prune %s: %w", c.game, err)
+			// What was done by then, for the operator deciding what next
+			// (TestPruneRedisGoneMidRunSaysWhatWasDone): this game, left
+			// registered or in part, and those after it are for the next run.
+			return fmt.Errorf("prune %s: %w; %d games pruned before it; run prune again to finish", c.game, err, removed)
 		}
 		if !ok {
 			fmt.Fprintf(stdout, "kept   %s: an event arrived since the plan\n", c.game)
