@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -162,5 +163,52 @@ func TestDeleteGameUpToKeepsLaterLine(t *testing.T) {
 	}
 	if n, err := db.DeleteGameUpTo(ctx, victim, bound); err != nil || n != int64(len(before)+1) {
 		t.Fatalf("DeleteGameUpTo(%s, %d): %d, %v; want %d lines", victim, bound, n, err, len(before)+1)
+	}
+}
+
+// TestDeleteAbsentGameKeepsBoards: feedctl prune deletes every planned
+// game from its host's store, most of them, on a host that never
+// consumed them, with no line there. Each such delete still committed a
+// write and counted a deletion, and every process sharing the file (the
+// host's renderers) dropped every board it held in memory on seeing the
+// count move: a prune of N games absent from the store emptied the
+// renderers' board caches N times. A delete that finds nothing writes
+// nothing.
+func TestDeleteAbsentGameKeepsBoards(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "feed.db")
+	a, b := MustOpen(t, path), MustOpen(t, path)
+	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	mint := event.NewMinter(1)
+	mustUpsert(t, a, []store.Event{mkEvent(t, mint.Next(at), "keep", event.KindPlayerJoined, at, "player", "cy", "avatar", "🦊")})
+	seq, err := a.MaxSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ScoreboardAt(ctx, "keep", seq); err != nil {
+		t.Fatal(err)
+	}
+	if !store.BoardCached(b, "keep", seq) {
+		t.Fatal("b did not cache the board it read")
+	}
+	for _, del := range []func() (int64, error){
+		func() (int64, error) { return a.DeleteGame(ctx, "absent") },
+		func() (int64, error) { return a.DeleteGameUpTo(ctx, "absent", seq) },
+	} {
+		if n, err := del(); err != nil || n != 0 {
+			t.Fatalf("delete of a game the store does not hold: %d, %v", n, err)
+		}
+	}
+	// A line of another game, and b reads that game's board: its cache
+	// catches up with the file, evicting the game of that line alone.
+	mustUpsert(t, a, []store.Event{mkEvent(t, mint.Next(at), "other", event.KindPlayerJoined, at, "player", "bo", "avatar", "🦉")})
+	if seq, err = a.MaxSeq(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ScoreboardAt(ctx, "other", seq); err != nil {
+		t.Fatal(err)
+	}
+	if !store.BoardCached(b, "keep", seq) {
+		t.Error("b dropped its boards for the deletion of a game the store did not hold")
 	}
 }
