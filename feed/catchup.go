@@ -294,7 +294,7 @@ func (c *Consumer) onlyPending(ctx context.Context, key, pos, last string) (bool
 	// Acked without a line: a dead letter (malformed, poison, conflict)
 	// is acked and never stored, and a catch-up would only refuse it
 	// again. Under traffic with bad entries one is often in the range.
-	dead, err := DeadPositions(ctx, c.rdb, c.cfg.DeadKey(key), acked)
+	dead, err := DeadPositions(ctx, c.rdb, key, c.cfg.DeadKey(key), acked)
 	if err != nil {
 		if serverError(err) {
 			// Unreadable (another type under its key): then a catch-up
@@ -322,7 +322,7 @@ func (c *Consumer) pendingPage() int64 { return 10 * c.cfg.Count }
 func (c *Consumer) deadOf(stream string, msgs []redis.XMessage) ([]bool, error) {
 	ctx, cancel := c.callCtx(c.ctx, 10*time.Second)
 	defer cancel()
-	return DeadEntries(ctx, c.rdb, c.cfg.DeadKey(stream), msgs)
+	return DeadEntries(ctx, c.rdb, stream, c.cfg.DeadKey(stream), msgs)
 }
 
 // catchUpBatch hands one XRANGE page to the handler, but for the entries

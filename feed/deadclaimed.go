@@ -60,6 +60,18 @@ func (c *Consumer) skipClaimed(todo []delivery, s *settlement) []delivery {
 	return out
 }
 
+// scoreOf reads a ZMSCORE reply element that negativeScore accepted.
+func scoreOf(v any) float64 {
+	switch s := v.(type) {
+	case float64:
+		return s
+	case string:
+		f, _ := strconv.ParseFloat(s, 64)
+		return f
+	}
+	return 0
+}
+
 // negativeScore reports whether a ZMSCORE reply element is a score below
 // zero: a string in RESP2, a double in RESP3.
 func negativeScore(v any) bool {

@@ -38,7 +38,7 @@ func TestClaimedPendingEntryNotJudgedAfresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := feed.DeadPositions(ctx, rdb, dk, []string{pos})
+	dead, err := feed.DeadPositions(ctx, rdb, stream("g"), dk, []string{pos})
 	if err != nil {
 		t.Fatal(err)
 	}

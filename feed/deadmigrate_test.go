@@ -57,7 +57,7 @@ func TestClusterDeadLetterDuringSlotMigration(t *testing.T) {
 	if err != nil || len(ds) != 1 || ds[0].EvtID != bad {
 		t.Fatalf("dead letters after the move: %+v, %v; want the one of %s", ds, err, bad)
 	}
-	dead, err := feed.DeadPositions(ctx, rdb, dk, []string{ds[0].StreamID})
+	dead, err := feed.DeadPositions(ctx, rdb, st, dk, []string{ds[0].StreamID})
 	if err != nil || len(dead) != 1 || !dead[0] {
 		t.Fatalf("position %s in the dead positions set: %v, %v", ds[0].StreamID, dead, err)
 	}

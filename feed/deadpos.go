@@ -13,7 +13,10 @@ import (
 // whether it is in the dead positions set (DeadPositionsKey), a claim of
 // a letter under way (deadsteps.go) included. It is one
 // ZMSCORE, a single-key command, so it is cluster-safe; the set shares
-// the game's hash slot with its stream anyway.
+// the game's hash slot with its stream anyway. A claim it meets that is
+// stale and whose entry no group of stream has pending is settled there
+// (settleOrphanClaim): confirmed if its letter exists, else removed and
+// not dead.
 //
 // Every path that reads a stream's entries again after the live read
 // judged them (a catch-up, a replay, feedctl rebuild) asks it first and
@@ -23,21 +26,32 @@ import (
 // an entry dead-lettered after PoisonAfter failed deliveries is well
 // formed, and a conflict depends on what was stored first. A requeued
 // letter is a new entry at a new position, so it is not skipped.
-func DeadPositions(ctx context.Context, rdb redis.UniversalClient, deadKey string, ids []string) ([]bool, error) {
+func DeadPositions(ctx context.Context, rdb redis.UniversalClient, stream, deadKey string, ids []string) ([]bool, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return deadPositionsOf(deadPositionsCmd(ctx, rdb, deadKey, ids), len(ids))
+	cmd := deadPositionsCmd(ctx, rdb, deadKey, ids)
+	dead, err := deadPositionsOf(cmd, len(ids))
+	if err != nil {
+		return nil, err
+	}
+	scores, _ := cmd.Slice() // read by deadPositionsOf
+	for i, s := range scores {
+		if negativeScore(s) {
+			dead[i] = settleOrphanClaim(ctx, rdb, stream, deadKey, ids[i], scoreOf(s))
+		}
+	}
+	return dead, nil
 }
 
 // DeadEntries is DeadPositions for the positions of entries read from the
 // stream (an XRANGE page): whether the renderers dead-lettered each.
-func DeadEntries(ctx context.Context, rdb redis.UniversalClient, deadKey string, xs []redis.XMessage) ([]bool, error) {
+func DeadEntries(ctx context.Context, rdb redis.UniversalClient, stream, deadKey string, xs []redis.XMessage) ([]bool, error) {
 	ids := make([]string, len(xs))
 	for i, x := range xs {
 		ids[i] = x.ID
 	}
-	return DeadPositions(ctx, rdb, deadKey, ids)
+	return DeadPositions(ctx, rdb, stream, deadKey, ids)
 }
 
 // deadPositionsCmd sends (or, on a pipeline, queues) the ZMSCORE of ids in

@@ -37,7 +37,7 @@ func TestForgedFuturePositionKeepsDeadPositions(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the forged entry dead-lettered", func() bool { return c.Stats().Dead == 2 })
 
-	dead, err := feed.DeadPositions(ctx, rdb, dk, []string{early, forged})
+	dead, err := feed.DeadPositions(ctx, rdb, s, dk, []string{early, forged})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,9 @@ import (
 // or a claim whose position is claimed is settled by these steps, not
 // handed to the handler again (skipClaimed). A claim counts as
 // dead-lettered for DeadPositions: the entry is on its way to a letter.
+// One whose entry no group has pending any more (its group destroyed, the
+// entry acked by hand) is on its way nowhere: DeadPositions settles it
+// once stale (settleOrphanClaim).
 //
 // On a single node the script is never refused: it stays one atomic
 // script, and these steps run only for a claim a migration left.

@@ -141,7 +141,7 @@ func rebuildGame(ctx context.Context, g *global, p *pipeline.Pipeline, game stri
 		if len(xs) == 0 {
 			return n, inserted, skipped, nil
 		}
-		dead, err := feed.DeadEntries(ctx, g.rdb, deadKey, xs)
+		dead, err := feed.DeadEntries(ctx, g.rdb, key, deadKey, xs)
 		if err != nil {
 			// Stopped, not judged afresh as a renderer does: an operator
 			// is there to mend the key (another type under it, say) and
