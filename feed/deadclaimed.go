@@ -51,7 +51,7 @@ func (c *Consumer) skipClaimed(todo []delivery, s *settlement) []delivery {
 	out := todo[:0]
 	for _, d := range todo {
 		if claimed[d.stream+"\x00"+d.x.ID] {
-			d.reason, d.label = "dead letter under way (its position claimed)", "claimed"
+			d.reason, d.label = claimedReason, "claimed"
 			s.dead = append(s.dead, d)
 			continue
 		}
@@ -71,6 +71,10 @@ func scoreOf(v any) float64 {
 	}
 	return 0
 }
+
+// claimedReason is the dead_reason of an entry settled because its
+// position is claimed: the letter a take-over of the claim writes.
+const claimedReason = "dead letter under way (its position claimed)"
 
 // negativeScore reports whether a ZMSCORE reply element is a score below
 // zero: a string in RESP2, a double in RESP3.

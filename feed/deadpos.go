@@ -101,7 +101,13 @@ func deadPositionsOf(cmd *redis.Cmd, n int) ([]bool, error) {
 // had (e2e/TestReplaySkipsDeadLetteredPositions). Now it is settled as
 // the live reader settles an entry it dead-lettered before: deadScript
 // finds the position recorded, writes no second letter, acks it and
-// counts a duplicate (Stats.DeadDuplicates).
+// counts a duplicate (Stats.DeadDuplicates). A claimed position (a letter
+// under way in single-key steps) is no letter yet: it goes as the own
+// pending list sends one (skipClaimed), with the claimed reason, since
+// the steps that take the claim over may write its letter. Sent as a
+// duplicate, that letter said "dead-lettered already" and was counted
+// under the reason duplicate
+// (TestReplayedClaimedPositionLetterSaysClaimed).
 //
 // The entries of a stream whose node does not answer are left pending
 // (as withAttempts leaves them), for the own pending list or a claim once
@@ -121,8 +127,9 @@ func (c *Consumer) skipDead(path string, todo []delivery, s *settlement) ([]deli
 		byStream[d.stream] = append(byStream[d.stream], d.x.ID)
 	}
 	cmds := c.lookUpDeadPositions(ctx, byStream)
-	dead := map[string]bool{} // stream+"\x00"+pos
-	left := map[string]bool{} // streams whose entries stay pending
+	dead := map[string]bool{}    // stream+"\x00"+pos
+	claimed := map[string]bool{} // of those, the claims (a negative score)
+	left := map[string]bool{}    // streams whose entries stay pending
 	for stream, cmd := range cmds {
 		ids := byStream[stream]
 		is, err := deadPositionsOf(cmd, len(ids))
@@ -142,9 +149,11 @@ func (c *Consumer) skipDead(path string, todo []delivery, s *settlement) ([]deli
 			}
 			return nil, err
 		}
+		scores, _ := cmd.Slice() // read by deadPositionsOf
 		for i, id := range ids {
 			if is[i] {
 				dead[stream+"\x00"+id] = true
+				claimed[stream+"\x00"+id] = negativeScore(scores[i])
 			}
 		}
 	}
@@ -155,6 +164,9 @@ func (c *Consumer) skipDead(path string, todo []delivery, s *settlement) ([]deli
 	for _, d := range todo {
 		switch {
 		case left[d.stream]:
+		case claimed[d.stream+"\x00"+d.x.ID]:
+			d.reason, d.label = claimedReason, "claimed"
+			s.dead = append(s.dead, d)
 		case dead[d.stream+"\x00"+d.x.ID]:
 			d.reason, d.label = "dead-lettered already", "duplicate"
 			s.dead = append(s.dead, d)

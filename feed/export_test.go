@@ -144,3 +144,6 @@ func SetAsideMany(cc *redis.ClusterClient, n, k int, err error) (first, rest tim
 	}
 	return first, rest, held, onNode, walks
 }
+
+// DeadOf returns how many letters c wrote under reason label.
+func DeadOf(c *Consumer, label string) int64 { return c.stats.dead.get(label) }

@@ -69,7 +69,7 @@ var metrics = counterset.New(
 		"Handler panics, recovered and counted as failures.",
 		func(c *counters) int64 { return c.panics.Load() }),
 	counterset.Labeled("codemojex_feed_dead_total",
-		"Entries dead-lettered, by reason (malformed, poison, attempts, conflict, future id).",
+		"Entries dead-lettered, by reason (malformed, poison, attempts, conflict, future id, claimed).",
 		"reason", nil, labels(func(c *counters) *labeled { return &c.dead })),
 	counterset.Labeled("codemojex_feed_trimmed_total",
 		"Pending entries found deleted or trimmed, by path (pending, claim).", "path", nil,
