@@ -123,6 +123,7 @@ func (c *Consumer) claim(st *streamState) error {
 			c.stats.claimDeleted.Add(n)
 			c.log.Info("claimed entries were deleted from the stream; dropped from the pending list",
 				"stream", st.key, "game", st.game, "count", n)
+			c.settleDeletedClaims(st.key, deleted)
 		}
 		if len(msgs) > 0 {
 			c.stats.claimed.Add(int64(len(msgs)))

@@ -104,6 +104,9 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 	if err := c.settle(&s); err != nil {
 		return err
 	}
+	for stream, ids := range s.trimmed {
+		c.settleDeletedClaims(stream, ids)
+	}
 	if len(held) > 0 {
 		_, err := c.hold(held, true)
 		return err
