@@ -52,7 +52,10 @@ import (
 // the position written since the claim (deadLetterSince), which is then
 // confirmed and not written twice; a letter dropped or requeued meanwhile
 // is not there to be found, so DropDead and RequeueDead confirm its
-// position first (confirmLetterPos). An entry back by the own pending list
+// position first (confirmLetterPos). A letter the dead stream's MAXLEN ~
+// trimmed before the take-over is not there either, and is written again
+// (docs/reader-law.md, "Dead letters", the known limit): nothing tells
+// it from a letter never written, and not writing would lose those. An entry back by the own pending list
 // or a claim whose position is claimed is settled by these steps, not
 // handed to the handler again (skipClaimed). A claim counts as
 // dead-lettered for DeadPositions: the entry is on its way to a letter.
