@@ -37,14 +37,14 @@ import (
 //     the same position at once, one writes.
 //  3. XADD the letter. A reply error (the dead key holds another type)
 //     takes the claim back: nothing has changed, as with the script.
-//  4. Confirm: the position scored with its milliseconds (deadConfirmScript,
+//  4. XACK, if the entry is still this consumer's (deadAckScript).
+//  5. Confirm: the position scored with its milliseconds (deadConfirmScript,
 //     which bounds the set as the script does).
-//  5. XACK, if the entry is still this consumer's (deadAckScript).
 //
-// The entry is acked only once its letter exists and its position is
-// confirmed, so it is never lost: a step that fails leaves it pending,
-// and the next attempt (its own pending list, a claim) takes the steps
-// again. A claim whose writer stopped between 2 and 4 (it died, lost its
+// The entry is acked only once its letter exists, so it is never lost: a
+// step that fails leaves it pending, its position claimed, and the next
+// attempt (its own pending list, a claim) takes the steps again. A claim
+// whose writer stopped between 2 and 4 (it died, lost its
 // connection, or its XADD's reply was lost) is taken over once it is
 // deadClaimTTL old, by the steps or, once the migration is over, by the
 // script, which hands a claimed position to these steps
@@ -55,13 +55,14 @@ import (
 // position first (confirmLetterPos). A letter the dead stream's MAXLEN ~
 // trimmed before the take-over is not there either, and is written again
 // (docs/reader-law.md, "Dead letters", the known limit): nothing tells
-// it from a letter never written, and not writing would lose those. An entry back by the own pending list
-// or a claim whose position is claimed is settled by these steps, not
-// handed to the handler again (skipClaimed). A claim counts as
-// dead-lettered for DeadPositions: the entry is on its way to a letter.
-// One whose entry no group has pending any more (its group destroyed, the
-// entry acked by hand) is on its way nowhere: DeadPositions settles it
-// once stale (settleOrphanClaim).
+// it from a letter never written, and not writing would lose those. An
+// entry back by the own pending list or a claim whose position is
+// claimed is settled by these steps, not handed to the handler again
+// (skipClaimed). A claim counts as dead-lettered for DeadPositions: the
+// entry is on its way to a letter. One whose entry no group has pending
+// any more (its group destroyed, the entry acked by hand, or by a writer
+// that stopped between 4 and 5) is settled by DeadPositions once stale
+// (settleOrphanClaim): confirmed if its letter exists, else removed.
 //
 // On a single node the script is never refused: it stays one atomic
 // script, and these steps run only for a claim a migration left.
@@ -203,10 +204,10 @@ func (c *Consumer) deadSteps(ctx context.Context, keys []string, args []any) (an
 			return nil, err
 		}
 		if found {
-			if err := confirm(); err != nil {
+			if err := ack(); err != nil {
 				return nil, err
 			}
-			return "", ack()
+			return "", confirm()
 		}
 	}
 	xadd := append([]any{"XADD", dk, "MAXLEN", "~", args[2], "*"}, args[7:]...)
@@ -220,10 +221,18 @@ func (c *Consumer) deadSteps(ctx context.Context, keys []string, args []any) (an
 		}
 		return nil, fmt.Errorf("feed: dead-letter %s %s: write letter: %w", stream, pos, err)
 	}
-	if err := confirm(); err != nil {
+	// Acked before the position is confirmed: while an entry is pending
+	// after its letter, its position stays claimed, and it comes back to
+	// these steps, which find the letter. Confirmed first, an ack that
+	// failed left it pending with its position recorded as any letter's,
+	// and it came back to the handler, to be judged afresh
+	// (TestDeadLetterStepsAckFailedNotJudgedAfresh). One acked whose
+	// confirm fails keeps a claim with its letter: a take-over or
+	// settleOrphanClaim confirms it.
+	if err := ack(); err != nil {
 		return nil, err
 	}
-	if err := ack(); err != nil {
+	if err := confirm(); err != nil {
 		return nil, err
 	}
 	return id, nil
