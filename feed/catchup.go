@@ -217,10 +217,31 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 		c.stats.gaps.Add(1)
 	}
 	if !trimmedPast(info, pos) {
-		only, err := c.onlyPending(ctx, st.key, pos, last)
+		acked, fits, err := c.ackedAfter(ctx, st.key, pos, last)
 		if err != nil {
 			c.fail("catchup", err)
 			return "", "", false, false, c.setAside([]*streamState{st}, err)
+		}
+		only := fits
+		if fits && len(acked) > 0 {
+			// Read again, after the group: a peer of the host sharing
+			// the store commits an entry before it acks it, so one it
+			// acked since the first read is at or below the store's
+			// position now. Compared with the first read, every entry
+			// a peer committed and acked under these reads looked
+			// acked without a line, and an ordinary restart under
+			// traffic re-read the lookback window (until 7 Dec 2026;
+			// TestCatchUpNotFooledByPeerCommit).
+			now, err := c.cfg.Position(ctx, st.key)
+			if err != nil {
+				return "", "", false, false, fmt.Errorf("feed: store position of %s: %w", st.key, err)
+			}
+			acked = slices.DeleteFunc(acked, func(id string) bool { return now != "" && cmpID(id, now) <= 0 })
+			only, err = c.allDead(ctx, st.key, acked)
+			if err != nil {
+				c.fail("catchup", err)
+				return "", "", false, false, c.setAside([]*streamState{st}, err)
+			}
 		}
 		if only {
 			// Every entry the store lacks is still in someone's hands: the
@@ -238,17 +259,18 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 	return start, last, true, false, nil
 }
 
-// onlyPending reports whether every entry of key after pos ("": from the
-// start) up to last is pending in the group, so the store lacks nothing the
-// reader law will not deliver: it is a page of XPENDING compared with a
-// page of XRANGE over the same range, and the entries acked there looked
-// up in the dead positions set (ZMSCORE); each command is single-key, so
-// cluster-safe. A range longer than a page, or any entry there that is
-// acked without a dead letter (by a consumer whose commit this store does
-// not have), answers false and the stream is caught up. Under live traffic the group's last-delivered id is
-// ahead of the store only by the entries in flight at the host's other
-// consumers, so an ordinary restart costs two short reads, not a re-read of
-// the lookback window.
+// ackedAfter compares, for catchUpPlan, one page of XPENDING with one
+// page of XRANGE over the entries of key after pos ("": from the start) up
+// to last, and returns those acked there (not pending in the group); fits
+// is false when the range is empty or longer than the page, and the store
+// is then caught up. Each command is single-key, so cluster-safe. Under
+// live traffic the group's last-delivered id is ahead of the store only by
+// the entries in flight at the host's other consumers, so an ordinary
+// restart costs two short reads, not a re-read of the lookback window.
+// The plan then reads the store's position again: an entry acked at or
+// below it was committed to the store first. One acked above it without a
+// dead letter (allDead) was acked by a consumer whose commit this store
+// does not have, and the stream is caught up.
 //
 // Entries below pos are not looked at: in a store that went on being
 // written (a restart), nothing below its position was acked without being
@@ -256,7 +278,10 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 // below its position that was pending when it was taken and acked since;
 // such a copy is behind the entries its successor committed and acked
 // after it, so this check fails and the catch-up's lookback covers them.
-func (c *Consumer) onlyPending(ctx context.Context, key, pos, last string) (bool, error) {
+// The second read of the position adds no other trust: a consumer of the
+// host commits past an entry the store lacks only through a catch-up,
+// which stores the entries in order.
+func (c *Consumer) ackedAfter(ctx context.Context, key, pos, last string) (acked []string, fits bool, err error) {
 	from := "-"
 	if pos != "" {
 		from = "(" + pos
@@ -266,34 +291,38 @@ func (c *Consumer) onlyPending(ctx context.Context, key, pos, last string) (bool
 		Stream: key, Group: c.cfg.Group, Start: from, End: last, Count: page + 1,
 	}).Result()
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if int64(len(pend)) > page {
-		return false, nil
+		return nil, false, nil
 	}
 	msgs, err := c.rdb.XRangeN(ctx, key, from, last, page+1).Result()
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if len(msgs) == 0 || int64(len(msgs)) > page {
-		return false, nil
+		return nil, false, nil
 	}
 	held := make(map[string]bool, len(pend))
 	for _, p := range pend {
 		held[p.ID] = true
 	}
-	var acked []string
 	for _, m := range msgs {
 		if !held[m.ID] {
 			acked = append(acked, m.ID)
 		}
 	}
+	return acked, true, nil
+}
+
+// allDead reports whether every entry of key at the positions acked is a
+// dead letter (its position in the dead positions set, one ZMSCORE): a
+// dead letter is acked and never stored, and a catch-up would only refuse
+// it again. Under traffic with bad entries one is often in the range.
+func (c *Consumer) allDead(ctx context.Context, key string, acked []string) (bool, error) {
 	if len(acked) == 0 {
 		return true, nil
 	}
-	// Acked without a line: a dead letter (malformed, poison, conflict)
-	// is acked and never stored, and a catch-up would only refuse it
-	// again. Under traffic with bad entries one is often in the range.
 	dead, err := DeadPositions(ctx, c.rdb, key, c.cfg.DeadKey(key), acked)
 	if err != nil {
 		if serverError(err) {
@@ -313,7 +342,7 @@ func (c *Consumer) onlyPending(ctx context.Context, key, pos, last string) (bool
 	return true, nil
 }
 
-// pendingPage is the most entries onlyPending compares: ten reads' worth,
+// pendingPage is the most entries ackedAfter compares: ten reads' worth,
 // more than a host's consumers hold in flight on one stream.
 func (c *Consumer) pendingPage() int64 { return 10 * c.cfg.Count }
 
