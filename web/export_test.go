@@ -215,3 +215,33 @@ func HoldTail(s *Server) (release func()) {
 // NbioLogger returns the logger through which the nbio engine's lines
 // reach l (installed once per process, by the first server on nbio).
 func NbioLogger(l *slog.Logger) logging.Logger { return nbioLogger{l} }
+
+// Retained returns the sizes of s's per-game and per-client state: what a
+// replica that runs for weeks must give back once its games and clients
+// are gone.
+func Retained(s *Server) map[string]int {
+	out := map[string]int{"hubs": s.hubs.len()}
+	s.tail.turn.Lock()
+	out["boards"] = len(s.tail.boards)
+	s.tail.turn.Unlock()
+	s.watch.mu.Lock()
+	out["watching_sent"] = len(s.watch.sent)
+	out["watching_others"] = len(s.watch.others)
+	s.watch.mu.Unlock()
+	s.limiter.mu.Lock()
+	out["rate_buckets"] = len(s.limiter.buckets)
+	s.limiter.mu.Unlock()
+	s.sockets.mu.Lock()
+	out["socket_slots"] = len(s.sockets.held)
+	s.sockets.mu.Unlock()
+	s.requests.mu.Lock()
+	out["request_slots"] = len(s.requests.held)
+	s.requests.mu.Unlock()
+	out["reserved"] = int(s.reserved.Load())
+	if s.poll != nil {
+		s.poll.mu.Lock()
+		out["poll_sockets"] = len(s.poll.socks)
+		s.poll.mu.Unlock()
+	}
+	return out
+}
