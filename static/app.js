@@ -469,6 +469,7 @@
     var opening = 0; // timer: the connection must bring a frame within OPEN_WITHIN
     var got = false; // the current connection brought a frame
     var upgrade = 0; // timer: on the event stream, try a websocket again
+    var trying = new Set(); // those tries' sockets, until their first frame or their end
     var upgradeWait = 0; // ms before that try; doubles while websockets fail
     var reloading = false;
     // A visible page whose socket brought nothing for QUIET ms probes it:
@@ -645,8 +646,11 @@
       if (transport !== 'sse' || !ws || reloading) return;
       var sock = newSocket();
       var give = setTimeout(function () { sock.close(); }, OPEN_WITHIN);
+      sock.feedGive = give;
+      trying.add(sock);
       sock.onmessage = function (ev) {
         clearTimeout(give);
+        trying.delete(sock);
         if (transport !== 'sse' || !ws || reloading) { sock.onclose = null; sock.close(); return; }
         release();
         transport = 'ws';
@@ -658,6 +662,7 @@
       };
       sock.onclose = function () {
         clearTimeout(give);
+        trying.delete(sock);
         if (ws === sock) return;
         upgradeWait = Math.min(upgradeWait * 2, 600000);
         if (transport === 'sse' && ws) scheduleUpgrade();
@@ -819,6 +824,18 @@
       if (timer) { clearTimeout(timer); timer = 0; }
       stopProbe();
       if (upgrade) { clearTimeout(upgrade); upgrade = 0; }
+      // A websocket tried beside the event stream and still waiting for
+      // its first frame goes too: left open, it held a socket (and the
+      // proxy's connection) for a page nobody watches. Shown again, the
+      // page takes a new stream and tries a websocket later, as it does
+      // whenever it is on the stream (TestBrowserBackForwardCacheUpgradeTry).
+      trying.forEach(function (sock) {
+        clearTimeout(sock.feedGive);
+        sock.onmessage = null;
+        sock.onclose = null;
+        try { sock.close(1000, 'page hidden'); } catch (err) { /* already closing */ }
+      });
+      trying.clear();
       release(1000, 'page hidden');
       // Restored, it holds no connection until the new one's first frame
       // (opened): it must not say "live" meanwhile.

@@ -1,6 +1,7 @@
 // Package wallproxy is an HTTP reverse proxy for tests that stands where a
-// corporate proxy does: it refuses websocket upgrades (403) and relays every
-// other request, event streams included, to one server.
+// corporate proxy does: it refuses websocket upgrades (403), or lets them
+// hang unanswered, and relays every other request, event streams included,
+// to one server.
 package wallproxy
 
 import (
@@ -26,6 +27,8 @@ type Proxy struct {
 	kills   []context.CancelFunc
 	refused int
 	open    bool // websockets pass
+	hold    bool // websocket upgrades hang, unanswered, until the client goes
+	held    int  // upgrades hanging now
 }
 
 // Start listens on a free loopback port and relays to target (an
@@ -54,11 +57,23 @@ func (p *Proxy) serve(rp *httputil.ReverseProxy) func(http.ResponseWriter, *http
 	return func(w http.ResponseWriter, r *http.Request) {
 		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 			p.mu.Lock()
-			open := p.open
-			if !open {
+			open, hold := p.open, p.hold
+			if !open && !hold {
 				p.refused++
 			}
+			if !open && hold {
+				p.held++
+			}
 			p.mu.Unlock()
+			if !open && hold {
+				// The server's context ends when the client closes the
+				// connection (or the proxy closes).
+				<-r.Context().Done()
+				p.mu.Lock()
+				p.held--
+				p.mu.Unlock()
+				return
+			}
 			if !open {
 				http.Error(w, "websockets are not allowed by policy", http.StatusForbidden)
 				return
@@ -93,6 +108,22 @@ func (p *Proxy) LetThrough() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.open = true
+}
+
+// Hold has websocket upgrades hang from now on, unanswered, as some proxies
+// do, until the client closes its connection.
+func (p *Proxy) Hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hold = true
+}
+
+// Held returns how many websocket upgrades hang now: how many sockets the
+// browser still has open through the proxy, waiting for an answer.
+func (p *Proxy) Held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
 }
 
 // Refused returns how many websocket upgrades the proxy refused.
