@@ -266,14 +266,22 @@
       pageOlder();
     }
 
+    // A press of "older lines" under a filter pages on, while its pages
+    // bring no line the filter shows, until it has brought half the cap
+    // (three pages of 100 by default; every line paged in takes a place in
+    // the list, hidden or not) or OLDER_PAGES pages, or the game's beginning.
+    var OLDER_PAGES = 10;
+
     // pageOlder pages in the lines before the oldest shown. When the list
     // would pass the cap, the newest lines go (held, for the pill) and the
-    // view is held still against their removal.
-    function pageOlder() {
+    // view is held still against their removal. press counts what this
+    // press of the link brought so far (the pages it went on to).
+    function pageOlder(press) {
       var a = older;
       if (!a || a.dataset.busy) return;
       a.dataset.busy = '1';
-      var from = a.dataset.before, asked = flushes, again = false;
+      press = press || { pages: 0, lines: 0, shown: false };
+      var from = a.dataset.before, asked = flushes, again = false, on = false;
       var url = gamePath + '/older?before=' + encodeURIComponent(from);
       fetch(url, { cache: 'no-store' }).then(function (r) {
         // A 404 is a game the store no longer has (pruned while the page
@@ -307,10 +315,13 @@
         // lines already known (late ones, below the link's line) are not
         // shown twice, and do not end the paging.
         var last = '';
+        press.pages++;
         lis.forEach(function (li) {
           if (!li.id) return;
           last = li.id;
+          press.lines++;
           if (known(li.id)) return;
+          if (filterShows(li)) press.shown = true;
           while (list.children.length >= cap && list.firstElementChild) {
             var newest = list.firstElementChild;
             newest.remove();
@@ -324,23 +335,54 @@
         });
         if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - top);
         pillText();
+        // Under a filter, a page may hold no line it shows (a page of chat
+        // under "guesses and wins"): the press would add nothing the reader
+        // sees, and tell a screen reader on the link nothing. It pages on,
+        // and says so when it stops with none (olderNone).
+        var hidden = root.dataset.filter !== 'all' && !press.shown;
         if (!res.more || !last) {
           // A keyboard reader who paged with the link keeps their place:
           // removed with it, the focus fell to the body, where a screen
           // reader loses its place and some browsers tab from the top.
           var focused = document.activeElement === a;
+          if (hidden) olderNone(a, press, true);
           a.remove();
           if (focused) log.focus({ preventScroll: true });
           older = null;
           return;
         }
         setOlder(last);
+        if (!hidden) return;
+        if (press.pages < OLDER_PAGES && press.lines < cap / 2) on = true;
+        else olderNone(a, press, false);
       }).catch(function () {
         a.textContent = 'older lines (retry)';
       }).then(function () {
         delete a.dataset.busy;
-        if (again) pageOlder();
+        if (again || on) pageOlder(press);
       });
+    }
+
+    // olderNone tells the reader that a press of "older lines" under a
+    // filter brought no line it shows: on the page (the link's words, or a
+    // note where the link was once the game's beginning is reached) and to
+    // a screen reader, politely, through the announcements' log the pill's
+    // appearance is said in (the reader is on the link, and nothing else
+    // changes where they are).
+    function olderNone(a, press, end) {
+      var what = press.lines === 0 ? 'no older lines' :
+        press.lines + ' older line' + (press.lines === 1 ? '' : 's') + ', all hidden by the filter';
+      if (end) {
+        var note = document.createElement('p');
+        note.id = 'older-none';
+        note.className = 'older older-none';
+        note.textContent = 'the beginning of the game: ' + what;
+        a.after(note);
+        say(note.textContent);
+        return;
+      }
+      a.textContent = 'older lines (' + what + ')';
+      say(what + '; older lines go on');
     }
 
     // --- filter: everything, no chat, or guesses and wins -------------------------
@@ -364,6 +406,10 @@
       set(v);
       sel.addEventListener('change', function () {
         set(sel.value);
+        // What a press under the old filter found hidden may show now.
+        var none = document.getElementById('older-none');
+        if (none) none.remove();
+        if (older && / hidden by the filter\)$/.test(older.textContent)) older.textContent = 'older lines';
         try { localStorage.setItem(key, root.dataset.filter); } catch (err) { /* storage off */ }
         pillText();
       });
