@@ -88,12 +88,7 @@ func TestMigrationKilledMidway(t *testing.T) {
 			t.Errorf("schema after the kill:\n%s\nwant the old release's:\n%s", got, want)
 		}
 		raw := mustRaw(t, path)
-		var top, n int
-		var ok string
-		if err := raw.QueryRow(`SELECT (SELECT max(version) FROM schema_migrations), (SELECT count(*) FROM events), (SELECT * FROM pragma_integrity_check)`).
-			Scan(&top, &n, &ok); err != nil {
-			t.Fatal(err)
-		}
+		top, n, ok := levelOf(t, raw)
 		if top != 2 || n != lines || ok != "ok" {
 			t.Errorf("after the kill: version %d, %d lines, integrity %q; want 2, %d, ok", top, n, ok, lines)
 		}

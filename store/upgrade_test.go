@@ -202,12 +202,7 @@ func TestFailedMigrationLeavesOldVersion(t *testing.T) {
 		t.Errorf("schema after the failed migration:\n%s\nwant the old release's:\n%s", got, before)
 	}
 	raw := mustRaw(t, path)
-	var top, n int
-	var ok string
-	if err := raw.QueryRow(`SELECT (SELECT max(version) FROM schema_migrations), (SELECT count(*) FROM events), (SELECT * FROM pragma_integrity_check)`).
-		Scan(&top, &n, &ok); err != nil {
-		t.Fatal(err)
-	}
+	top, n, ok := levelOf(t, raw)
 	if top != 2 || n != len(kept) || ok != "ok" {
 		t.Errorf("after the failed migration: version %d, %d lines, integrity %q; want 2, %d, ok", top, n, ok, len(kept))
 	}
@@ -227,6 +222,17 @@ func TestFailedMigrationLeavesOldVersion(t *testing.T) {
 			}
 		}
 	}
+}
+
+// levelOf reads what an interrupted or failed migration must leave as
+// it was: the file's schema version, its lines, and its integrity check.
+func levelOf(t *testing.T, raw *sql.DB) (version, lines int, integrity string) {
+	t.Helper()
+	if err := raw.QueryRow(`SELECT (SELECT max(version) FROM schema_migrations), (SELECT count(*) FROM events), (SELECT * FROM pragma_integrity_check)`).
+		Scan(&version, &lines, &integrity); err != nil {
+		t.Fatal(err)
+	}
+	return version, lines, integrity
 }
 
 // schemaOf lists the file's tables and indexes with their SQL, read-only.
