@@ -20,9 +20,21 @@ import (
 // Settled as a dead letter, deadScript answers deadClaimedReply and the
 // steps take the claim over once stale, or leave the entry pending while
 // it is live. A position recorded with its ms is not looked at here: each
-// group judges its own deliveries. A set that cannot be read leaves the
-// entries to be judged afresh, as before claims existed.
-func (c *Consumer) skipClaimed(todo []delivery, s *settlement) []delivery {
+// group judges its own deliveries. A set that cannot be read (an error
+// reply: another type under its key) leaves the entries to be judged
+// afresh, as before claims existed, counted and logged as skipDead does.
+//
+// A stream whose look fails otherwise (a connection error: a timeout, a
+// dropped connection) is set aside and its entries left pending, as
+// skipDead leaves them, for the own pending list or a claim once it
+// answers, which look again: whether they are claimed is not known.
+// Judged afresh, a claimed one that passed was stored and acked with its
+// claim left, beside the letter its writer may have written already (an
+// XADD whose reply was lost) or another group's take-over of the claim
+// wrote later: a line and a dead letter for one entry
+// (TestClaimLookupFailedLeavesPending). The error is returned only when
+// the stream cannot be set aside (the consumer stopping).
+func (c *Consumer) skipClaimed(todo []delivery, s *settlement) ([]delivery, error) {
 	ctx, cancel := c.callCtx(c.ctx, 5*time.Second)
 	defer cancel()
 	byStream := map[string][]string{}
@@ -31,12 +43,21 @@ func (c *Consumer) skipClaimed(todo []delivery, s *settlement) []delivery {
 	}
 	cmds := c.lookUpDeadPositions(ctx, byStream)
 	claimed := map[string]bool{} // stream+"\x00"+pos
+	left := map[string]bool{}    // streams whose entries stay pending
 	for stream, cmd := range cmds {
 		scores, err := cmd.Slice()
-		if err != nil || len(scores) != len(byStream[stream]) {
-			if err != nil {
-				c.fail("deadpos", err)
+		if err != nil {
+			if serverError(err) {
+				c.deadSetUnreadable(stream, err)
+				continue
 			}
+			if !c.deadPosLeftPending(stream, err) {
+				return nil, err
+			}
+			left[stream] = true
+			continue
+		}
+		if len(scores) != len(byStream[stream]) {
 			continue
 		}
 		for i, id := range byStream[stream] {
@@ -45,19 +66,21 @@ func (c *Consumer) skipClaimed(todo []delivery, s *settlement) []delivery {
 			}
 		}
 	}
-	if len(claimed) == 0 {
-		return todo
+	if len(claimed) == 0 && len(left) == 0 {
+		return todo, nil
 	}
 	out := todo[:0]
 	for _, d := range todo {
-		if claimed[d.stream+"\x00"+d.x.ID] {
+		switch {
+		case left[d.stream]:
+		case claimed[d.stream+"\x00"+d.x.ID]:
 			d.reason, d.label = claimedReason, "claimed"
 			s.dead = append(s.dead, d)
-			continue
+		default:
+			out = append(out, d)
 		}
-		out = append(out, d)
 	}
-	return out
+	return out, nil
 }
 
 // scoreOf reads a ZMSCORE reply element that negativeScore accepted.

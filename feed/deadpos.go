@@ -138,10 +138,9 @@ func (c *Consumer) skipDead(path string, todo []delivery, s *settlement) ([]deli
 				c.deadSetUnreadable(stream, err)
 				continue
 			}
-			c.fail("deadpos", err)
-			if st := c.streams[stream]; st != nil && c.setAside([]*streamState{st}, err) == nil {
-				c.markPending(stream)
+			if c.deadPosLeftPending(stream, err) {
 				left[stream] = true
+				st := c.streams[stream]
 				for _, id := range ids {
 					st.rewound = newerID(st.rewound, id)
 				}
@@ -187,6 +186,23 @@ func (c *Consumer) deadSetUnreadable(stream string, err error) {
 		c.log.Warn("dead positions set unreadable; entries judged afresh", "stream", stream,
 			"dead_key", c.cfg.DeadKey(stream), "err", err, "similar_unlogged", skipped)
 	}
+}
+
+// deadPosLeftPending counts a look at stream's dead positions that failed
+// with err (a connection error: a timeout, a dropped connection) and sets
+// the stream aside, marked as one with entries pending, so that its
+// entries in the batch stay pending for a later turn: whether they were
+// dead-lettered is not known, and judged afresh they could be stored
+// beside their letter. It reports false when the stream cannot be set
+// aside (unknown, or the consumer stopping): err then ends the batch.
+func (c *Consumer) deadPosLeftPending(stream string, err error) bool {
+	c.fail("deadpos", err)
+	st := c.streams[stream]
+	if st == nil || c.setAside([]*streamState{st}, err) != nil {
+		return false
+	}
+	c.markPending(stream)
+	return true
 }
 
 // rewound reports whether d is at or before the newest re-read position

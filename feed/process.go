@@ -95,7 +95,10 @@ func (c *Consumer) processPrepared(path string, batch []delivery, pre *readAhead
 		}
 	}
 	if path != pathNew && len(todo) > 0 {
-		todo = c.skipClaimed(todo, &s)
+		var err error
+		if todo, err = c.skipClaimed(todo, &s); err != nil {
+			return err
+		}
 	}
 	var held []delivery
 	if len(todo) > 0 {
