@@ -83,12 +83,7 @@ func TestClaimLookupFailedLeavesPending(t *testing.T) {
 	s := stream("lookfail")
 	id := minter.Next(time.Now())
 	pos := addRaw(t, rdb, s, "id", id, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "ana", "text", "hi")
-	if err := rdb.XGroupCreate(ctx, s, group, "0").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "r1", Streams: []string{s, ">"}, Count: 1}).Err(); err != nil {
-		t.Fatal(err)
-	}
+	pendingWith(t, rdb, s, "r1")
 	claimAt(t, rdb, "lookfail", pos, 2*time.Minute) // stale: its writer stopped
 
 	hang := &hangOnZMScore{srv: srv}

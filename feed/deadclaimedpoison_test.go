@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 )
@@ -27,12 +25,7 @@ func TestClaimedOverPoisonLetterSaysClaimed(t *testing.T) {
 	s := stream("overclaimed")
 	id := minter.Next(time.Now())
 	pos := addRaw(t, rdb, s, "id", id, "kind", "chat", "at", time.Now().UTC().Format(time.RFC3339), "player", "ana", "text", "hi")
-	if err := rdb.XGroupCreate(ctx, s, group, "0").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "r1", Streams: []string{s, ">"}, Count: 1}).Err(); err != nil {
-		t.Fatal(err)
-	}
+	pendingWith(t, rdb, s, "r1")
 	const poisonAfter = 2
 	// Delivered ten times: claimed again and again while its claim was live.
 	if err := rdb.Do(ctx, "XCLAIM", s, group, "r1", 0, pos, "RETRYCOUNT", 10, "JUSTID").Err(); err != nil {

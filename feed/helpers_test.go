@@ -196,6 +196,20 @@ func (r *recorder) ids() map[string]int {
 	return out
 }
 
+// pendingWith creates the group at the stream's start and reads what the
+// stream holds as consumer, leaving it pending there: a consumer's
+// earlier life that read its entries and died with them.
+func pendingWith(tb testing.TB, rdb redis.UniversalClient, stream, consumer string) {
+	tb.Helper()
+	ctx := context.Background()
+	if err := rdb.XGroupCreate(ctx, stream, group, "0").Err(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: consumer, Streams: []string{stream, ">"}, Count: 100}).Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // pending returns the group's pending count on stream.
 func pending(tb testing.TB, rdb redis.UniversalClient, stream string) int64 {
 	tb.Helper()

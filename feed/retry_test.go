@@ -351,12 +351,7 @@ func TestRecoveredFailureWaitsMinIdle(t *testing.T) {
 	s := stream("recfail")
 	add(t, rdb, s)
 	// This consumer's earlier life read the entry and died with it.
-	if err := rdb.XGroupCreate(ctx, s, group, "0").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "r1", Streams: []string{s, ">"}, Count: 10}).Err(); err != nil {
-		t.Fatal(err)
-	}
+	pendingWith(t, rdb, s, "r1")
 	var mu sync.Mutex
 	var at []time.Time
 	cfg := baseConfig(t, rdb, "r1", s)
