@@ -83,7 +83,8 @@ func (c *Consumer) skipClaimed(todo []delivery, s *settlement) ([]delivery, erro
 	return out, nil
 }
 
-// scoreOf reads a ZMSCORE reply element that negativeScore accepted.
+// scoreOf reads a ZMSCORE reply element: a string in RESP2, a double in
+// RESP3; 0 for an absent member (nil) or an unreadable one.
 func scoreOf(v any) float64 {
 	switch s := v.(type) {
 	case float64:
@@ -101,13 +102,4 @@ const claimedReason = "dead letter under way (its position claimed)"
 
 // negativeScore reports whether a ZMSCORE reply element is a score below
 // zero: a string in RESP2, a double in RESP3.
-func negativeScore(v any) bool {
-	switch s := v.(type) {
-	case float64:
-		return s < 0
-	case string:
-		f, err := strconv.ParseFloat(s, 64)
-		return err == nil && f < 0
-	}
-	return false
-}
+func negativeScore(v any) bool { return scoreOf(v) < 0 }
