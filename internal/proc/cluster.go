@@ -63,7 +63,8 @@ func StartCluster(ctx context.Context, dir string, opts ClusterOptions) (*Cluste
 		}
 		c.Nodes = append(c.Nodes, s)
 	}
-	args := []string{"--cluster", "create"}
+	args := opts.Node.TLS.cliArgs()
+	args = append(args, "--cluster", "create")
 	args = append(args, c.Addrs()...)
 	args = append(args, "--cluster-replicas", strconv.Itoa(opts.Replicas), "--cluster-yes")
 	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
@@ -96,7 +97,12 @@ func portFree(port int) bool {
 func (c *Cluster) waitOK(ctx context.Context, timeout time.Duration) error {
 	clients := make([]*redis.Client, len(c.Nodes))
 	for i, s := range c.Nodes {
-		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+		opt, err := s.ClientOptions()
+		if err != nil {
+			return err
+		}
+		opt.MaxRetries = -1
+		clients[i] = redis.NewClient(opt)
 		defer clients[i].Close()
 	}
 	last := ""
@@ -126,10 +132,14 @@ func (c *Cluster) Addrs() []string {
 }
 
 // URL returns go-redis's cluster URL naming every node,
-// redis://h1:p1?addr=h2:p2&addr=h3:p3.
+// redis://h1:p1?addr=h2:p2&addr=h3:p3 (rediss:// for a TLS cluster).
 func (c *Cluster) URL() string {
 	var b strings.Builder
-	b.WriteString("redis://" + c.Nodes[0].Addr)
+	scheme := "redis://"
+	if c.Nodes[0].TLS() != nil {
+		scheme = "rediss://"
+	}
+	b.WriteString(scheme + c.Nodes[0].Addr)
 	for i, s := range c.Nodes[1:] {
 		sep := "&"
 		if i == 0 {

@@ -2,6 +2,8 @@ package proc
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,6 +31,83 @@ type RedisOptions struct {
 	// NodeTimeout is a cluster node's cluster-node-timeout: how long a node
 	// may not answer before its replica takes over (default 2s).
 	NodeTimeout time.Duration
+	// TLS, when set, makes the server speak TLS only: its port is a
+	// --tls-port and it has no plain-text one (--port 0), as a managed
+	// Redis has. A cluster node also speaks TLS on its bus and to its
+	// master (--tls-cluster, --tls-replication), so the cluster announces
+	// its TLS ports.
+	TLS *TLSFiles
+}
+
+// TLSFiles are the PEM files of a TLS server (RedisOptions.TLS).
+type TLSFiles struct {
+	// CertFile and KeyFile are the server's certificate and key. The
+	// certificate is also the client certificate of the server's own
+	// connections (a cluster bus, a replica's link) and of the clients
+	// this package makes (ClientTLS, redis-cli): it must allow client as
+	// well as server authentication.
+	CertFile, KeyFile string
+	// CAFile is the CA that the server trusts for client certificates and
+	// that this package's clients trust for the server's.
+	CAFile string
+	// AuthClients is redis-server's --tls-auth-clients: "no" (the
+	// default here), "optional" or "yes" (mutual TLS).
+	AuthClients string
+}
+
+// ClientTLS returns the TLS configuration of a client of a server started
+// with t: it trusts CAFile and presents CertFile.
+func (t *TLSFiles) ClientTLS() (*tls.Config, error) {
+	pem, err := os.ReadFile(t.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("proc: tls: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("proc: tls: no certificate in %s", t.CAFile)
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("proc: tls: %w", err)
+	}
+	// The server's certificate is this one: it is verified for the first
+	// name it holds, which a test may have chosen unlike the address
+	// dialled (a certificate for another host).
+	name := ""
+	if l := cert.Leaf; l != nil && len(l.IPAddresses) > 0 {
+		name = l.IPAddresses[0].String()
+	} else if l != nil && len(l.DNSNames) > 0 {
+		name = l.DNSNames[0]
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, ServerName: name, MinVersion: tls.VersionTLS12}, nil
+}
+
+// args returns redis-server's arguments for t on port.
+func (t *TLSFiles) args(port int, cluster bool) []string {
+	auth := t.AuthClients
+	if auth == "" {
+		auth = "no"
+	}
+	a := []string{
+		"--port", "0",
+		"--tls-port", strconv.Itoa(port),
+		"--tls-cert-file", t.CertFile,
+		"--tls-key-file", t.KeyFile,
+		"--tls-ca-cert-file", t.CAFile,
+		"--tls-auth-clients", auth,
+	}
+	if cluster {
+		a = append(a, "--tls-cluster", "yes", "--tls-replication", "yes")
+	}
+	return a
+}
+
+// cliArgs returns redis-cli's arguments to reach a server started with t.
+func (t *TLSFiles) cliArgs() []string {
+	if t == nil {
+		return nil
+	}
+	return []string{"--tls", "--cacert", t.CAFile, "--cert", t.CertFile, "--key", t.KeyFile}
 }
 
 // Redis is a redis-server (or valkey-server) process on a free loopback
@@ -140,8 +219,30 @@ func (s *Redis) Pid() int {
 // Host returns the server's host.
 func (s *Redis) Host() string { return "127.0.0.1" }
 
-// URL returns the server's redis:// URL.
-func (s *Redis) URL() string { return "redis://" + s.Addr + "/0" }
+// URL returns the server's redis:// URL, rediss:// for a TLS server.
+func (s *Redis) URL() string {
+	if s.opts.TLS != nil {
+		return "rediss://" + s.Addr + "/0"
+	}
+	return "redis://" + s.Addr + "/0"
+}
+
+// TLS returns the server's TLS files, nil for a plain-text server.
+func (s *Redis) TLS() *TLSFiles { return s.opts.TLS }
+
+// ClientOptions returns the options of a client of the server: its
+// address, and for a TLS server the TLS configuration of ClientTLS.
+func (s *Redis) ClientOptions() (*redis.Options, error) {
+	o := &redis.Options{Addr: s.Addr}
+	if s.opts.TLS != nil {
+		c, err := s.opts.TLS.ClientTLS()
+		if err != nil {
+			return nil, err
+		}
+		o.TLSConfig = c
+	}
+	return o, nil
+}
 
 // Signal sends sig to the running server.
 func (s *Redis) Signal(sig syscall.Signal) error {
@@ -159,15 +260,18 @@ func (s *Redis) Signal(sig syscall.Signal) error {
 // Start starts the server (again, after Stop) on its port and data
 // directory, and waits until it answers PING.
 func (s *Redis) Start() error {
-	args := []string{
-		"--port", strconv.Itoa(s.Port),
+	args := []string{"--port", strconv.Itoa(s.Port)}
+	if s.opts.TLS != nil {
+		args = s.opts.TLS.args(s.Port, s.opts.Cluster)
+	}
+	args = append(args,
 		"--bind", "127.0.0.1",
 		"--dir", s.Dir,
 		"--save", "",
 		"--daemonize", "no",
 		"--logfile", filepath.Join(s.Dir, "redis.log"),
 		"--protected-mode", "no",
-	}
+	)
 	if s.opts.MaxClients > 0 {
 		args = append(args, "--maxclients", strconv.Itoa(s.opts.MaxClients))
 	}
@@ -190,11 +294,16 @@ func (s *Redis) Start() error {
 	} else {
 		args = append(args, "--appendonly", "no")
 	}
+	opt, err := s.ClientOptions()
+	if err != nil {
+		return err
+	}
+	opt.MaxRetries = -1
 	p, err := Start(exec.Command(s.bin, args...))
 	if err != nil {
 		return err
 	}
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	c := redis.NewClient(opt)
 	defer c.Close()
 	_, err = Poll(context.Background(), 10*time.Second, "redis-server on port "+strconv.Itoa(s.Port)+" to answer", func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

@@ -115,7 +115,11 @@ func (c *Cluster) URL() string { return c.pc.URL() }
 // Client returns a cluster client of the cluster, closed when the test ends.
 func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
 	tb.Helper()
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true})
+	opt := &redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true}
+	if len(c.Nodes) > 0 {
+		opt.TLSConfig = c.Nodes[0].options(tb).TLSConfig
+	}
+	cc := redis.NewClusterClient(opt)
 	tb.Cleanup(func() { cc.Close() })
 	return cc
 }
@@ -132,8 +136,15 @@ func (c *Cluster) Node(addr string) *Server {
 
 // nodeClient is a short-lived direct client of one node.
 func nodeClient(s *Server) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, ContextTimeoutEnabled: true,
-		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	opt, err := s.ClientOptions()
+	if err != nil {
+		// The node's TLS files went away: every call of this client
+		// fails with that error.
+		opt = &redis.Options{Addr: s.Addr, Dialer: func(context.Context, string, string) (net.Conn, error) { return nil, err }}
+	}
+	opt.MaxRetries, opt.ContextTimeoutEnabled = -1, true
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, 2*time.Second, 2*time.Second
+	return redis.NewClient(opt)
 }
 
 // do runs one command on one node.

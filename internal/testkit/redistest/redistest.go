@@ -53,9 +53,22 @@ func (s *Server) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
 	// As the binaries do: context deadlines bound every call, so a paused
 	// server cannot hold a test beyond the deadlines it sets.
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true})
+	opt := s.options(tb)
+	opt.ContextTimeoutEnabled = true
+	c := redis.NewClient(opt)
 	tb.Cleanup(func() { c.Close() })
 	return c
+}
+
+// options returns the options of a client of the server (with TLS for a
+// TLS server), or fails tb.
+func (s *Server) options(tb testing.TB) *redis.Options {
+	tb.Helper()
+	opt, err := s.ClientOptions()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return opt
 }
 
 // Start starts the server again on the same port and data directory.
