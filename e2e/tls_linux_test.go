@@ -96,6 +96,18 @@ func TestTLSCluster(t *testing.T) {
 	tlsFeed(t, ca, c.Client(t), "rediss://"+c.Nodes[0].Addr, c.URL())
 }
 
+// TestTLSTrustedByCertDir: a binary trusts a CA in a directory named by
+// SSL_CERT_DIR, the other way docs/operations.md gives ("Redis over
+// TLS").
+func TestTLSTrustedByCertDir(t *testing.T) {
+	ca := redistest.NewCA(t)
+	srv := redistest.MustStartTLS(t, ca)
+	out, err := tlsRun(t, []string{"SSL_CERT_DIR=" + filepath.Dir(ca.File)}, "feedctl", "-redis", srv.URL(), "ping")
+	if err != nil {
+		t.Fatalf("feedctl ping with the CA in SSL_CERT_DIR: %v\n%s", err, out)
+	}
+}
+
 // TestTLSRefused: each binary refuses, at once and saying why, a -redis
 // that cannot work over TLS: a certificate of a CA it does not trust (the
 // URL's password hidden), a rediss:// URL of a plain-text port, a

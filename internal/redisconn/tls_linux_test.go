@@ -37,7 +37,8 @@ func writeEveryMaster(t *testing.T, rdb redis.UniversalClient) {
 
 // TestOpenTLS: every form of a rediss:// -redis gives the right kind of
 // client, over TLS to every node, trusting the CA of SSL_CERT_FILE: a
-// single node; a plain URL of a node of a TLS cluster (the probe, over
+// single node (also one that takes a client certificate but asks for
+// none, tls-auth-clients optional); a plain URL of a node of a TLS cluster (the probe, over
 // TLS, finds the cluster; the cluster client it becomes dials every node
 // with TLS, which the nodes' TLS-only ports prove); go-redis's cluster
 // URL; and skip_verify, which go-redis's cluster URL refused ("unexpected
@@ -46,6 +47,7 @@ func TestOpenTLS(t *testing.T) {
 	ca := redistest.TrustedCA(t)
 	single := redistest.MustStartTLS(t, ca)
 	untrusted := redistest.MustStartTLS(t, redistest.NewCA(t))
+	optional := redistest.MustStart(t, redistest.Options{TLS: ca.TLSFiles(t, "optional")})
 	c := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1, Node: redistest.Options{TLS: ca.TLSFiles(t, "no")}})
 	node := "rediss://" + c.Nodes[0].Addr
 	for _, tt := range []struct {
@@ -56,6 +58,7 @@ func TestOpenTLS(t *testing.T) {
 		{"single node", single.URL(), false},
 		{"single node by name", "rediss://localhost:" + fmt.Sprint(single.Port) + "/0", false},
 		{"untrusted, skip_verify", untrusted.URL() + "?skip_verify=true", false},
+		{"client certificate optional", optional.URL(), false},
 		{"plain URL of a cluster node", node, true},
 		{"plain URL of a cluster node, skip_verify", node + "?skip_verify=true", true},
 		{"cluster URL", c.URL(), true},
