@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/codemojex/feed/internal/logsample"
 )
 
@@ -19,13 +17,13 @@ import (
 const LogEvery = 10 * time.Second
 
 // LogTo sends go-redis's own log lines (a failed dial, a bad connection
-// dropped) to w as "PREFIX: redis: …" lines, at most one every LogEvery
+// dropped), and the refusals of the server's ACL (SetLogger), to w as "PREFIX: redis: …" lines, at most one every LogEvery
 // with how many were left out, where go-redis wrote each of them to
 // stderr in the log package's format. For the command-line tools; the
 // renderer routes them through its logger instead. go-redis has one
 // logger per process: the last call wins.
 func LogTo(w io.Writer, prefix string) {
-	redis.SetLogger(&lineLog{w: w, prefix: prefix, sample: logsample.New(LogEvery)})
+	SetLogger(&lineLog{w: w, prefix: prefix, sample: logsample.New(LogEvery)})
 }
 
 type lineLog struct {
@@ -36,11 +34,15 @@ type lineLog struct {
 }
 
 func (l *lineLog) Printf(_ context.Context, format string, v ...any) {
-	ok, skipped := l.sample.Allow("redis")
+	msg := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
+	key := "redis"
+	if strings.Contains(msg, ACLRefusal) {
+		key = "redis acl" // an outage's failed dials must not hide it
+	}
+	ok, skipped := l.sample.Allow(key)
 	if !ok {
 		return
 	}
-	msg := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
 	msg = strings.ReplaceAll(msg, "\n", " ")
 	if skipped > 0 {
 		msg += fmt.Sprintf(" (%d similar not shown)", skipped)

@@ -43,10 +43,20 @@ const minPoolSize = 16
 //     node named.
 //
 // A plain redis:// or rediss:// URL that points at a node of a Redis
-// Cluster works too: Open asks that node (INFO cluster, within
+// Cluster works too: Open asks that node (CLUSTER SLOTS, within
 // ProbeTimeout) and returns a cluster client seeded with it. When the node
 // does not answer, Open returns a single-node client; name several nodes
-// in the cluster form to not depend on one.
+// in the cluster form to not depend on one. When the server's ACL refuses
+// the probe (NOPERM), Open fails with an error that says to grant
+// +cluster|slots: a single-node client of a cluster node would meet MOVED
+// on every other node's key. Until 7 Dec 2026 the probe was INFO cluster
+// (INFO is in @dangerous), and a refused one gave a single-node client.
+//
+// The client sends no CLIENT SETINFO on its connections (DisableIdentity;
+// since 7 Dec 2026): a least-privilege ACL user would need
+// +client|setinfo, a grant that Redis 7.0, which has no such command,
+// refuses to take, and go-redis ignores the command's refusal, which the
+// server's ACL LOG records all the same.
 //
 // Over TLS (rediss://) the server's certificate is verified against the
 // system's CA pool, which SSL_CERT_FILE and SSL_CERT_DIR extend on Linux
@@ -99,6 +109,7 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
 	}
 	opt.ContextTimeoutEnabled = true
+	opt.DisableIdentity = true
 	if !u.Query().Has("pool_size") {
 		opt.PoolSize = poolSize()
 	}
@@ -106,7 +117,10 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 	if opt.Network == "tcp" {
 		if cluster, err = isCluster(ctx, opt); err != nil {
 			if cerr := Ended(ctx); cerr != nil {
-				return nil, fmt.Errorf("redisconn: cluster probe of %s (INFO cluster): %w", opt.Addr, cerr)
+				return nil, fmt.Errorf("redisconn: cluster probe of %s (CLUSTER SLOTS): %w", opt.Addr, cerr)
+			}
+			if NoPerm(err) {
+				return nil, fmt.Errorf("redisconn: cluster probe of %s: the server's ACL refuses CLUSTER SLOTS to this user: grant it +cluster|slots (docs/operations.md, \"A Redis with ACL users\"): %w", opt.Addr, err)
 			}
 			if hint := tlsMismatch(err, opt.TLSConfig != nil); hint != "" {
 				return nil, fmt.Errorf("redisconn: %s: %w (%s)", Redact(rawURL), err, hint)
@@ -125,7 +139,9 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 		}
 		return openCluster(rawURL)
 	}
-	return redis.NewClient(opt), nil
+	c := redis.NewClient(opt)
+	c.AddHook(aclHook{})
+	return c, nil
 }
 
 // Check reports whether rawURL is a URL Open takes, in either form,
@@ -274,11 +290,13 @@ func openCluster(rawURL string) (*redis.ClusterClient, error) {
 		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
 	}
 	opt.ContextTimeoutEnabled = true
+	opt.DisableIdentity = true
 	if u, _ := url.Parse(rawURL); !u.Query().Has("pool_size") {
 		opt.PoolSize = poolSize()
 	}
 	cc := redis.NewClusterClient(opt)
 	cc.AddHook(&reloader{cc: cc})
+	cc.AddHook(aclHook{})
 	return cc, nil
 }
 
@@ -463,7 +481,11 @@ func Ended(ctx context.Context) error {
 }
 
 // isCluster asks the server at opt whether it runs in cluster mode, within
-// ctx and ProbeTimeout.
+// ctx and ProbeTimeout. The question is CLUSTER SLOTS, which a cluster
+// client sends anyway to load its slot map, so a least-privilege ACL user
+// needs no more than that (INFO, the question until 7 Dec 2026, is in
+// @dangerous): a cluster node answers it, a server without cluster support
+// answers an error that says so, which is no error here.
 func isCluster(ctx context.Context, opt *redis.Options) (bool, error) {
 	probe := *opt
 	probe.DB = 0 // a cluster node refuses SELECT
@@ -474,8 +496,11 @@ func isCluster(ctx context.Context, opt *redis.Options) (bool, error) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
-	s, err := c.Info(ctx, "cluster").Result()
-	return err == nil && strings.Contains(s, "cluster_enabled:1"), err
+	err := c.ClusterSlots(ctx).Err()
+	if err != nil && strings.Contains(err.Error(), "cluster support disabled") {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // reloader is a hook that reloads a cluster client's slot map, in the

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/codemojex/feed/internal/logsample"
 	"github.com/codemojex/feed/internal/redisconn"
 )
@@ -25,17 +23,24 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 	if !l.log.Enabled(ctx, slog.LevelWarn) {
 		return
 	}
-	ok, skipped := l.sample.Allow("redis")
+	said := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
+	// An ACL's refusal is sampled apart: an outage's failed dials must
+	// not hide the one line that says what to grant.
+	key := "redis"
+	if strings.Contains(said, redisconn.ACLRefusal) {
+		key = "redis acl"
+	}
+	ok, skipped := l.sample.Allow(key)
 	if !ok {
 		return
 	}
-	said := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
 	l.log.Warn("redis client", "err", said, "similar_unlogged", skipped)
 }
 
-// routeRedisLogs sends go-redis's lines to log. go-redis has one logger per
+// routeRedisLogs sends go-redis's lines, and the refusals of the server's
+// ACL (redisconn.SetLogger), to log. go-redis has one logger per
 // process: in a process that runs several replicas (tests, feedbench
 // -inproc) the last one started names them.
 func routeRedisLogs(log *slog.Logger) {
-	redis.SetLogger(redisLog{log: log, sample: logsample.New(redisconn.LogEvery)})
+	redisconn.SetLogger(redisLog{log: log, sample: logsample.New(redisconn.LogEvery)})
 }

@@ -1,0 +1,88 @@
+package redisconn
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NoPerm reports whether err is the server's refusal of a command by its
+// ACL: NOPERM, the reply to a command, which names it, and, on Redis 7.0,
+// the error of a script whose redis.call the ACL refused ("The user
+// executing the script can't run this command or subcommand", or "can't
+// access at least one of the keys"), which does not (ACL LOG does). The
+// fix is a grant to the URL's user (docs/operations.md, "A Redis with ACL
+// users").
+func NoPerm(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "NOPERM") || strings.Contains(s, "The user executing the script can't")
+}
+
+// Logger is where the clients Open returns say that the server's ACL
+// refused a command: go-redis's own logger interface.
+type Logger interface {
+	Printf(ctx context.Context, format string, v ...any)
+}
+
+// logger is the Logger of SetLogger, nil before.
+var logger atomic.Pointer[Logger]
+
+// SetLogger sends go-redis's own lines (redis.SetLogger) and the refusals
+// of the server's ACL (aclHook) to l. One per process: the last call wins.
+func SetLogger(l Logger) {
+	redis.SetLogger(l)
+	logger.Store(&l)
+}
+
+// aclHook says, through the Logger of SetLogger, which command the
+// server's ACL refused and what to do: the caller's own error carries the
+// server's words, which on Redis 7.0 do not name a script's refused
+// command, nor say where the grants are listed. It changes no reply.
+type aclHook struct{}
+
+func (aclHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (aclHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		refused(ctx, cmd)
+		return err
+	}
+}
+
+func (aclHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			refused(ctx, c)
+		}
+		return err
+	}
+}
+
+// ACLRefusal is the start of the line aclHook logs: "redis: " ACLRefusal
+// COMMAND ….
+const ACLRefusal = "the server's ACL refuses"
+
+// refused logs cmd when the server's ACL refused it.
+func refused(ctx context.Context, cmd redis.Cmder) {
+	err := cmd.Err()
+	if !NoPerm(err) {
+		return
+	}
+	l := logger.Load()
+	if l == nil {
+		return
+	}
+	name := strings.ToUpper(cmd.FullName())
+	what := name
+	if n := cmd.Name(); n == "eval" || n == "evalsha" || n == "eval_ro" || n == "evalsha_ro" || n == "fcall" {
+		what = "a command of a script (" + name + "; ACL LOG on the server names it)"
+	}
+	(*l).Printf(ctx, "redis: "+ACLRefusal+" %s to this user: grant it (docs/operations.md, \"A Redis with ACL users\"): %v", what, err)
+}

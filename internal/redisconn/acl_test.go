@@ -1,0 +1,98 @@
+package redisconn_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/redisconn"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+)
+
+// TestOpenAsACLUser: Open of a plain URL whose user the server's ACL holds
+// to a few commands. Granted CLUSTER SLOTS (and not INFO, in @dangerous),
+// the probe finds a cluster node and the client writes on every master,
+// and it finds a single node one; the ACL log of every node stays empty.
+// Refused CLUSTER SLOTS, Open fails saying what to grant, where until 7
+// Dec 2026 the probe (INFO cluster) failed and Open gave a single-node
+// client, which met MOVED on every other master's key.
+func TestOpenAsACLUser(t *testing.T) {
+	single := redistest.MustStart(t)
+	c := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	const writer = "on >pw resetkeys ~codemojex:* resetchannels -@all +ping +command +xadd"
+	tests := []struct {
+		name    string
+		nodes   []*redistest.Server
+		rule    string
+		cluster bool
+		wantErr string
+	}{
+		{"cluster node, +cluster|slots", c.Nodes, writer + " +cluster|slots", true, ""},
+		{"cluster node, no +cluster|slots", c.Nodes, writer, false, "grant it +cluster|slots"},
+		{"single node, +cluster|slots", []*redistest.Server{single}, writer + " +cluster|slots", false, ""},
+	}
+	ctx := context.Background()
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			user := fmt.Sprintf("acl-open-%d", i)
+			for _, n := range tt.nodes {
+				nc := n.Client(t)
+				args := []any{"ACL", "SETUSER", user}
+				for _, f := range strings.Fields(tt.rule) {
+					args = append(args, f)
+				}
+				if err := nc.Do(ctx, args...).Err(); err != nil {
+					t.Fatalf("ACL SETUSER on %s: %v", n.Addr, err)
+				}
+				if err := nc.Do(ctx, "ACL", "LOG", "RESET").Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			url := "redis://" + user + ":pw@" + tt.nodes[0].Addr
+			rdb, err := redisconn.Open(url)
+			if tt.wantErr != "" {
+				if rdb != nil {
+					rdb.Close()
+				}
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !redisconn.NoPerm(err) {
+					t.Fatalf("Open as %s = %v; want a refusal saying %q", user, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rdb.Close()
+			if _, isCluster := rdb.(*redis.ClusterClient); isCluster != tt.cluster {
+				t.Fatalf("Open as %s = %T, want cluster %v", user, rdb, tt.cluster)
+			}
+			for g := range 20 { // 20 games land on every master
+				key := fmt.Sprintf("codemojex:{acl-%d}:events", g)
+				if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"k", "v"}}).Err(); err != nil {
+					t.Fatalf("XADD %s as %s: %v", key, user, err)
+				}
+			}
+			for _, n := range tt.nodes {
+				if log := aclLog(t, n); log != "" {
+					t.Errorf("ACL LOG of %s: %s", n.Addr, log)
+				}
+			}
+		})
+	}
+}
+
+// aclLog returns the entries of the server's ACL LOG, "" when it has none.
+func aclLog(tb testing.TB, s *redistest.Server) string {
+	tb.Helper()
+	v, err := s.Client(tb).Do(context.Background(), "ACL", "LOG").Slice()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
