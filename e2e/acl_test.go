@@ -255,7 +255,8 @@ func TestACLUsers(t *testing.T) {
 
 // noPerm reports whether out says a command was refused by an ACL.
 func noPerm(out string) bool {
-	return strings.Contains(out, "NOPERM") || strings.Contains(out, "The user executing the script can't")
+	return strings.Contains(out, "NOPERM") || strings.Contains(out, "ACL failure in script") ||
+		strings.Contains(out, "The user executing the script can't")
 }
 
 // TestACLRefusalLeavesPending: a renderer whose ACL user lacks one grant

@@ -9,9 +9,10 @@ import (
 )
 
 // NoPerm reports whether err is the server's refusal of a command by its
-// ACL: NOPERM, the reply to a command, which names it, and, on Redis 7.0,
-// the error of a script whose redis.call the ACL refused ("The user
-// executing the script can't run this command or subcommand", or "can't
+// ACL: NOPERM, the reply to a command, which names it, and the error of a
+// script whose redis.call the ACL refused: "ACL failure in script: …",
+// naming it, on Valkey 8 (and Redis 7.2), and, on Redis 7.0, "The user
+// executing the script can't run this command or subcommand" (or "can't
 // access at least one of the keys"), which does not (ACL LOG does). The
 // fix is a grant to the URL's user (docs/operations.md, "A Redis with ACL
 // users").
@@ -20,7 +21,8 @@ func NoPerm(err error) bool {
 		return false
 	}
 	s := err.Error()
-	return strings.Contains(s, "NOPERM") || strings.Contains(s, "The user executing the script can't")
+	return strings.Contains(s, "NOPERM") || strings.Contains(s, "ACL failure in script") ||
+		strings.Contains(s, "The user executing the script can't")
 }
 
 // Logger is where the clients Open returns say that the server's ACL
