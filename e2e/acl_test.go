@@ -124,6 +124,9 @@ func TestACLUsers(t *testing.T) {
 				items = append(items, gamesim.Item{Game: ghost, ID: w.Next(time.Now()), Event: gamesim.Event{Kind: "chat",
 					Fields: []gamesim.Field{{Name: "player", Value: "p1"}, {Name: "text", Value: fmt.Sprint("left by a dead peer ", i)}}}})
 			}
+			// It is over: prune -streams removes it.
+			items = append(items, gamesim.Item{Game: ghost, ID: w.Next(time.Now()), Event: gamesim.Event{Kind: event.KindGameOver,
+				Fields: []gamesim.Field{{Name: "winner", Value: "p1"}}}})
 			if err := gamesim.AppendItems(ctx, admin, time.Now(), items...); err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +241,11 @@ func TestACLUsers(t *testing.T) {
 				}
 			}
 			feedctl("dead", "drop", "-game", lettered, "-all", "-yes")
-			feedctl("prune", "-older-than", "1ms", "-streams", "-yes")
+			out := feedctl("prune", "-older-than", "1ms", "-streams", "-yes")
+			_, scoreErr := admin.ZScore(ctx, event.RegistryKey, ghost).Result()
+			if n, err := admin.Exists(ctx, event.StreamKey(ghost)).Result(); err != nil || n != 0 || scoreErr != redis.Nil {
+				t.Errorf("after prune -streams, %s's stream exists: %d (%v), registered: %v:\n%s", ghost, n, err, scoreErr, out)
+			}
 
 			for _, n := range nodes {
 				v, err := n.Client(t).Do(ctx, "ACL", "LOG").Slice()
