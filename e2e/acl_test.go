@@ -381,3 +381,50 @@ func aclRefusals(tb testing.TB, rdb *redis.Client, command string) int64 {
 	}
 	return n
 }
+
+// TestACLScriptsRefused: a renderer whose ACL user may run no script
+// (no +eval, +evalsha) cannot take its consumer name's lease, a script: it
+// serves, reads nothing, so takes nothing pending, says not ready with the
+// server's refusal, and logs which command was refused and where the
+// grants are listed. Granted, it takes the lease and stores every entry.
+func TestACLScriptsRefused(t *testing.T) {
+	rules := aclRules(t)
+	c := newCluster(t)
+	ctx := context.Background()
+	var rule []any
+	for _, w := range rules["feed-renderer"] {
+		switch w {
+		case ">PASSWORD":
+			w = ">pw"
+		case "+eval", "+evalsha":
+			continue
+		}
+		rule = append(rule, w)
+	}
+	if err := c.rdb.Do(ctx, append([]any{"ACL", "SETUSER", "feed-renderer"}, rule...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const game = "acl-noscript"
+	w := c.writer(game)
+	want := []string{w.chat("p1", "one"), w.chat("p1", "two")}
+	c.url = "redis://feed-renderer:pw@" + strings.TrimPrefix(c.redis.URL(), "redis://")
+	r := c.start("r1")
+	var body string
+	wait.For(t, 30*time.Second, "/readyz to say Redis refuses the renderer, and the log what", func() bool {
+		var code int
+		code, body = readyz(r)
+		out := r.Output()
+		return code == http.StatusServiceUnavailable && noPerm(body) &&
+			strings.Contains(out, redisconn.ACLRefusal+" EVALSHA") && strings.Contains(out, aclSection)
+	})
+	if got := c.storeIDs(game); len(got) != 0 {
+		t.Fatalf("stored %v without a lease", got)
+	}
+	if p, err := c.rdb.XPending(ctx, event.StreamKey(game), c.group).Result(); err == nil && p.Count != 0 {
+		t.Fatalf("%d entries pending without a lease", p.Count)
+	}
+	if err := c.rdb.Do(ctx, "ACL", "SETUSER", "feed-renderer", "+eval", "+evalsha").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitStored(game, want, 30*time.Second)
+}

@@ -52,7 +52,9 @@ func (aclHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (aclHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		refused(ctx, cmd)
+		// The command's own error is set once the hooks have run: the
+		// one they return is the one to look at.
+		refused(ctx, cmd, err)
 		return err
 	}
 }
@@ -61,7 +63,7 @@ func (aclHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, c := range cmds {
-			refused(ctx, c)
+			refused(ctx, c, c.Err())
 		}
 		return err
 	}
@@ -71,9 +73,8 @@ func (aclHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 // COMMAND ….
 const ACLRefusal = "the server's ACL refuses"
 
-// refused logs cmd when the server's ACL refused it.
-func refused(ctx context.Context, cmd redis.Cmder) {
-	err := cmd.Err()
+// refused logs cmd when err, its error, is the server's ACL's refusal.
+func refused(ctx context.Context, cmd redis.Cmder, err error) {
 	if !NoPerm(err) {
 		return
 	}
@@ -83,7 +84,8 @@ func refused(ctx context.Context, cmd redis.Cmder) {
 	}
 	name := strings.ToUpper(cmd.FullName())
 	what := name
-	if n := cmd.Name(); n == "eval" || n == "evalsha" || n == "eval_ro" || n == "evalsha_ro" || n == "fcall" {
+	if !strings.HasPrefix(err.Error(), "NOPERM") {
+		// Not the command itself: one its script ran.
 		what = "a command of a script (" + name + "; ACL LOG on the server names it)"
 	}
 	(*l).Printf(ctx, "redis: "+ACLRefusal+" %s to this user: grant it (docs/operations.md, \"A Redis with ACL users\"): %v", what, err)

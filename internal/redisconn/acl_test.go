@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -95,4 +96,68 @@ func aclLog(tb testing.TB, s *redistest.Server) string {
 		return ""
 	}
 	return fmt.Sprint(v)
+}
+
+// lines is a Logger that keeps what it is given.
+type lines struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (l *lines) Printf(_ context.Context, format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, fmt.Sprintf(format, v...))
+}
+
+// TestACLRefusalSaid: a command the server's ACL refuses, alone, in a
+// pipeline or inside a script, is said through SetLogger's Logger with
+// the command (a script's, whose refusal on Redis 7.0 does not name the
+// command, with where the ACL LOG names it) and the doc section. The
+// command's own error is the server's, unchanged.
+func TestACLRefusalSaid(t *testing.T) {
+	s := redistest.MustStart(t)
+	ctx := context.Background()
+	if err := s.Client(t).Do(ctx, "ACL", "SETUSER", "acl-said", "on", ">pw", "resetkeys", "~k*", "-@all",
+		"+ping", "+cluster|slots", "+evalsha", "+eval", "+set").Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := &lines{}
+	redisconn.SetLogger(l)
+	rdb, err := redisconn.Open("redis://acl-said:pw@" + s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	tests := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"command", func() error { return rdb.Get(ctx, "k").Err() }, "refuses GET to this user"},
+		{"in a pipeline", func() error {
+			_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error { p.XLen(ctx, "k"); return nil })
+			return err
+		}, "refuses XLEN to this user"},
+		{"in a script", func() error {
+			return redis.NewScript("return redis.call('DEL', KEYS[1])").Run(ctx, rdb, []string{"k"}).Err()
+		}, "refuses a command of a script (EVAL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l.mu.Lock()
+			l.got = nil
+			l.mu.Unlock()
+			err := tt.run()
+			if !redisconn.NoPerm(err) {
+				t.Fatalf("err %v, want the ACL's refusal", err)
+			}
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if len(l.got) != 1 || !strings.Contains(l.got[0], tt.want) || !strings.Contains(l.got[0], `"A Redis with ACL users"`) ||
+				!strings.Contains(l.got[0], err.Error()) {
+				t.Fatalf("logged %q, want one line saying %q, the section and %q", l.got, tt.want, err)
+			}
+		})
+	}
 }
