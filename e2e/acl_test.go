@@ -60,7 +60,7 @@ func aclRules(tb testing.TB) map[string][]string {
 // each program, on a single node and on a cluster of 3 masters. As them,
 // two renderers store every well-formed entry gamesim writes and
 // dead-letter every malformed one, claim the entries a dead peer left
-// pending, serve the status; one is SIGKILLed and comes back, taking its
+// pending, serve the status and count a viewer; one is SIGKILLed and comes back, taking its
 // lease again, and handles a second run of gamesim; and feedctl runs
 // ping, status, dead list, dead requeue, replay, rebuild, prune and dead
 // drop. No node's ACL LOG has an entry afterwards (the server records
@@ -196,6 +196,32 @@ func TestACLUsers(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("GET /api/status: %d %s", resp.StatusCode, body)
 			}
+
+			// A viewer: the renderer counts it in its presence hash,
+			// and sums every replica's.
+			watchCtx, stopWatching := context.WithCancel(ctx)
+			req, _ := http.NewRequestWithContext(watchCtx, http.MethodGet, r2.url("/games/"+first[0]+"/events?after=0"), nil)
+			watch, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if watch.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s: %s", req.URL, watch.Status)
+			}
+			wait.For(t, 30*time.Second, "the viewer of "+first[0]+" in the presence counts", func() bool {
+				replicas, err := admin.ZRange(ctx, event.PresenceReplicasKey, 0, -1).Result()
+				if err != nil {
+					return false
+				}
+				for _, rep := range replicas {
+					if n, _ := admin.HGet(ctx, event.PresenceKey(rep), first[0]).Int(); n > 0 {
+						return true
+					}
+				}
+				return false
+			})
+			stopWatching()
+			watch.Body.Close()
 
 			// A SIGKILL: the lease is taken again by the name's next life.
 			r1.Kill()
