@@ -161,3 +161,79 @@ func TestACLRefusalSaid(t *testing.T) {
 		})
 	}
 }
+
+// TestAskingAsACLUser: on a cluster whose slot is migrating, a write to a
+// key already moved is sent on with ASK, which go-redis follows with
+// ASKING on the target: an ACL user needs +asking for it (the rules of
+// docs/operations.md, "A Redis with ACL users", grant it), and without it
+// the write fails and the target's ACL LOG says ASKING.
+func TestAskingAsACLUser(t *testing.T) {
+	c := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	admin := c.Client(t)
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		asking bool
+	}{
+		{"+asking", true},
+		{"no +asking", false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			user := fmt.Sprintf("acl-ask-%d", i)
+			rule := "on >pw resetkeys ~codemojex:* resetchannels -@all +ping +cluster|slots +command +xadd"
+			if tt.asking {
+				rule += " +asking"
+			}
+			for _, n := range c.Nodes {
+				nc := n.Client(t)
+				args := []any{"ACL", "SETUSER", user}
+				for _, f := range strings.Fields(rule) {
+					args = append(args, f)
+				}
+				if err := nc.Do(ctx, args...).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := nc.Do(ctx, "ACL", "LOG", "RESET").Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			key := fmt.Sprintf("codemojex:{ask-%d}:events", i)
+			if err := admin.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"k", "v"}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rdb, err := redisconn.Open("redis://" + user + ":pw@" + c.Nodes[0].Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rdb.Close()
+			if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"k", "v"}}).Err(); err != nil {
+				t.Fatalf("XADD before the move: %v", err)
+			}
+			slot := c.Slot(t, key)
+			from := c.MasterOfSlot(t, slot)
+			to := c.OtherMaster(t, from)
+			m := c.StartSlotMove(t, slot, to)
+			m.Migrate(t, key)
+			err = rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"k", "v"}}).Err()
+			if tt.asking {
+				if err != nil {
+					t.Fatalf("XADD to a key moved mid-migration: %v", err)
+				}
+				for _, n := range c.Nodes {
+					if log := aclLog(t, n); log != "" {
+						t.Errorf("ACL LOG of %s: %s", n.Addr, log)
+					}
+				}
+			} else {
+				if err == nil {
+					t.Fatal("XADD to a key moved mid-migration passed without +asking")
+				}
+				if log := aclLog(t, to); !strings.Contains(log, "asking") {
+					t.Errorf("ACL LOG of the target %s: %q, want ASKING refused (XADD: %v)", to.Addr, log, err)
+				}
+			}
+			m.Finish(t)
+		})
+	}
+}
