@@ -17,9 +17,10 @@ import (
 const LogEvery = 10 * time.Second
 
 // LogTo sends go-redis's own log lines (a failed dial, a bad connection
-// dropped), and the refusals of the server's ACL (SetLogger), to w as "PREFIX: redis: …" lines, at most one every LogEvery
-// with how many were left out, where go-redis wrote each of them to
-// stderr in the log package's format. For the command-line tools; the
+// dropped), and the refusals of the server's ACL (SetLogger), to w as
+// "PREFIX: redis: …" lines, at most one every LogEvery with how many were
+// left out (the ACL's apart from the rest), where go-redis wrote each of
+// them to stderr in the log package's format. For the command-line tools; the
 // renderer routes them through its logger instead. go-redis has one
 // logger per process: the last call wins.
 func LogTo(w io.Writer, prefix string) {
