@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +39,16 @@ type RedisOptions struct {
 	// master (--tls-cluster, --tls-replication), so the cluster announces
 	// its TLS ports.
 	TLS *TLSFiles
+	// ReplicaOf starts the server as a replica of the master at host:port
+	// (--replicaof).
+	ReplicaOf string
+	// Sentinel, when set, starts the server as a Redis Sentinel
+	// (redis-server FILE --sentinel) with this text as its configuration
+	// file, sentinel.conf in its directory. The file is written only when
+	// it is not there yet: a Sentinel rewrites it with what it learns (the
+	// current master, the other Sentinels, its epoch), and one started
+	// again reads what it wrote, as in production.
+	Sentinel string
 }
 
 // TLSFiles are the PEM files of a TLS server (RedisOptions.TLS).
@@ -260,9 +272,20 @@ func (s *Redis) Signal(sig syscall.Signal) error {
 // Start starts the server (again, after Stop) on its port and data
 // directory, and waits until it answers PING.
 func (s *Redis) Start() error {
-	args := []string{"--port", strconv.Itoa(s.Port)}
+	var args []string
+	if s.opts.Sentinel != "" {
+		conf, err := sentinelConf(s.Dir, s.opts.Sentinel)
+		if err != nil {
+			return err
+		}
+		// The file first, as redis-server wants it; the options below
+		// override it.
+		args = append(args, conf, "--sentinel")
+	}
 	if s.opts.TLS != nil {
-		args = s.opts.TLS.args(s.Port, s.opts.Cluster)
+		args = append(args, s.opts.TLS.args(s.Port, s.opts.Cluster)...)
+	} else {
+		args = append(args, "--port", strconv.Itoa(s.Port))
 	}
 	args = append(args,
 		"--bind", "127.0.0.1",
@@ -272,6 +295,13 @@ func (s *Redis) Start() error {
 		"--logfile", filepath.Join(s.Dir, "redis.log"),
 		"--protected-mode", "no",
 	)
+	if s.opts.ReplicaOf != "" {
+		host, port, err := net.SplitHostPort(s.opts.ReplicaOf)
+		if err != nil {
+			return fmt.Errorf("proc: replica of %q: %w", s.opts.ReplicaOf, err)
+		}
+		args = append(args, "--replicaof", host, port)
+	}
 	if s.opts.MaxClients > 0 {
 		args = append(args, "--maxclients", strconv.Itoa(s.opts.MaxClients))
 	}
@@ -289,9 +319,12 @@ func (s *Redis) Start() error {
 			"--cluster-replica-validity-factor", "0",
 		)
 	}
-	if s.opts.AOF {
+	switch {
+	case s.opts.Sentinel != "":
+		// A Sentinel keeps no data: it refuses persistence options.
+	case s.opts.AOF:
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
+	default:
 		args = append(args, "--appendonly", "no")
 	}
 	opt, err := s.ClientOptions()
@@ -328,6 +361,27 @@ func (s *Redis) Start() error {
 	s.proc = p
 	s.mu.Unlock()
 	return nil
+}
+
+// sentinelConf writes text to dir/sentinel.conf unless the file is
+// there, and returns its path.
+func sentinelConf(dir, text string) (string, error) {
+	path := filepath.Join(dir, "sentinel.conf")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return path, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("proc: sentinel: %w", err)
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("proc: sentinel: %w", err)
+	}
+	return path, nil
 }
 
 // serverPid returns the process id of the server c talks to (INFO
