@@ -1,6 +1,7 @@
 // Package redisconn opens the Redis (or Valkey) client that every binary of
 // the feed uses, so that they all parse the same URLs and share the same
-// client options, on a single node or a Redis Cluster.
+// client options, on a single node, a single node watched by Redis
+// Sentinel, or a Redis Cluster.
 package redisconn
 
 import (
@@ -34,13 +35,21 @@ const ProbeTimeout = 2 * time.Second
 // default of 5 per GOMAXPROCS is too tight on one core.
 const minPoolSize = 16
 
-// Open parses url and returns a client for it, in either form:
+// Open parses url and returns a client for it, in any of these forms:
 //
 //   - a single-node URL, redis://[user:pass@]host:port[/db] (rediss:// for
 //     TLS, unix:// for a socket), as go-redis's ParseURL reads it;
 //   - go-redis's cluster URL, redis://h1:p1?addr=h2:p2&addr=h3:p3, as
 //     ParseClusterURL reads it: a *redis.ClusterClient seeded with every
-//     node named.
+//     node named;
+//   - go-redis's Sentinel URL, redis://[user:pass@]s1:p1?master_name=NAME
+//     &addr=s2:p2&addr=s3:p3[&password=…], as ParseFailoverURL reads it
+//     (since 7 Dec 2026): go-redis's failover client, a *redis.Client that
+//     asks the Sentinels where the master NAME is. The user information
+//     is the Sentinels' credentials, username= and password= the
+//     master's. Open asks the Sentinels for the master first and fails
+//     when those that answer know no master of that name (see
+//     sentinel.go); there is no cluster probe.
 //
 // A plain redis:// or rediss:// URL that points at a node of a Redis
 // Cluster works too: Open asks that node (CLUSTER SLOTS, within
@@ -93,6 +102,9 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 	if err != nil {
 		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
 	}
+	if isSentinel(u) {
+		return openSentinel(ctx, rawURL, u)
+	}
 	if u.Query().Has("addr") {
 		cc, err := openCluster(rawURL)
 		if err != nil {
@@ -144,7 +156,7 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 	return c, nil
 }
 
-// Check reports whether rawURL is a URL Open takes, in either form,
+// Check reports whether rawURL is a URL Open takes, in any of its forms,
 // without connecting: a binary refuses a bad -redis as a bad value, before
 // it opens anything.
 func Check(rawURL string) error {
@@ -154,6 +166,10 @@ func Check(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return fmt.Errorf("redisconn: %w", redactErr(err))
+	}
+	if isSentinel(u) {
+		_, err := parseSentinel(rawURL, u)
+		return err
 	}
 	if u.Query().Has("addr") {
 		_, err = parseCluster(rawURL)
@@ -176,11 +192,10 @@ func Check(rawURL string) error {
 // comes before the last '@' ahead of any '?' or '#'. Until 6 Dec 2026
 // only a "scheme://" URL whose password has no '/' was redacted.
 func Redact(rawURL string) string {
-	prefix, user, _, rest, ok := splitPassword(rawURL)
-	if !ok {
-		return rawURL
+	if prefix, user, _, rest, ok := splitPassword(rawURL); ok {
+		rawURL = prefix + user + ":xxxxx" + rest
 	}
-	return prefix + user + ":xxxxx" + rest
+	return redactQuery(rawURL)
 }
 
 // splitPassword cuts rawURL around the password of its user information:
@@ -214,8 +229,14 @@ func splitPassword(rawURL string) (prefix, user, pass, rest string, ok bool) {
 func redactErr(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		if _, _, pass, _, ok := splitPassword(ue.URL); ok && pass != "" && ue.Err != nil {
-			ue.Err = redactQuotes(ue.Err, pass)
+		passes := queryPasswords(ue.URL)
+		if _, _, pass, _, ok := splitPassword(ue.URL); ok && pass != "" {
+			passes = append(passes, pass)
+		}
+		for _, pass := range passes {
+			if ue.Err != nil {
+				ue.Err = redactQuotes(ue.Err, pass)
+			}
 		}
 		ue.URL = Redact(ue.URL)
 	}

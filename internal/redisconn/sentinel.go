@@ -1,0 +1,260 @@
+package redisconn
+
+// The Sentinel form: a single Redis made highly available by Redis
+// Sentinel (since 7 Dec 2026). Open and Check dispatch here on
+// master_name=; everything else about it is in this file.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// isSentinel reports whether u is go-redis's Sentinel form: it names the
+// master that the Sentinels watch.
+func isSentinel(u *url.URL) bool { return u.Query().Has("master_name") }
+
+// parseSentinel reads rawURL as go-redis's ParseFailoverURL does, and
+// refuses what that lets through but would not work: no master name; a
+// Sentinel without a port, where go-redis takes 6379, a Redis port (a
+// Sentinel listens on 26379 by default); and the options that send
+// commands to replicas, which refuse the writes every binary makes
+// (XREADGROUP, XACK, XADD), two of which panic in NewFailoverClient. A
+// query that does not parse is refused too: url.Values drops the pair it
+// cannot read, so a password= with a stray '%' was left out, and the
+// master then answered NOAUTH.
+func parseSentinel(rawURL string, u *url.URL) (*redis.FailoverOptions, error) {
+	if _, err := url.ParseQuery(u.RawQuery); err != nil {
+		return nil, fmt.Errorf("redisconn: %q: query: %w (escape a '%%' in a password as %%25)", Redact(rawURL), err)
+	}
+	opt, err := redis.ParseFailoverURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
+	}
+	switch {
+	case opt.MasterName == "":
+		return nil, fmt.Errorf("redisconn: %q: master_name= is empty: want the name the Sentinels monitor (sentinel monitor NAME …)", Redact(rawURL))
+	case u.Port() == "":
+		return nil, fmt.Errorf("redisconn: %q names no port for the Sentinel %s (go-redis would take 6379, a Redis port; Sentinel's own is 26379)", Redact(rawURL), u.Hostname())
+	case opt.RouteByLatency || opt.RouteRandomly || opt.ReplicaOnly:
+		return nil, fmt.Errorf("redisconn: %q: route_by_latency, route_randomly and replica_only send commands to replicas, which refuse the writes of every binary: leave them out", Redact(rawURL))
+	}
+	return opt, nil
+}
+
+// openSentinel returns go-redis's failover client for the Sentinel form:
+// a *redis.Client that asks the Sentinels where the master is whenever it
+// dials, and drops its connections to the old master when they announce
+// a new one (+switch-master). Before it returns, it asks the Sentinels
+// for the master within ctx and ProbeTimeout (probeSentinels).
+func openSentinel(ctx context.Context, rawURL string, u *url.URL) (*redis.Client, error) {
+	opt, err := parseSentinel(rawURL, u)
+	if err != nil {
+		return nil, err
+	}
+	opt.ContextTimeoutEnabled = true
+	if !u.Query().Has("pool_size") {
+		opt.PoolSize = poolSize()
+	}
+	if err := probeSentinels(ctx, opt); err != nil {
+		return nil, err
+	}
+	c := redis.NewFailoverClient(opt)
+	c.AddHook(sentinelDial{master: opt.MasterName, sentinels: opt.SentinelAddrs})
+	return c, nil
+}
+
+// probeSentinels asks every Sentinel at once where the master is
+// (SENTINEL get-master-addr-by-name), within ctx and ProbeTimeout. It
+// returns nil once one names it, and nil when none answers: a binary
+// started while Redis is down waits for it, as with a single node. It
+// fails when Sentinels answered and none named the master (a master_name
+// they do not monitor, an address that is no Sentinel), saying what they
+// monitor, and when ctx ends first, with ctx's error.
+func probeSentinels(ctx context.Context, opt *redis.FailoverOptions) error {
+	probe, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	type answer struct {
+		addr  string
+		found bool
+		why   string // what the Sentinel answered instead, "" when it did not answer
+	}
+	answers := make(chan answer, len(opt.SentinelAddrs))
+	var wg sync.WaitGroup
+	for _, addr := range opt.SentinelAddrs {
+		wg.Go(func() {
+			sc := redis.NewSentinelClient(&redis.Options{Addr: addr, Username: opt.SentinelUsername, Password: opt.SentinelPassword,
+				TLSConfig: opt.TLSConfig, MaxRetries: -1, PoolSize: 1, DialTimeout: ProbeTimeout, ContextTimeoutEnabled: true})
+			defer sc.Close()
+			_, err := sc.GetMasterAddrByName(probe, opt.MasterName).Result()
+			var re redis.Error
+			switch {
+			case err == nil:
+				cancel() // the others need not answer
+				answers <- answer{addr: addr, found: true}
+			case errors.Is(err, redis.Nil):
+				answers <- answer{addr: addr, why: "monitors " + monitored(probe, sc)}
+			case errors.As(err, &re):
+				answers <- answer{addr: addr, why: "answered " + err.Error()}
+			default:
+				answers <- answer{addr: addr}
+			}
+		})
+	}
+	wg.Wait()
+	close(answers)
+	var said []string
+	for a := range answers {
+		if a.found {
+			return nil
+		}
+		if a.why != "" {
+			said = append(said, a.addr+" "+a.why)
+		}
+	}
+	if err := Ended(ctx); err != nil {
+		return fmt.Errorf("redisconn: Sentinel probe of %s (SENTINEL get-master-addr-by-name %s): %w", strings.Join(opt.SentinelAddrs, ", "), opt.MasterName, err)
+	}
+	if len(said) == 0 {
+		return nil
+	}
+	slices.Sort(said)
+	return fmt.Errorf("redisconn: no Sentinel knows a master named %q (master_name=): %s", opt.MasterName, strings.Join(said, "; "))
+}
+
+// monitored lists, quoted, the names of the masters the Sentinel sc
+// monitors (SENTINEL MASTERS), for an error about a name it does not.
+func monitored(ctx context.Context, sc *redis.SentinelClient) string {
+	ms, err := sc.Masters(ctx).Result()
+	if err != nil {
+		return "(SENTINEL MASTERS: " + err.Error() + ")"
+	}
+	var names []string
+	for _, m := range ms {
+		if name, ok := masterName(m); ok {
+			names = append(names, fmt.Sprintf("%q", name))
+		}
+	}
+	if len(names) == 0 {
+		return "no master"
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// masterName returns the "name" field of one SENTINEL MASTERS entry, a
+// flat field-value list in RESP2 and a map in RESP3.
+func masterName(m any) (string, bool) {
+	switch m := m.(type) {
+	case []any:
+		for i := 0; i+1 < len(m); i += 2 {
+			if m[i] == "name" {
+				s, ok := m[i+1].(string)
+				return s, ok
+			}
+		}
+	case map[any]any:
+		s, ok := m["name"].(string)
+		return s, ok
+	case map[string]any:
+		s, ok := m["name"].(string)
+		return s, ok
+	}
+	return "", false
+}
+
+// sentinelDial is a hook of the failover client that rewrites a dial's
+// error that came from the Sentinels' answers rather than from a
+// connection. go-redis's error wraps them: redis.Nil when no Sentinel
+// knows the master any more, which the feed reads as "no entry" or "the
+// lease is held by another", and a Sentinel's error reply, which it reads
+// as Redis refusing the command. Either way the master cannot be reached,
+// and the error now says so as a plain error, which the feed handles as
+// Redis being down (retry with backoff, not ready). A dial's own
+// connection errors pass unchanged.
+type sentinelDial struct {
+	master    string
+	sentinels []string
+}
+
+func (h sentinelDial) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		var re redis.Error
+		switch {
+		case err == nil:
+		case errors.Is(err, redis.Nil):
+			err = fmt.Errorf("redisconn: no Sentinel of %s knows a master named %q (SENTINEL get-master-addr-by-name answered nil)",
+				strings.Join(h.sentinels, ", "), h.master)
+		case errors.As(err, &re):
+			err = fmt.Errorf("redisconn: the Sentinels of %s named no master %q: %s", strings.Join(h.sentinels, ", "), h.master, err.Error())
+		}
+		return conn, err
+	}
+}
+
+func (sentinelDial) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (sentinelDial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// redactQuery returns rawURL with the value of every query parameter
+// whose name ends in "password" written "xxxxx": the Sentinel form takes
+// the master's password as password= (the user information is the
+// Sentinels'), and an operator may write sentinel_password=, which
+// go-redis refuses, quoting the URL.
+func redactQuery(rawURL string) string {
+	q, frag, ok := queryOf(rawURL)
+	if !ok {
+		return rawURL
+	}
+	params := strings.Split(q, "&")
+	changed := false
+	for i, p := range params {
+		if k, v, _ := strings.Cut(p, "="); v != "" && strings.HasSuffix(strings.ToLower(k), "password") {
+			params[i] = k + "=xxxxx"
+			changed = true
+		}
+	}
+	if !changed {
+		return rawURL
+	}
+	start := len(rawURL) - len(frag) - len(q)
+	return rawURL[:start] + strings.Join(params, "&") + frag
+}
+
+// queryPasswords returns the values Redact hides in rawURL's query.
+func queryPasswords(rawURL string) []string {
+	q, _, ok := queryOf(rawURL)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, p := range strings.Split(q, "&") {
+		if k, v, _ := strings.Cut(p, "="); v != "" && strings.HasSuffix(strings.ToLower(k), "password") {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// queryOf returns rawURL's query (after its first '?') and its fragment
+// (from the '#' that follows, with it).
+func queryOf(rawURL string) (q, frag string, ok bool) {
+	_, q, ok = strings.Cut(rawURL, "?")
+	if !ok {
+		return "", "", false
+	}
+	if i := strings.IndexByte(q, '#'); i >= 0 {
+		q, frag = q[:i], q[i:]
+	}
+	return q, frag, true
+}
