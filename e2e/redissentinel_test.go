@@ -2,8 +2,10 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -202,4 +204,71 @@ func (w *waitWriter) written() []string {
 	out := slices.Clone(w.ids)
 	slices.Sort(out)
 	return out
+}
+
+// TestRedisSentinelFailures: what an operator meets when the Sentinel
+// side is wrong or down. A master_name the Sentinels do not monitor (a
+// typo) stops the renderer at start, and feedctl, with an error that
+// names it and the names they do monitor, within the probe's 2 s. With
+// no Sentinel reachable the renderer starts as with a Redis that is down:
+// it serves, /readyz says 503, its log says what it cannot reach, and
+// once the Sentinels are back it reads and stores, the same process.
+func TestRedisSentinelFailures(t *testing.T) {
+	st := redistest.MustStartSentinel(t)
+
+	t.Run("unknown master", func(t *testing.T) {
+		url := strings.Replace(st.URL(), "master_name="+st.Name, "master_name=fedmaster", 1)
+		want := `no Sentinel knows a master named \"fedmaster\"`
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(proctest.Binaries(t), "renderer"), "-redis", url,
+			"-db", filepath.Join(t.TempDir(), "feed.db"), "-http", "127.0.0.1:0")
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), `level=ERROR msg="start failed"`) ||
+			!strings.Contains(string(out), want) || !strings.Contains(string(out), st.Name) {
+			t.Fatalf("renderer on an unknown master: %v, want exit status 1 and ERROR \"start failed\" saying %s and naming %s:\n%s", err, want, st.Name, out)
+		}
+		out2, ok := feedctl(t, url, "status")
+		if ok || !strings.Contains(out2, `no Sentinel knows a master named "fedmaster"`) {
+			t.Fatalf("feedctl status on an unknown master: ok %v:\n%s", ok, out2)
+		}
+	})
+
+	t.Run("no Sentinel reachable", func(t *testing.T) {
+		for _, sn := range st.Sentinels {
+			sn.Stop() // the ports stay reserved for them
+		}
+		c := &cluster{tb: t, url: st.URL(), dbPath: filepath.Join(t.TempDir(), "feed.db"), group: "feed",
+			renderers: map[string]*renderer{}}
+		r1 := c.start("r1")
+		pid := r1.Pid()
+		var body string
+		wait.Until(t, 30*time.Second, func() bool {
+			var code int
+			code, body = readyz(r1)
+			return code == http.StatusServiceUnavailable && strings.Contains(body, "no Sentinel of")
+		}, func() string { return "/readyz to answer 503 saying that no Sentinel answered: " + body })
+		wait.For(t, 30*time.Second, "the renderer to log that it cannot reach the Sentinels", func() bool {
+			return strings.Contains(r1.Output(), `level=WARN`) && strings.Contains(r1.Output(), `no Sentinel of `+strings.Join(st.SentinelAddrs(), ", ")+` answered for master \"`+st.Name+`\"`)
+		})
+
+		for _, sn := range st.Sentinels {
+			sn.Start(t)
+		}
+		rdb := st.Client(t)
+		w := &writer{tb: t, rdb: rdb, game: "sn-back", minter: event.NewMinter(time.Now().UnixNano())}
+		ids := []string{w.chat("ada", "back"), w.chat("bob", "again")}
+		slices.Sort(ids)
+		wait.For(t, 60*time.Second, "the lines written once the Sentinels are back to be stored", func() bool {
+			return slices.Equal(c.storeIDs(w.game), ids)
+		})
+		wait.For(t, 30*time.Second, "/readyz to answer 200", func() bool {
+			code, _ := readyz(r1)
+			return code == http.StatusOK
+		})
+		if r1.Exited() || r1.Pid() != pid {
+			t.Fatalf("renderer pid %d (exited %v), want the same process %d throughout", r1.Pid(), r1.Exited(), pid)
+		}
+	})
 }

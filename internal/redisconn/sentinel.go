@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -67,7 +68,7 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL) (*redis.Client
 		return nil, err
 	}
 	c := redis.NewFailoverClient(opt)
-	c.AddHook(sentinelDial{master: opt.MasterName, sentinels: opt.SentinelAddrs})
+	c.AddHook(&sentinelDial{master: opt.MasterName, sentinels: opt.SentinelAddrs})
 	return c, nil
 }
 
@@ -170,41 +171,89 @@ func masterName(m any) (string, bool) {
 	return "", false
 }
 
-// sentinelDial is a hook of the failover client that rewrites a dial's
-// error that came from the Sentinels' answers rather than from a
-// connection. go-redis's error wraps them: redis.Nil when no Sentinel
-// knows the master any more, which the feed reads as "no entry" or "the
-// lease is held by another", and a Sentinel's error reply, which it reads
-// as Redis refusing the command. Either way the master cannot be reached,
-// and the error now says so as a plain error, which the feed handles as
-// Redis being down (retry with backoff, not ready). A dial's own
-// connection errors pass unchanged.
+// sentinelRetryAfter is how long a failover client, once no Sentinel
+// answered for the master, fails its dials at once with that error before
+// it asks them again.
+const sentinelRetryAfter = time.Second
+
+// unreachable is the start of go-redis's error (v9.23, sentinel.go) when
+// no Sentinel named the master: none could be reached, or each answered
+// something else.
+const unreachable = "all sentinels specified in configuration are unreachable"
+
+// sentinelDial is a hook of the failover client around its dials, each of
+// which asks the Sentinels where the master is before it connects.
+//
+// It rewrites an error that came from the Sentinels' answers rather than
+// from a connection. go-redis's error wraps them: redis.Nil when no
+// Sentinel knows the master any more, which the feed reads as "no entry"
+// or "the lease is held by another", and a Sentinel's error reply, which
+// it reads as Redis refusing the command. Either way the master cannot
+// be reached, and the error now says so as a plain error, which the feed
+// handles as Redis being down (retry with backoff, not ready).
+//
+// And it answers a dial within sentinelRetryAfter of one that no Sentinel
+// answered with that one's error, without asking them again. Each dial
+// asks every Sentinel, each with go-redis's own dial retries and command
+// retries, and the pool retries the dial and the client the command
+// around it: with every Sentinel refusing connections one call took about
+// 50 s (a single Redis that is down, under 2 s), so a renderer started
+// while they were down did not serve for minutes, and every call of a
+// running one ended at its deadline as "context deadline exceeded"
+// instead of saying what failed.
 type sentinelDial struct {
 	master    string
 	sentinels []string
+
+	mu       sync.Mutex
+	failedAt time.Time
+	failed   error
 }
 
-func (h sentinelDial) DialHook(next redis.DialHook) redis.DialHook {
+func (h *sentinelDial) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		h.mu.Lock()
+		failed := h.failed
+		if time.Since(h.failedAt) >= sentinelRetryAfter {
+			failed = nil
+		}
+		h.mu.Unlock()
+		if failed != nil {
+			return nil, failed
+		}
 		conn, err := next(ctx, network, addr)
+		if err == nil || !strings.Contains(err.Error(), unreachable) || Ended(ctx) != nil {
+			return conn, err
+		}
 		var re redis.Error
 		switch {
-		case err == nil:
 		case errors.Is(err, redis.Nil):
 			err = fmt.Errorf("redisconn: no Sentinel of %s knows a master named %q (SENTINEL get-master-addr-by-name answered nil)",
 				strings.Join(h.sentinels, ", "), h.master)
 		case errors.As(err, &re):
 			err = fmt.Errorf("redisconn: the Sentinels of %s named no master %q: %s", strings.Join(h.sentinels, ", "), h.master, err.Error())
+		default:
+			err = &oneLine{fmt.Errorf("redisconn: no Sentinel of %s answered for master %q: %w", strings.Join(h.sentinels, ", "), h.master, err)}
 		}
+		h.mu.Lock()
+		h.failedAt, h.failed = time.Now(), err
+		h.mu.Unlock()
 		return conn, err
 	}
 }
 
-func (sentinelDial) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (*sentinelDial) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 
-func (sentinelDial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (*sentinelDial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// oneLine is an error whose message is its wrapped error's on one line:
+// go-redis joins the Sentinels' errors with newlines (errors.Join).
+type oneLine struct{ err error }
+
+func (e *oneLine) Error() string { return strings.ReplaceAll(e.err.Error(), "\n", "; ") }
+func (e *oneLine) Unwrap() error { return e.err }
 
 // redactQuery returns rawURL with the value of every query parameter
 // whose name ends in "password" written "xxxxx": the Sentinel form takes
