@@ -28,13 +28,16 @@ import (
 // the Sentinel URL. gamesim writes three games through the same URL; then
 // the test's own writer writes a live game through a failover client
 // from redisconn.Open, each write followed by WAIT 1 in its pipeline so
-// that what it counts as written is on the replica. Mid-run the master is
-// SIGKILLed and the Sentinels promote the replica: the writer goes on
+// that what it counts as written is on the replica. Mid-run the replicas
+// are stopped until the renderer has stored an event only the master
+// has; the master is SIGKILLed, the replicas go on, and the
+// Sentinels promote one: the writer goes on
 // through its client (a write that failed or was not confirmed is written
 // again under the same EVT id), and the renderer goes on without a
 // restart, storing lines again. In the end every event written is in the
-// store exactly once (a redelivery of an entry whose XACK died with the
-// master is a no-op), nothing is pending or unread, the renderer is the
+// store exactly once (the event stored from the dead master and written
+// again to the new one is taken as a duplicate, a no-op; nothing is
+// dead-lettered as a conflict), nothing is pending or unread, the renderer is the
 // same process and ready, and feedctl status over the Sentinel URL shows
 // the games.
 func TestRedisSentinel(t *testing.T) {
@@ -81,7 +84,24 @@ func TestRedisSentinel(t *testing.T) {
 		}
 	}
 	progress("before the kill", 30)
-	killed, promoted := st.KillMaster(t)
+	// The replicas stop (SIGSTOP) until the master is dead: the writer's
+	// next event is then on the master alone, unconfirmed by WAIT, and
+	// written again there, until the renderer has stored it from there
+	// (its delivery and XACK die with the master). The promoted replica
+	// lacks the event; the writer writes it to it again, and the renderer
+	// must take that copy as the no-op it is.
+	killed, replicas := st.Master(t), st.Replicas(t)
+	for _, r := range replicas {
+		r.Pause(t)
+	}
+	wait.For(t, 30*time.Second, "the renderer to store an event no replica has", func() bool {
+		return len(storeIDsOf(t, c.dbPath, w.game)) > w.count()
+	})
+	killed.Kill(t)
+	for _, r := range replicas {
+		r.Resume(t)
+	}
+	promoted := st.Master(t)
 	t.Logf("killed master %s after %d writes; Sentinels promoted %s", killed.Addr, w.count(), promoted.Addr)
 	progress("after the kill", 30)
 	stopWriter()
@@ -110,7 +130,21 @@ func TestRedisSentinel(t *testing.T) {
 	if got := slices.Compact(good); !slices.Equal(got, written) || len(bad) != 0 {
 		t.Fatalf("the promoted master's stream of %s holds %d events (%d malformed), want the %d written", w.game, len(got), len(bad), len(written))
 	}
-	t.Logf("%s: %d events written through the failover, each stored once", w.game, len(written))
+	// A redelivery is a no-op only if it carries the same payload: one
+	// that did not would be a conflict, dead-lettered.
+	if n, err := check.XLen(ctx, event.DeadKey(w.game)).Result(); err != nil || n != 0 {
+		t.Fatalf("%s: %d dead letters (%v), want none", w.game, n, err)
+	}
+	m := scrape(t, r1)
+	if n := m["codemojex_store_conflicts_total"]; n != 0 {
+		t.Fatalf("the store met %v conflicts, want none", n)
+	}
+	dup := m[`codemojex_store_upsert_events_total{outcome="duplicate"}`]
+	if dup < 1 {
+		t.Fatalf("the store took %v events again, want at least the one stored from the dead master and written again", dup)
+	}
+	t.Logf("%s: %d events written through the failover, each stored once; the store took %v again as duplicates, the renderer claimed %v",
+		w.game, len(written), dup, m["codemojex_feed_claimed_total"])
 	wait.For(t, 20*time.Second, "the renderer's /readyz to answer 200", func() bool {
 		code, _ := readyz(r1)
 		return code == http.StatusOK
