@@ -61,6 +61,7 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL) (*redis.Client
 		return nil, err
 	}
 	opt.ContextTimeoutEnabled = true
+	opt.DisableIdentity = true // as Open's other clients: no +client|setinfo (acl.go)
 	if !u.Query().Has("pool_size") {
 		opt.PoolSize = poolSize()
 	}
@@ -69,6 +70,7 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL) (*redis.Client
 	}
 	c := redis.NewFailoverClient(opt)
 	c.AddHook(&sentinelDial{master: opt.MasterName, sentinels: opt.SentinelAddrs})
+	c.AddHook(aclHook{})
 	return c, nil
 }
 

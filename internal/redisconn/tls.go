@@ -1,0 +1,141 @@
+package redisconn
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// dropped reports whether err says the server closed the connection
+// without a reply: what a TLS-only port does with a plain-text command
+// (OpenSSL sends no alert to what does not look like TLS).
+func dropped(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// speaksTLS reports whether the server at addr completes a TLS handshake,
+// within ctx and ProbeTimeout. It tells a TLS port from a server that
+// dropped a plain-text probe for another reason, and sends nothing over
+// the connection, which it closes at once: its certificate is not
+// verified, as nothing is trusted to it.
+func speaksTLS(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	d := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a look at the protocol, nothing sent
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// plainPort is the hint of an error that finds a plain-text port where
+// TLS was asked for.
+const plainPort = "the port speaks plain text, not TLS: use redis://, or the server's TLS port"
+
+// timedOut reports whether err is a deadline's end: a call's, or a
+// read's or a dial's.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// speaksPlain reports whether the server at addr answers a plain-text
+// PING with a reply of Redis's protocol (+PONG, or an error such as
+// -NOAUTH), within ctx and a quarter of ProbeTimeout. A TLS handshake with
+// a plain-text Redis usually hangs: Redis waits for the end of a line the
+// ClientHello may never send, and the handshake ends at its deadline
+// saying nothing of why. (When the ClientHello holds a newline byte,
+// Redis answers its "command" with an error, which the handshake reports
+// as no TLS: tlsMismatch.)
+func speaksPlain(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout/4)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(c, b); err != nil {
+		return false
+	}
+	return b[0] == '+' || b[0] == '-'
+}
+
+// checkClusterTLS asks the nodes of a rediss:// cluster URL (PING,
+// within ctx and ProbeTimeout) whether TLS works with them, as the probe
+// of a plain URL does, and returns an error only when it does not (a
+// certificate not trusted, a plain-text port; tlsMismatch): a node down
+// or slow at start is no reason to refuse the URL, which names several
+// for that. A plain redis:// cluster URL is not asked.
+func checkClusterTLS(ctx context.Context, cc *redis.ClusterClient, rawURL string) error {
+	if cc.Options().TLSConfig == nil {
+		return nil
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	err := cc.Ping(pingCtx).Err()
+	if err == nil {
+		return nil
+	}
+	if hint := tlsMismatch(err, true); hint != "" {
+		return fmt.Errorf("redisconn: %s: %w (%s)", Redact(rawURL), err, hint)
+	}
+	if addrs := cc.Options().Addrs; timedOut(err) && speaksPlain(ctx, addrs[0]) {
+		return fmt.Errorf("redisconn: %s: no TLS handshake with %s within %v (%s)", Redact(rawURL), addrs[0], ProbeTimeout, plainPort)
+	}
+	return nil
+}
+
+// tlsMismatch returns what an error of the cluster probe says about TLS,
+// "" when it says nothing: the server's certificate not trusted, or not
+// for the host; a plain-text port asked for TLS; a server that wants a
+// client certificate. (A TLS port spoken to in plain text only drops the
+// connection: speaksTLS tells it.) None of these passes by itself, so
+// Open fails with them, where a server that does not answer gives a
+// single-node client that tries again (Open). Until 7 Dec 2026 they gave
+// that client too, whose calls then failed with the bare error, and the
+// renderer started and stayed not ready.
+func tlsMismatch(err error, useTLS bool) string {
+	const trust = "trust its CA through SSL_CERT_FILE or SSL_CERT_DIR; see docs/operations.md, \"Redis over TLS\""
+	var (
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		verify   *tls.CertificateVerificationError
+		record   tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &unknown):
+		return "the server's certificate is signed by a CA this host does not trust: " + trust
+	case errors.As(err, &hostname):
+		return "the server's certificate is not for the host of the URL"
+	case errors.As(err, &invalid):
+		return "the server's certificate is not valid (expired, or not for a server)"
+	case errors.As(err, &verify):
+		return "the server's certificate did not verify: " + trust
+	case errors.As(err, &record):
+		return plainPort
+	case useTLS && strings.Contains(err.Error(), "remote error: tls: certificate required"),
+		useTLS && strings.Contains(err.Error(), "remote error: tls: bad certificate"):
+		return "the server asks for a client certificate (tls-auth-clients yes), which the feed's binaries do not present: mutual TLS is not supported"
+	}
+	return ""
+}
