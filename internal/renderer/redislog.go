@@ -24,17 +24,30 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 		return
 	}
 	said := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
-	// An ACL's refusal is sampled apart: an outage's failed dials must
-	// not hide the one line that says what to grant.
-	key := "redis"
-	if strings.Contains(said, redisconn.ACLRefusal) {
-		key = "redis acl"
-	}
+	key := sampleKey(said)
 	ok, skipped := l.sample.Allow(key)
 	if !ok {
 		return
 	}
 	l.log.Warn("redis client", "err", said, "similar_unlogged", skipped)
+}
+
+// sampleKey is the sampler's key of a go-redis line. Two kinds are
+// sampled apart from the rest, so that an outage's failed dials, one
+// every 10 s, do not hide the one line that says what happened: an ACL's
+// refusal, which says what to grant, and a Sentinel's announcement of a
+// new master ("sentinel: new master=…"), which says that a failover
+// happened and where the renderer now writes. Until 7 Dec 2026 the
+// failover's line, which comes just after the dials to the dead master
+// failed, was held back with them.
+func sampleKey(said string) string {
+	switch {
+	case strings.Contains(said, redisconn.ACLRefusal):
+		return "redis acl"
+	case strings.HasPrefix(said, "sentinel: new master="):
+		return "redis sentinel"
+	}
+	return "redis"
 }
 
 // routeRedisLogs sends go-redis's lines, and the refusals of the server's
