@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -300,26 +301,12 @@ func noPerm(out string) bool {
 // the grant is given, the renderer's next life, which takes its own
 // pending entries back at once, writes the letter and acks the entry.
 func TestACLRefusalLeavesPending(t *testing.T) {
-	rules := aclRules(t)
 	c := newCluster(t)
 	ctx := context.Background()
-	var rule []any
-	for _, w := range rules["feed-renderer"] {
-		switch w {
-		case ">PASSWORD":
-			w = ">pw"
-		case "+xadd":
-			continue
-		}
-		rule = append(rule, w)
-	}
-	if err := c.rdb.Do(ctx, append([]any{"ACL", "SETUSER", "feed-renderer"}, rule...)...).Err(); err != nil {
-		t.Fatal(err)
-	}
+	rendererWithout(t, c, "+xadd")
 	if err := c.rdb.Do(ctx, "ACL", "LOG", "RESET").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.url = "redis://feed-renderer:pw@" + strings.TrimPrefix(c.redis.URL(), "redis://")
 	r := c.start("r1", "-min-idle", "1h")
 
 	const game = "acl-refused"
@@ -414,26 +401,12 @@ func aclRefusals(tb testing.TB, rdb *redis.Client, command string) int64 {
 // server's refusal, and logs which command was refused and where the
 // grants are listed. Granted, it takes the lease and stores every entry.
 func TestACLScriptsRefused(t *testing.T) {
-	rules := aclRules(t)
 	c := newCluster(t)
 	ctx := context.Background()
-	var rule []any
-	for _, w := range rules["feed-renderer"] {
-		switch w {
-		case ">PASSWORD":
-			w = ">pw"
-		case "+eval", "+evalsha":
-			continue
-		}
-		rule = append(rule, w)
-	}
-	if err := c.rdb.Do(ctx, append([]any{"ACL", "SETUSER", "feed-renderer"}, rule...)...).Err(); err != nil {
-		t.Fatal(err)
-	}
+	rendererWithout(t, c, "+eval", "+evalsha")
 	const game = "acl-noscript"
 	w := c.writer(game)
 	want := []string{w.chat("p1", "one"), w.chat("p1", "two")}
-	c.url = "redis://feed-renderer:pw@" + strings.TrimPrefix(c.redis.URL(), "redis://")
 	r := c.start("r1")
 	var body string
 	wait.For(t, 30*time.Second, "/readyz to say Redis refuses the renderer, and the log what", func() bool {
@@ -453,4 +426,25 @@ func TestACLScriptsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitStored(game, want, 30*time.Second)
+}
+
+// rendererWithout creates the docs' feed-renderer user, password "pw",
+// on c's server without the grants drop, and points the renderers c
+// starts at it.
+func rendererWithout(tb testing.TB, c *cluster, drop ...string) {
+	tb.Helper()
+	rule := []any{"ACL", "SETUSER", "feed-renderer"}
+	for _, w := range aclRules(tb)["feed-renderer"] {
+		switch {
+		case w == ">PASSWORD":
+			w = ">pw"
+		case slices.Contains(drop, w):
+			continue
+		}
+		rule = append(rule, w)
+	}
+	if err := c.rdb.Do(context.Background(), rule...).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	c.url = "redis://feed-renderer:pw@" + strings.TrimPrefix(c.redis.URL(), "redis://")
 }

@@ -77,13 +77,7 @@ func TestCheckSaysWhatIsMeant(t *testing.T) {
 		{"unix:/run/redis.sock", ""},
 		{"redis://127.0.0.1:7000?addr=127.0.0.1:7001", ""},
 	} {
-		err := redisconn.Check(tt.url)
-		switch {
-		case tt.want == "" && err != nil:
-			t.Errorf("Check(%q): %v", tt.url, err)
-		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-			t.Errorf("Check(%q) = %v, want an error saying %q", tt.url, err, tt.want)
-		}
+		wantCheck(t, tt.url, tt.want)
 	}
 }
 
@@ -125,58 +119,45 @@ func TestOpenRefusesHostless(t *testing.T) {
 // deadline, well before go-redis's own read timeout and retries; and that
 // OpenContext's cluster probe of such a server ends at its context's
 // deadline with an error that wraps it, where Open's runs out of
-// ProbeTimeout and gives a single-node client.
+// ProbeTimeout and gives a single-node client. Over TLS (rediss://) the
+// server never answers the handshake: go-redis's TLS dial itself ends at
+// its dial timeout alone, and the caller must not wait for it.
 func TestOpenHonoursDeadline(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		var held []net.Conn // held open, never answered
-		defer func() {
-			for _, c := range held {
-				c.Close()
+	for _, scheme := range []string{"redis", "rediss"} {
+		t.Run(scheme, func(t *testing.T) {
+			silent := silentListener(t)
+			url := scheme + "://" + silent + "/0"
+			probeCtx, cancelProbe := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancelProbe()
+			if rdb, err := redisconn.OpenContext(probeCtx, url); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "cluster probe of "+silent) {
+				if rdb != nil {
+					rdb.Close()
+				}
+				t.Fatalf("OpenContext of a silent server with a 100ms deadline: %v, want the probe ended by the deadline", err)
 			}
-		}()
-		for {
-			c, err := ln.Accept()
+			rdb, err := redisconn.Open(url)
 			if err != nil {
-				return
+				t.Fatal(err)
 			}
-			held = append(held, c)
-		}
-	}()
-	url := "redis://" + ln.Addr().String() + "/0"
-	probeCtx, cancelProbe := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancelProbe()
-	if rdb, err := redisconn.OpenContext(probeCtx, url); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "cluster probe of "+ln.Addr().String()) {
-		if rdb != nil {
-			rdb.Close()
-		}
-		t.Fatalf("OpenContext of a silent server with a 100ms deadline: %v, want the probe ended by the deadline", err)
-	}
-	rdb, err := redisconn.Open(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	err = rdb.Ping(ctx).Err()
-	took := time.Since(start)
-	if err == nil {
-		t.Fatal("PING to a silent server returned no error")
-	}
-	if ctx.Err() == nil {
-		t.Fatalf("PING ended before its deadline: %v", err)
-	}
-	// Without ContextTimeoutEnabled the call would wait for go-redis's
-	// read timeout (and retry); with it the deadline ends it.
-	const readTimeout = 3 * time.Second // go-redis's default
-	if took >= readTimeout {
-		t.Errorf("PING took %v, not ended by its 100ms deadline", took)
+			defer rdb.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			err = rdb.Ping(ctx).Err()
+			took := time.Since(start)
+			if err == nil {
+				t.Fatal("PING to a silent server returned no error")
+			}
+			if ctx.Err() == nil {
+				t.Fatalf("PING ended before its deadline: %v", err)
+			}
+			// Without ContextTimeoutEnabled the call would wait for go-redis's
+			// read timeout (and retry); with it the deadline ends it.
+			const readTimeout = 3 * time.Second // go-redis's default
+			if took >= readTimeout {
+				t.Errorf("PING took %v, not ended by its 100ms deadline", took)
+			}
+		})
 	}
 }
 
@@ -242,5 +223,47 @@ func TestCheckHidesPasswordWithoutScheme(t *testing.T) {
 				t.Errorf("Check(%q) = %v, want an error without the password", tt.url, err)
 			}
 		})
+	}
+}
+
+// silentListener returns the address of a listener that accepts and never
+// answers (a hung server), closed when the test ends.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// wantCheck checks that Check takes url (want "") or refuses it with an
+// error that says want.
+func wantCheck(t *testing.T, url, want string) {
+	t.Helper()
+	err := redisconn.Check(url)
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("Check(%q): %v", url, err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("Check(%q) = %v, want an error saying %q", url, err, want)
 	}
 }

@@ -42,13 +42,7 @@ func TestCheckSentinelForm(t *testing.T) {
 		{"unix:///run/sentinel.sock?master_name=feed", "invalid URL scheme: unix"},
 	} {
 		t.Run(tt.url, func(t *testing.T) {
-			err := redisconn.Check(tt.url)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Errorf("Check(%q): %v", tt.url, err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Errorf("Check(%q) = %v, want an error saying %q", tt.url, err, tt.want)
-			}
+			wantCheck(t, tt.url, tt.want)
 		})
 	}
 }
@@ -229,33 +223,4 @@ func TestOpenSentinelNoneReachable(t *testing.T) {
 		}
 		t.Fatalf("OpenContext of a silent Sentinel with a 100ms deadline: %v, want the probe ended by the deadline", err)
 	}
-}
-
-// silentListener returns the address of a listener that accepts and never
-// answers (a hung server), closed when the test ends.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { ln.Close(); <-done })
-	go func() {
-		defer close(done)
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	return ln.Addr().String()
 }

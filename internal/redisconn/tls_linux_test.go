@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -163,60 +162,5 @@ func TestOpenTLSRefused(t *testing.T) {
 				t.Errorf("OpenContext(%q) = %v: the password is in the error", tt.url, err)
 			}
 		})
-	}
-}
-
-// TestOpenTLSHonoursDeadline: a TLS server that takes the connection and
-// never answers the handshake (a hung Redis) holds a call to a client of
-// Open, and OpenContext's probe, only until its context's deadline, well
-// before ProbeTimeout and go-redis's dial timeout: go-redis's TLS dial
-// itself ends at its dial timeout alone, and the caller must not wait for
-// it. (This held before TLS was tested; the test keeps it.)
-func TestOpenTLSHonoursDeadline(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		var held []net.Conn // held open, never answered
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	url := "rediss://" + ln.Addr().String() + "/0"
-	const bound = time.Second // well under ProbeTimeout and go-redis's DialTimeout
-	probeCtx, cancelProbe := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancelProbe()
-	start := time.Now()
-	if rdb, err := redisconn.OpenContext(probeCtx, url); !errors.Is(err, context.DeadlineExceeded) {
-		if rdb != nil {
-			rdb.Close()
-		}
-		t.Fatalf("OpenContext of a silent TLS server with a 100ms deadline: %v, want the probe ended by the deadline", err)
-	}
-	if took := time.Since(start); took >= bound {
-		t.Errorf("the probe with a 100ms deadline took %v", took)
-	}
-	rdb, err := redisconn.Open(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	start = time.Now()
-	err = rdb.Ping(ctx).Err()
-	if took := time.Since(start); err == nil || took >= bound {
-		t.Errorf("PING with a 100ms deadline to a silent TLS server: %v after %v", err, took)
 	}
 }
