@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // claimAll runs XAUTOCLAIM over the streams whose group has pending
@@ -30,6 +32,9 @@ func (c *Consumer) claimAll() error {
 // claimed unhandled.
 func (c *Consumer) claimStreams(sts []*streamState) error {
 	for chunk := range slices.Chunk(sts, maxKeys) {
+		if time.Now().Before(c.claimHeld) {
+			return nil // the server's ACL refused a claim (claimRefused)
+		}
 		idle, err := c.idleOf(chunk)
 		if err != nil {
 			return err
@@ -40,6 +45,9 @@ func (c *Consumer) claimStreams(sts []*streamState) error {
 			}
 			if st.down(time.Now()) {
 				continue // its node failed an earlier claim of this pass
+			}
+			if time.Now().Before(c.claimHeld) {
+				return nil
 			}
 			if err := c.claim(st); err != nil {
 				return err
@@ -78,6 +86,10 @@ func (c *Consumer) idleOf(sts []*streamState) ([]*streamState, error) {
 			if c.stopping() {
 				return idle, nil
 			}
+			if aclRefused(err) {
+				c.claimRefused(err)
+				return nil, nil
+			}
 			answered = answered || serverError(err)
 			if err := c.readFailed("claim", []*streamState{st}, err); err != nil && !serverError(err) {
 				return idle, err
@@ -111,6 +123,10 @@ func (c *Consumer) claim(st *streamState) error {
 			MinIdle: c.cfg.MinIdle, Start: start, Count: c.cfg.Count,
 		}).Result()
 		cancel()
+		if aclRefused(err) {
+			c.claimRefused(err)
+			return nil
+		}
 		if err != nil {
 			if err := c.readFailed("claim", []*streamState{st}, err); err != nil && !serverError(err) {
 				return err
@@ -119,6 +135,7 @@ func (c *Consumer) claim(st *streamState) error {
 		}
 		c.ok()
 		st.downBackoff.Reset()
+		c.claimBackoff.Reset()
 		if n := int64(len(deleted)); n > 0 {
 			c.stats.claimDeleted.Add(n)
 			c.log.Info("claimed entries were deleted from the stream; dropped from the pending list",
@@ -142,3 +159,23 @@ func (c *Consumer) claim(st *streamState) error {
 	}
 	return nil
 }
+
+// claimRefused holds every claim back after the server's ACL refused one
+// (XPENDING or XAUTOCLAIM: a grant missing from the user), for a wait
+// that doubles from ClaimEvery to claimRefusedMax, jittered, and says so
+// in one WARN line a wait. The grant is the user's, not the stream's:
+// every stream would be refused alike, the group is fine, and the reads
+// and acks go on. Until 7 Dec 2026 the refusal sent the stream to the
+// group door (XGROUP CREATE) at every claim beat, said only at DEBUG
+// (TestACLRefusalIsNoStreamFault). The entries stay pending, claimed once
+// the grant is given, without a restart.
+func (c *Consumer) claimRefused(err error) {
+	c.fail("claim", err)
+	d := c.claimBackoff.Next()
+	c.claimHeld = time.Now().Add(d)
+	c.log.Warn("the server's ACL refuses claims; claiming held back, the others read on: grant it (docs/operations.md, \"A Redis with ACL users\")",
+		untrusted.Err(err), "retry_in", d.Round(time.Millisecond))
+}
+
+// claimRefusedMax caps the wait of claimRefused (or ClaimEvery, if longer).
+const claimRefusedMax = time.Minute

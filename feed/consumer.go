@@ -116,6 +116,11 @@ type Consumer struct {
 	// sweep, on a cluster (registryDown).
 	registryUntil time.Time
 	registryRetry backoff.Backoff
+
+	// No claim before claimHeld: the server's ACL refused one
+	// (claimRefused), which waits claimBackoff.
+	claimHeld    time.Time
+	claimBackoff backoff.Backoff
 }
 
 // Open validates cfg, takes the consumer name's lease and starts the loop.
@@ -147,6 +152,7 @@ func Open(ctx context.Context, cfg Config) (*Consumer, error) {
 	if c.handle == nil {
 		c.handle = perEntry(cfg.Handler)
 	}
+	c.claimBackoff = backoff.Backoff{Min: cfg.ClaimEvery, Max: max(cfg.ClaimEvery, claimRefusedMax)}
 	if err := c.checkDeadSlots(ctx); err != nil {
 		return nil, err
 	}
@@ -356,7 +362,10 @@ func (c *Consumer) fail(op string, err error) {
 	c.stats.loopErrors.add(op, 1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if serverError(err) {
+	if serverError(err) || aclRefused(err) {
+		// Redis answered, with a refusal: Ready names it when nothing
+		// else answers, and a grant missing on one path (XAUTOCLAIM)
+		// does not make a consumer that reads and acks unready.
 		c.refusal, c.refusedAt = err, time.Now()
 		return
 	}
