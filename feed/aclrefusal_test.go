@@ -14,10 +14,14 @@ import (
 // missing from docs/operations.md's rules: NOPERM) is Redis refusing, not
 // a fault of the stream: the stream is not sent back through the group
 // door (no XGROUP CREATE after the first), no group error is counted, the
-// refusal is logged at WARN or above, and nothing is lost or doubled: once
+// refusal is logged at WARN or above, once a wait that doubles (claims
+// held back, or the loop's backoff when nothing else answers), Ready names
+// it when nothing else answers and stays ready when only claims are
+// refused, and nothing is lost or doubled: once
 // the grant is given (ACL SETUSER, no restart) every entry is handled once
 // and nothing stays pending. Until 7 Dec 2026 a refused XAUTOCLAIM sent the
-// stream to the door at every claim tick, logged only at DEBUG, and a
+// stream (a refused XREADGROUP or XPENDING too) to the door at every
+// claim tick or turn, logged only at DEBUG, and a
 // refused XACK was dropped as "nothing left to ack", so the entry was
 // claimed back and handled twice once XACK was granted.
 func TestACLRefusalIsNoStreamFault(t *testing.T) {
@@ -35,6 +39,11 @@ func TestACLRefusalIsNoStreamFault(t *testing.T) {
 		// The ack is kept, and the loop backs off as it does for any
 		// refusal of Redis, from 50 ms doubling.
 		{"xack", "consumer loop error; backing off", "backoff", 100 * time.Millisecond},
+		// The streams are set aside, and nothing else answering, the
+		// loop backs off; Ready names the refusal.
+		{"xreadgroup", "consumer loop error; backing off", "backoff", 100 * time.Millisecond},
+		// The question before a claim (idleOf): claims held back.
+		{"xpending", "the server's ACL refuses claims", "retry_in", 200 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		missing := tt.missing
@@ -85,6 +94,14 @@ func TestACLRefusalIsNoStreamFault(t *testing.T) {
 				if err := c.Ready(); err != nil {
 					t.Errorf("Ready while only claims are refused: %v", err)
 				}
+			}
+			if missing == "xreadgroup" {
+				// Nothing else answers: past staleAfter, Ready says
+				// "redis has not answered for …; it refuses: NOPERM …".
+				waitFor(t, 15*time.Second, "Ready names the refusal", func() bool {
+					err := c.Ready()
+					return err != nil && strings.Contains(err.Error(), "NOPERM")
+				})
 			}
 			if n := pending(t, admin, s); n == 0 {
 				t.Errorf("nothing pending while %s is refused", strings.ToUpper(missing))
