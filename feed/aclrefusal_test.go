@@ -13,17 +13,16 @@ import (
 // A command the server's ACL refuses to the consumer's user (a grant
 // missing from docs/operations.md's rules: NOPERM) is Redis refusing, not
 // a fault of the stream: the stream is not sent back through the group
-// door (no XGROUP CREATE after the first), no group error is counted, the
-// refusal is logged at WARN or above, once a wait that doubles (claims
-// held back, or the loop's backoff when nothing else answers), Ready names
-// it when nothing else answers and stays ready when only claims are
-// refused, and nothing is lost or doubled: once
-// the grant is given (ACL SETUSER, no restart) every entry is handled once
-// and nothing stays pending. Until 7 Dec 2026 a refused XAUTOCLAIM sent the
-// stream (a refused XREADGROUP or XPENDING too) to the door at every
-// claim tick or turn, logged only at DEBUG, and a
-// refused XACK was dropped as "nothing left to ack", so the entry was
-// claimed back and handled twice once XACK was granted.
+// door (no XGROUP CREATE after the first), no group error is counted, and
+// the refusal is logged at WARN or above, once a wait that doubles
+// (claims held back, or the loop's backoff when nothing else answers).
+// Ready names it when nothing else answers and stays ready when only
+// claims are refused. Nothing is lost or doubled: once the grant is given
+// (ACL SETUSER, no restart) every entry is handled once and nothing stays
+// pending. Until 7 Dec 2026 a refused XAUTOCLAIM, XPENDING or XREADGROUP
+// sent the stream to the door at every claim beat or turn, logged only at
+// DEBUG, and a refused XACK was dropped as "nothing left to ack", so the
+// entry was claimed back and handled again once XACK was granted.
 func TestACLRefusalIsNoStreamFault(t *testing.T) {
 	tests := []struct {
 		missing string
