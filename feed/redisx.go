@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codemojex/feed/internal/redisacl"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -83,25 +85,17 @@ func errCode(err error) string {
 	return code
 }
 
-// aclRefused reports the server's ACL refusal of a command: NOPERM, and
-// the error of a script whose redis.call the ACL refused ("ACL failure in
-// script" on Valkey 8 and Redis 7.2, "The user executing the script
-// can't …" on Redis 7.0). The same test as internal/redisconn's NoPerm,
-// kept here: the feed takes any go-redis client and does not depend on
-// how the binaries dial. The stream and its group are fine; the user
-// lacks a grant (docs/operations.md, "A Redis with ACL users"). Until 7
-// Dec 2026 it was a reply about the stream: a refused XAUTOCLAIM or
-// XREADGROUP sent the stream to the group door at every turn, and a
-// refused XACK was dropped as "nothing left to ack", so its entries were
-// claimed back and handled again once XACK was granted.
+// aclRefused reports the server's ACL refusal of a command, a reply of
+// the server's (redisacl.Refused: NOPERM, or a script's refused
+// redis.call). The stream and its group are fine; the user lacks a grant
+// (docs/operations.md, "A Redis with ACL users"). Until 7 Dec 2026 it
+// was a reply about the stream: a refused XAUTOCLAIM or XREADGROUP sent
+// the stream to the group door at every turn, and a refused XACK was
+// dropped as "nothing left to ack", so its entries were claimed back and
+// handled again once XACK was granted.
 func aclRefused(err error) bool {
 	var re redis.Error
-	if err == nil || !errors.As(err, &re) {
-		return false
-	}
-	s := re.Error()
-	return strings.HasPrefix(s, "NOPERM") || strings.Contains(s, "ACL failure in script") ||
-		strings.Contains(s, "The user executing the script can't")
+	return errors.As(err, &re) && redisacl.Refused(re)
 }
 
 func isNoGroup(err error) bool {

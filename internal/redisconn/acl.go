@@ -5,25 +5,16 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/codemojex/feed/internal/redisacl"
+
 	"github.com/redis/go-redis/v9"
 )
 
 // NoPerm reports whether err is the server's refusal of a command by its
-// ACL: NOPERM, the reply to a command, which names it, and the error of a
-// script whose redis.call the ACL refused: "ACL failure in script: …",
-// naming it, on Valkey 8 (and Redis 7.2), and, on Redis 7.0, "The user
-// executing the script can't run this command or subcommand" (or "can't
-// access at least one of the keys"), which does not (ACL LOG does). The
+// ACL (redisacl.Refused: NOPERM, or a script's refused redis.call). The
 // fix is a grant to the URL's user (docs/operations.md, "A Redis with ACL
 // users").
-func NoPerm(err error) bool {
-	if err == nil {
-		return false
-	}
-	s := err.Error()
-	return strings.Contains(s, "NOPERM") || strings.Contains(s, "ACL failure in script") ||
-		strings.Contains(s, "The user executing the script can't")
-}
+func NoPerm(err error) bool { return redisacl.Refused(err) }
 
 // Logger is where the clients Open returns say that the server's ACL
 // refused a command: go-redis's own logger interface.

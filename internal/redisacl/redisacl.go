@@ -1,0 +1,23 @@
+// Package redisacl tells the server's ACL refusal of a command apart from
+// other errors, in the words of the servers the feed runs on. It is shared
+// by internal/redisconn, which says what to grant, and the feed, which
+// waits a refusal out instead of blaming the stream; it depends on
+// neither (docs/operations.md, "A Redis with ACL users").
+package redisacl
+
+import "strings"
+
+// Refused reports whether err is the server's refusal of a command by its
+// ACL: NOPERM, the reply to a command, which names it, and the error of a
+// script whose redis.call the ACL refused: "ACL failure in script: …",
+// naming it, on Valkey 8 (and Redis 7.2), and, on Redis 7.0, "The user
+// executing the script can't run this command or subcommand" (or "can't
+// access at least one of the keys"), which does not (ACL LOG does).
+func Refused(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "NOPERM") || strings.Contains(s, "ACL failure in script") ||
+		strings.Contains(s, "The user executing the script can't")
+}
