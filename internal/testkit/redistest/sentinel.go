@@ -42,8 +42,13 @@ type SentinelOptions struct {
 	// FailoverTimeout is the Sentinels' failover-timeout (default 5s):
 	// a failover that stalls is tried again after twice as long.
 	FailoverTimeout time.Duration
-	Node            Options       // options of every data node
-	Timeout         time.Duration // how long to wait for the set to be ready (default 30s)
+	Node            Options // options of every data node
+	// SentinelConf is more of every Sentinel's sentinel.conf, after the
+	// monitor lines: its own ACL users (user NAME …), or sentinel
+	// auth-user and auth-pass for a master whose default user is off.
+	// The kit itself talks to the Sentinels as their default user.
+	SentinelConf string
+	Timeout      time.Duration // how long to wait for the set to be ready (default 30s)
 }
 
 // MustStartSentinel starts a master, its replicas and the Sentinels that
@@ -115,6 +120,9 @@ func startSentinel(dir string, o SentinelOptions) (*Sentinel, error) {
 		"sentinel failover-timeout %[1]s %[6]d\n"+
 		"sentinel parallel-syncs %[1]s 1\n",
 		o.Name, master.Host(), master.Port, o.Sentinels/2+1, o.DownAfter.Milliseconds(), o.FailoverTimeout.Milliseconds())
+	if o.SentinelConf != "" {
+		conf += strings.TrimSuffix(o.SentinelConf, "\n") + "\n"
+	}
 	for i := range o.Sentinels {
 		sn, err := start("sentinel-"+strconv.Itoa(i), Options{Sentinel: conf})
 		if err != nil {

@@ -1,0 +1,174 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/testkit/proctest"
+	"github.com/codemojex/feed/internal/testkit/redistest"
+	"github.com/codemojex/feed/internal/testkit/wait"
+)
+
+// sentinelUserRule returns the sentinel.conf line of the Sentinels' ACL
+// user in docs/operations.md's section aclSection ("user feed-sentinel
+// …"), with its password PASSWORD replaced by pw.
+func sentinelUserRule(tb testing.TB, pw string) string {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## "+aclSection+"\n")
+	if !ok {
+		tb.Fatalf("docs/operations.md has no section %q", aclSection)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	for _, line := range strings.Split(sec, "\n") {
+		if strings.HasPrefix(line, "user feed-sentinel ") {
+			return strings.Replace(line, ">PASSWORD", ">"+pw, 1)
+		}
+	}
+	tb.Fatalf("docs/operations.md, %q, has no line \"user feed-sentinel …\"", aclSection)
+	return ""
+}
+
+// aclLogEmpty fails tb for every entry of the ACL LOG of the server rdb
+// talks to: a command the server refused.
+func aclLogEmpty(tb testing.TB, what string, rdb *redis.Client) {
+	tb.Helper()
+	v, err := rdb.Do(context.Background(), "ACL", "LOG").Slice()
+	if err != nil {
+		tb.Fatalf("ACL LOG of %s: %v", what, err)
+	}
+	for _, e := range v {
+		tb.Errorf("ACL LOG of %s: %v", what, e)
+	}
+}
+
+// TestRedisSentinelACL: the ACL users of docs/operations.md, "A Redis with
+// ACL users", behind Sentinel, as managed and highly available
+// deployments run them. The master and both replicas hold the doc's
+// feed-renderer, feed-writer and feedctl users, from the doc's block; the
+// three Sentinels hold the doc's feed-sentinel user, from its
+// sentinel.conf line. A renderer as feed-renderer, gamesim as
+// feed-writer and feedctl status as feedctl, each over the Sentinel URL
+// (the Sentinels' user in the user information, the master's in
+// username= and password=), work before and after the master is killed
+// and a replica promoted: every event is stored once, the same renderer
+// process throughout; its connections to the Sentinels are
+// feed-sentinel's; and no server, Sentinel or data node (the killed
+// master before the kill, the promoted replica after), has an entry in
+// its ACL LOG. Each server keeps its default user, for the Sentinels'
+// and replicas' own links and for the test's checks.
+func TestRedisSentinelACL(t *testing.T) {
+	ctx := context.Background()
+	rules := aclRules(t)
+	const sentinelPW = "pw-feed-sentinel"
+	st := redistest.MustStartSentinel(t, redistest.SentinelOptions{Replicas: 2,
+		SentinelConf: sentinelUserRule(t, sentinelPW)})
+	for user, rule := range rules {
+		args := []any{"ACL", "SETUSER", user}
+		for _, w := range rule {
+			if w == ">PASSWORD" {
+				w = ">pw-" + user
+			}
+			args = append(args, w)
+		}
+		for _, n := range st.Nodes {
+			if err := n.Client(t).Do(ctx, args...).Err(); err != nil {
+				t.Fatalf("ACL SETUSER %s on %s: %v", user, n.Addr, err)
+			}
+		}
+	}
+	addrs := st.SentinelAddrs()
+	urlOf := func(user string) string {
+		u := "redis://feed-sentinel:" + sentinelPW + "@" + addrs[0] + "?master_name=" + st.Name +
+			"&username=" + user + "&password=pw-" + user
+		for _, a := range addrs[1:] {
+			u += "&addr=" + a
+		}
+		return u
+	}
+
+	c := &cluster{tb: t, url: urlOf("feed-renderer"), dbPath: filepath.Join(t.TempDir(), "feed.db"), group: "feed",
+		renderers: map[string]*renderer{}}
+	r1 := c.start("r1")
+	pid := r1.Pid()
+	simulate := func(prefix string) []string {
+		t.Helper()
+		sim := proctest.Start(t, "gamesim-"+prefix, "gamesim", []string{"-redis", urlOf("feed-writer"),
+			"-games", "3", "-events", "30", "-rate", "300", "-seed", "5", "-prefix", prefix, "-bad", "0.1"})
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := sim.Wait(wctx); err != nil {
+			t.Fatalf("gamesim as feed-writer over the Sentinel URL: %v\n%s", err, sim.Output())
+		}
+		if out := sim.Output(); noPerm(out) {
+			t.Errorf("gamesim as feed-writer: %s", out)
+		}
+		return []string{gamesim.GameName(prefix, 1), gamesim.GameName(prefix, 2), gamesim.GameName(prefix, 3)}
+	}
+	status := func(games []string) {
+		t.Helper()
+		out, ok := feedctl(t, urlOf("feedctl"), "-group", c.group, "status")
+		if !ok || noPerm(out) {
+			t.Fatalf("feedctl status as feedctl over the Sentinel URL (ok %v):\n%s", ok, out)
+		}
+		for _, g := range games {
+			if !strings.Contains(out, g) {
+				t.Errorf("feedctl status as feedctl does not show %s:\n%s", g, out)
+			}
+		}
+	}
+
+	first := simulate("sna")
+	checkAllHandled(t, st.Master(t).Client(t), c.dbPath, c.group, first, time.Minute)
+	status(first)
+	// gamesim writes without WAIT: its writes are made to survive the
+	// kill, so that the test proves the feed's part, not Redis's.
+	st.WaitReplicated(t)
+	for _, n := range st.Nodes {
+		aclLogEmpty(t, "data node "+n.Addr+" before the kill", n.Client(t))
+	}
+
+	killed, promoted := st.KillMaster(t)
+	t.Logf("killed master %s; Sentinels promoted %s", killed.Addr, promoted.Addr)
+	second := simulate("snb")
+	all := append(first, second...)
+	checkAllHandled(t, promoted.Client(t), c.dbPath, c.group, all, time.Minute)
+	status(all)
+	if r1.Exited() || r1.Pid() != pid {
+		t.Fatalf("renderer pid %d (exited %v), want the same process %d throughout:\n%s", r1.Pid(), r1.Exited(), pid, r1.Output())
+	}
+	if out := r1.Output(); noPerm(out) {
+		t.Errorf("renderer as feed-renderer: %s", out)
+	}
+
+	// The renderer's connections to the Sentinels log in as their user:
+	// the one that watches +switch-master stays open.
+	wait.For(t, 30*time.Second, "a connection of feed-sentinel on a Sentinel", func() bool {
+		for _, sn := range st.Sentinels {
+			if l, err := sn.Client(t).ClientList(ctx).Result(); err == nil && strings.Contains(l, "user=feed-sentinel") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, sn := range st.Sentinels {
+		aclLogEmpty(t, "Sentinel "+sn.Addr, sn.Client(t))
+	}
+	for _, n := range st.Nodes {
+		if n == killed {
+			continue
+		}
+		aclLogEmpty(t, fmt.Sprintf("data node %s after the failover", n.Addr), n.Client(t))
+	}
+}
