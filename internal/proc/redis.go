@@ -107,9 +107,12 @@ func (t *TLSFiles) args(port int, cluster bool) []string {
 		"--tls-key-file", t.KeyFile,
 		"--tls-ca-cert-file", t.CAFile,
 		"--tls-auth-clients", auth,
+		// With no plain-text port, a replica's link to its master and a
+		// Sentinel's links to the master and replicas must be TLS too.
+		"--tls-replication", "yes",
 	}
 	if cluster {
-		a = append(a, "--tls-cluster", "yes", "--tls-replication", "yes")
+		a = append(a, "--tls-cluster", "yes")
 	}
 	return a
 }

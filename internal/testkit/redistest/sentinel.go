@@ -124,7 +124,9 @@ func startSentinel(dir string, o SentinelOptions) (*Sentinel, error) {
 		conf += strings.TrimSuffix(o.SentinelConf, "\n") + "\n"
 	}
 	for i := range o.Sentinels {
-		sn, err := start("sentinel-"+strconv.Itoa(i), Options{Sentinel: conf})
+		// A TLS set's Sentinels speak TLS only too, and to the data
+		// nodes over TLS (tls-replication, proc.TLSFiles).
+		sn, err := start("sentinel-"+strconv.Itoa(i), Options{Sentinel: conf, TLS: o.Node.TLS})
 		if err != nil {
 			return s, err
 		}
@@ -160,11 +162,16 @@ func (s *Sentinel) SentinelAddrs() []string {
 }
 
 // URL returns go-redis's Sentinel URL of the set, naming every Sentinel:
-// redis://s1:p1?master_name=NAME&addr=s2:p2&addr=s3:p3.
+// redis://s1:p1?master_name=NAME&addr=s2:p2&addr=s3:p3, rediss:// for a
+// TLS set.
 func (s *Sentinel) URL() string {
 	addrs := s.SentinelAddrs()
+	scheme := "redis://"
+	if s.Sentinels[0].TLS() != nil {
+		scheme = "rediss://"
+	}
 	var b strings.Builder
-	b.WriteString("redis://" + addrs[0] + "?master_name=" + s.Name)
+	b.WriteString(scheme + addrs[0] + "?master_name=" + s.Name)
 	for _, a := range addrs[1:] {
 		b.WriteString("&addr=" + a)
 	}
@@ -175,8 +182,14 @@ func (s *Sentinel) URL() string {
 // Sentinels where the master is), closed when the test ends.
 func (s *Sentinel) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
-	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs(),
-		ContextTimeoutEnabled: true})
+	opt := &redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs(), ContextTimeoutEnabled: true}
+	if t := s.Sentinels[0].TLS(); t != nil {
+		var err error
+		if opt.TLSConfig, err = t.ClientTLS(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	c := redis.NewFailoverClient(opt)
 	tb.Cleanup(func() { c.Close() })
 	return c
 }
