@@ -65,7 +65,7 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL) (*redis.Client
 	if !u.Query().Has("pool_size") {
 		opt.PoolSize = poolSize()
 	}
-	if err := probeSentinels(ctx, opt); err != nil {
+	if err := probeSentinels(ctx, rawURL, opt); err != nil {
 		return nil, err
 	}
 	c := redis.NewFailoverClient(opt)
@@ -80,14 +80,19 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL) (*redis.Client
 // started while Redis is down waits for it, as with a single node. It
 // fails when Sentinels answered and none named the master (a master_name
 // they do not monitor, an address that is no Sentinel), saying what they
-// monitor, and when ctx ends first, with ctx's error.
-func probeSentinels(ctx context.Context, opt *redis.FailoverOptions) error {
+// monitor; when TLS cannot work with a Sentinel (its certificate not
+// trusted, TLS asked of a plain-text port or plain text of a TLS port;
+// tlsMismatch), saying so, as Open does for the other forms: such a
+// Sentinel never answers, and until 7 Dec 2026 it was taken for one that
+// did not answer yet; and when ctx ends first, with ctx's error.
+func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptions) error {
 	probe, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	type answer struct {
 		addr  string
 		found bool
 		why   string // what the Sentinel answered instead, "" when it did not answer
+		tls   error  // why TLS cannot work with it, with the hint; nil when it can
 	}
 	answers := make(chan answer, len(opt.SentinelAddrs))
 	var wg sync.WaitGroup
@@ -107,20 +112,27 @@ func probeSentinels(ctx context.Context, opt *redis.FailoverOptions) error {
 			case errors.As(err, &re):
 				answers <- answer{addr: addr, why: "answered " + err.Error()}
 			default:
-				answers <- answer{addr: addr}
+				answers <- answer{addr: addr, tls: tlsRefusal(ctx, addr, err, opt.TLSConfig != nil)}
 			}
 		})
 	}
 	wg.Wait()
 	close(answers)
 	var said []string
+	var tlsErr error
 	for a := range answers {
 		if a.found {
 			return nil
 		}
+		if a.tls != nil && tlsErr == nil {
+			tlsErr = fmt.Errorf("redisconn: %s: Sentinel %s: %w", Redact(rawURL), a.addr, a.tls)
+		}
 		if a.why != "" {
 			said = append(said, a.addr+" "+a.why)
 		}
+	}
+	if tlsErr != nil {
+		return tlsErr
 	}
 	if err := Ended(ctx); err != nil {
 		return fmt.Errorf("redisconn: Sentinel probe of %s (SENTINEL get-master-addr-by-name %s): %w", strings.Join(opt.SentinelAddrs, ", "), opt.MasterName, err)
@@ -130,6 +142,24 @@ func probeSentinels(ctx context.Context, opt *redis.FailoverOptions) error {
 	}
 	slices.Sort(said)
 	return fmt.Errorf("redisconn: no Sentinel knows a master named %q (master_name=): %s", opt.MasterName, strings.Join(said, "; "))
+}
+
+// tlsRefusal returns why TLS cannot work with the Sentinel at addr, given
+// the error of a call to it (with TLS when useTLS), with what to do, as
+// the probe of a single node says it (Open); nil when the error says
+// nothing of TLS (a Sentinel down or slow at start).
+func tlsRefusal(ctx context.Context, addr string, err error, useTLS bool) error {
+	switch {
+	case Ended(ctx) != nil:
+		return nil
+	case tlsMismatch(err, useTLS) != "":
+		return fmt.Errorf("%w (%s)", err, tlsMismatch(err, useTLS))
+	case !useTLS && dropped(err) && speaksTLS(ctx, addr):
+		return fmt.Errorf("%w (the port speaks TLS: use rediss://)", err)
+	case useTLS && timedOut(err) && speaksPlain(ctx, addr):
+		return fmt.Errorf("no TLS handshake within %v (%s)", ProbeTimeout, plainPort)
+	}
+	return nil
 }
 
 // monitored lists, quoted, the names of the masters the Sentinel sc

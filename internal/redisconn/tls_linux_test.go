@@ -164,3 +164,51 @@ func TestOpenTLSRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenSentinelTLSRefused: a Sentinel URL that cannot work over TLS is
+// refused at once, saying why, as the single-node and cluster forms are
+// (TestOpenTLSRefused): a rediss:// URL of Sentinels whose certificate
+// chains to a CA the host does not trust, a rediss:// URL of plain-text
+// Sentinels, a redis:// URL of TLS-only ones. Until 7 Dec 2026 the probe
+// took a Sentinel that failed so as one that did not answer: Open
+// returned a client whose every call failed (a renderer started and
+// stayed not ready), with the bare error and no hint, or, for plain-text
+// Sentinels, with the end of the call's deadline.
+func TestOpenSentinelTLSRefused(t *testing.T) {
+	untrusted := redistest.MustStartSentinel(t, redistest.SentinelOptions{Node: redistest.Options{TLS: redistest.NewCA(t).TLSFiles(t, "no")}})
+	plain := redistest.MustStartSentinel(t)
+	for _, tt := range []struct {
+		name string
+		url  string
+		want []string
+	}{
+		{"CA not trusted", strings.Replace(untrusted.URL(), "rediss://", "rediss://:s3cret@", 1),
+			[]string{"rediss://:xxxxx@", "x509: certificate signed by unknown authority", "SSL_CERT_FILE"}},
+		{"rediss:// to plain-text Sentinels", strings.Replace(plain.URL(), "redis://", "rediss://", 1),
+			[]string{"the port speaks plain text, not TLS: use redis://"}},
+		{"redis:// to TLS Sentinels", strings.Replace(untrusted.URL(), "rediss://", "redis://", 1),
+			[]string{"speaks TLS", "use rediss://"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			rdb, err := redisconn.OpenContext(ctx, tt.url)
+			if err == nil {
+				rdb.Close()
+				t.Fatalf("OpenContext(%q) = %T, want an error", tt.url, rdb)
+			}
+			t.Logf("OpenContext(%q): %v", tt.url, err)
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("OpenContext(%q) held until its context ended: %v", tt.url, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("OpenContext(%q) = %v, want it to say %q", tt.url, err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("OpenContext(%q) = %v: the password is in the error", tt.url, err)
+			}
+		})
+	}
+}
