@@ -80,7 +80,8 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL) (*redis.Client
 // started while Redis is down waits for it, as with a single node. It
 // fails when Sentinels answered and none named the master (a master_name
 // they do not monitor, an address that is no Sentinel), saying what they
-// monitor; when TLS cannot work with a Sentinel (its certificate not
+// monitor; when a Sentinel refuses the URL's user (refusesUser), saying
+// so; when TLS cannot work with a Sentinel (its certificate not
 // trusted, TLS asked of a plain-text port or plain text of a TLS port;
 // tlsMismatch), saying so, as Open does for the other forms: such a
 // Sentinel never answers, and until 7 Dec 2026 it was taken for one that
@@ -93,6 +94,7 @@ func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptio
 		found bool
 		why   string // what the Sentinel answered instead, "" when it did not answer
 		tls   error  // why TLS cannot work with it, with the hint; nil when it can
+		user  error  // its refusal of the URL's user (WRONGPASS, NOAUTH, NOPERM)
 	}
 	answers := make(chan answer, len(opt.SentinelAddrs))
 	var wg sync.WaitGroup
@@ -109,6 +111,8 @@ func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptio
 				answers <- answer{addr: addr, found: true}
 			case errors.Is(err, redis.Nil):
 				answers <- answer{addr: addr, why: "monitors " + monitored(probe, sc)}
+			case errors.As(err, &re) && refusesUser(err):
+				answers <- answer{addr: addr, user: err}
 			case errors.As(err, &re):
 				answers <- answer{addr: addr, why: "answered " + err.Error()}
 			default:
@@ -119,20 +123,24 @@ func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptio
 	wg.Wait()
 	close(answers)
 	var said []string
-	var tlsErr error
+	var refused error
 	for a := range answers {
 		if a.found {
 			return nil
 		}
-		if a.tls != nil && tlsErr == nil {
-			tlsErr = fmt.Errorf("redisconn: %s: Sentinel %s: %w", Redact(rawURL), a.addr, a.tls)
+		if a.tls != nil && refused == nil {
+			refused = fmt.Errorf("redisconn: %s: Sentinel %s: %w", Redact(rawURL), a.addr, a.tls)
+		}
+		if a.user != nil && refused == nil {
+			refused = fmt.Errorf("redisconn: %s: Sentinel %s refuses the URL's user: %w (a Sentinel URL's user information is the Sentinels' user, username= and password= the master's; docs/operations.md, \"A Redis with ACL users\")",
+				Redact(rawURL), a.addr, a.user)
 		}
 		if a.why != "" {
 			said = append(said, a.addr+" "+a.why)
 		}
 	}
-	if tlsErr != nil {
-		return tlsErr
+	if refused != nil {
+		return refused
 	}
 	if err := Ended(ctx); err != nil {
 		return fmt.Errorf("redisconn: Sentinel probe of %s (SENTINEL get-master-addr-by-name %s): %w", strings.Join(opt.SentinelAddrs, ", "), opt.MasterName, err)
@@ -142,6 +150,14 @@ func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptio
 	}
 	slices.Sort(said)
 	return fmt.Errorf("redisconn: no Sentinel knows a master named %q (master_name=): %s", opt.MasterName, strings.Join(said, "; "))
+}
+
+// refusesUser reports whether err, a Sentinel's reply, refuses the user
+// that logged in (WRONGPASS, NOAUTH) or a command to it (NOPERM): an
+// answer about the credentials, not about the master.
+func refusesUser(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "WRONGPASS") || strings.HasPrefix(s, "NOAUTH") || NoPerm(err)
 }
 
 // tlsRefusal returns why TLS cannot work with the Sentinel at addr, given

@@ -224,3 +224,46 @@ func TestOpenSentinelNoneReachable(t *testing.T) {
 		t.Fatalf("OpenContext of a silent Sentinel with a 100ms deadline: %v, want the probe ended by the deadline", err)
 	}
 }
+
+// TestOpenSentinelRefusesUser: Sentinels that refuse the URL's user (its
+// user information: a wrong password, a user without the grant of
+// SENTINEL get-master-addr-by-name) fail Open, with an error that names
+// the Sentinel, quotes its refusal and says whose credentials the user
+// information is, not that no Sentinel knows the master (which they were
+// not allowed to say): until 7 Dec 2026 it said "no Sentinel knows a
+// master named …", sending the operator to master_name=.
+func TestOpenSentinelRefusesUser(t *testing.T) {
+	s := redistest.MustStartSentinel(t, redistest.SentinelOptions{SentinelConf: "user sn on >right -@all +ping +sentinel|masters\n" +
+		"user sn-ok on >right -@all +ping +sentinel|get-master-addr-by-name\n"})
+	_, rest, _ := strings.Cut(s.URL(), "://")
+	for _, tt := range []struct {
+		name, user string
+		want       []string
+	}{
+		{"wrong password", "sn-ok:wrong", []string{"WRONGPASS", "Sentinel 127.0.0.1:", "the Sentinels' user"}},
+		{"no grant", "sn:right", []string{"NOPERM", "get-master-addr-by-name", "Sentinel 127.0.0.1:", "the Sentinels' user"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			url := "redis://" + tt.user + "@" + rest
+			rdb, err := redisconn.Open(url)
+			if err == nil {
+				rdb.Close()
+				t.Fatalf("Open(%q) succeeded, want it refused", url)
+			}
+			t.Logf("Open(%q): %v", url, err)
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Open(%q) = %v, want it to say %s", url, err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "no Sentinel knows") || strings.Contains(err.Error(), "right") || strings.Contains(err.Error(), "wrong") {
+				t.Errorf("Open(%q) = %v: says no Sentinel knows the master, or shows the password", url, err)
+			}
+		})
+	}
+	rdb, err := redisconn.Open("redis://sn-ok:right@" + rest)
+	if err != nil {
+		t.Fatalf("Open with the granted Sentinel user: %v", err)
+	}
+	rdb.Close()
+}
