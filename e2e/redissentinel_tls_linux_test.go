@@ -21,18 +21,60 @@ import (
 // SSL_CERT_FILE. A renderer stores what gamesim writes and feedctl status
 // lists the games; the master is killed and a replica promoted, and the
 // same renderer stores a second run of gamesim, every event once, and
-// feedctl status lists every game.
+// feedctl status lists every game. Once as the servers' default user, and
+// once with everything at once, as managed deployments run it: TLS,
+// Sentinel and the docs' ACL users (TestRedisSentinelACL's), with no
+// entry in any server's ACL LOG.
 func TestRedisSentinelTLS(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		acl  bool // the docs' ACL users on the data nodes and the Sentinels
+	}{
+		{"default user", false},
+		{"ACL users", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) { sentinelTLS(t, tt.acl) })
+	}
+}
+
+// sentinelTLS is TestRedisSentinelTLS, with the docs' ACL users when acl
+// (as TestRedisSentinelACL: each binary as its own, the Sentinels' user
+// in the URL's user information, no entry in any server's ACL LOG).
+func sentinelTLS(t *testing.T, acl bool) {
+	ctx := context.Background()
 	ca := redistest.NewCA(t)
-	st := redistest.MustStartSentinel(t, redistest.SentinelOptions{Replicas: 2,
-		Node: redistest.Options{TLS: ca.TLSFiles(t, "no")}})
+	opts := redistest.SentinelOptions{Replicas: 2, Node: redistest.Options{TLS: ca.TLSFiles(t, "no")}}
+	const sentinelPW = "pw-feed-sentinel"
+	if acl {
+		opts.SentinelConf = sentinelUserRule(t, sentinelPW)
+	}
+	st := redistest.MustStartSentinel(t, opts)
 	url := st.URL()
 	if !strings.HasPrefix(url, "rediss://") {
 		t.Fatalf("the TLS set's URL is %s, want rediss://", url)
 	}
+	urlOf := func(string) string { return url }
+	if acl {
+		for user, rule := range aclRules(t) {
+			args := []any{"ACL", "SETUSER", user}
+			for _, w := range rule {
+				if w == ">PASSWORD" {
+					w = ">pw-" + user
+				}
+				args = append(args, w)
+			}
+			for _, n := range st.Nodes {
+				if err := n.Client(t).Do(ctx, args...).Err(); err != nil {
+					t.Fatalf("ACL SETUSER %s on %s: %v", user, n.Addr, err)
+				}
+			}
+		}
+		urlOf = func(user string) string {
+			return strings.Replace(url, "rediss://", "rediss://feed-sentinel:"+sentinelPW+"@", 1) + "&username=" + user + "&password=pw-" + user
+		}
+	}
 	// No data node has a plain-text port, and each replicates over TLS
 	// (the Sentinels are started with the same flags).
-	ctx := context.Background()
 	for _, n := range st.Nodes {
 		got, err := n.Client(t).ConfigGet(ctx, "*port").Result()
 		if err != nil {
@@ -50,13 +92,13 @@ func TestRedisSentinelTLS(t *testing.T) {
 	rdb := st.Client(t)
 	dbPath := filepath.Join(t.TempDir(), "feed.db")
 	r1, _ := proctest.StartHTTP(t, "r1", "renderer", servingPath, 200, 20*time.Second, func(addr string) []string {
-		return []string{"-redis", url, "-db", dbPath, "-http", addr, "-group", "feed", "-consumer", "r1",
+		return []string{"-redis", urlOf("feed-renderer"), "-db", dbPath, "-http", addr, "-group", "feed", "-consumer", "r1",
 			"-min-idle", "1s", "-claim-every", "200ms", "-games-refresh", "200ms"}
 	}, append(env, "FEED_SHUTDOWN_DELAY=0")...)
 	pid := r1.Pid()
 	simulate := func(prefix string) []string {
 		t.Helper()
-		out, err := tlsRun(t, env, "gamesim", "-redis", url, "-games", "3", "-events", "30", "-rate", "300", "-seed", "7", "-prefix", prefix)
+		out, err := tlsRun(t, env, "gamesim", "-redis", urlOf("feed-writer"), "-games", "3", "-events", "30", "-rate", "300", "-seed", "7", "-prefix", prefix)
 		if err != nil {
 			t.Fatalf("gamesim over the rediss:// Sentinel URL: %v\n%s", err, out)
 		}
@@ -64,7 +106,7 @@ func TestRedisSentinelTLS(t *testing.T) {
 	}
 	status := func(games []string) {
 		t.Helper()
-		out, err := tlsRun(t, env, "feedctl", "-redis", url, "status")
+		out, err := tlsRun(t, env, "feedctl", "-redis", urlOf("feedctl"), "status")
 		if err != nil {
 			t.Fatalf("feedctl status over the rediss:// Sentinel URL: %v\n%s", err, out)
 		}
@@ -86,5 +128,19 @@ func TestRedisSentinelTLS(t *testing.T) {
 	status(all)
 	if r1.Exited() || r1.Pid() != pid {
 		t.Fatalf("renderer pid %d (exited %v), want the same process %d throughout:\n%s", r1.Pid(), r1.Exited(), pid, r1.Output())
+	}
+	if !acl {
+		return
+	}
+	if out := r1.Output(); noPerm(out) {
+		t.Errorf("renderer as feed-renderer: %s", out)
+	}
+	for _, sn := range st.Sentinels {
+		aclLogEmpty(t, "Sentinel "+sn.Addr, sn.Client(t))
+	}
+	for _, n := range st.Nodes {
+		if n != killed {
+			aclLogEmpty(t, "data node "+n.Addr+" after the failover", n.Client(t))
+		}
 	}
 }
