@@ -63,8 +63,8 @@ func aclLogEmpty(tb testing.TB, what string, rdb *redis.Client) {
 // (the Sentinels' user in the user information, the master's in
 // username= and password=), work before and after the master is killed
 // and a replica promoted: every event is stored once, the same renderer
-// process throughout; its connections to the Sentinels are
-// feed-sentinel's; and no server, Sentinel or data node (the killed
+// process throughout; its subscription on a Sentinel is feed-sentinel's,
+// and has been checked with PING; and no server, Sentinel or data node (the killed
 // master before the kill, the promoted replica after), has an entry in
 // its ACL LOG. Each server keeps its default user, for the Sentinels'
 // and replicas' own links and for the test's checks.
@@ -152,16 +152,7 @@ func TestRedisSentinelACL(t *testing.T) {
 		t.Errorf("renderer as feed-renderer: %s", out)
 	}
 
-	// The renderer's connections to the Sentinels log in as their user:
-	// the one that watches +switch-master stays open.
-	wait.For(t, 30*time.Second, "a connection of feed-sentinel on a Sentinel", func() bool {
-		for _, sn := range st.Sentinels {
-			if l, err := sn.Client(t).ClientList(ctx).Result(); err == nil && strings.Contains(l, "user=feed-sentinel") {
-				return true
-			}
-		}
-		return false
-	})
+	waitSentinelPing(t, st)
 	for _, sn := range st.Sentinels {
 		aclLogEmpty(t, "Sentinel "+sn.Addr, sn.Client(t))
 	}
@@ -171,4 +162,30 @@ func TestRedisSentinelACL(t *testing.T) {
 		}
 		aclLogEmpty(t, fmt.Sprintf("data node %s after the failover", n.Addr), n.Client(t))
 	}
+}
+
+// waitSentinelPing waits until a Sentinel of st lists a connection of
+// feed-sentinel subscribed to its two channels (a failover client's
+// +switch-master and +replica-reconf-done) whose last command is PING:
+// go-redis checks that subscription with a PING after 3 s without a
+// message, and CLIENT LIST names a connection's last command, refused or
+// not. A Sentinel rule without +ping then has its entry in ACL LOG,
+// whatever the test's pace.
+func waitSentinelPing(tb testing.TB, st *redistest.Sentinel) {
+	tb.Helper()
+	ctx := context.Background()
+	wait.For(tb, 30*time.Second, "a renderer's subscription on a Sentinel, as feed-sentinel, to have sent PING", func() bool {
+		for _, sn := range st.Sentinels {
+			l, err := sn.Client(tb).ClientList(ctx).Result()
+			if err != nil {
+				continue
+			}
+			for _, c := range strings.Split(l, "\n") {
+				if strings.Contains(c, " user=feed-sentinel ") && strings.Contains(c, " sub=2 ") && strings.Contains(c, " cmd=ping ") {
+					return true
+				}
+			}
+		}
+		return false
+	})
 }

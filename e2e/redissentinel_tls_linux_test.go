@@ -135,6 +135,7 @@ func sentinelTLS(t *testing.T, acl bool) {
 	if out := r1.Output(); noPerm(out) {
 		t.Errorf("renderer as feed-renderer: %s", out)
 	}
+	waitSentinelPing(t, st)
 	for _, sn := range st.Sentinels {
 		aclLogEmpty(t, "Sentinel "+sn.Addr, sn.Client(t))
 	}
