@@ -30,17 +30,8 @@ const aclSection = "A Redis with ACL users"
 // aclSection by user name, each as its words after the user's name.
 func aclRules(tb testing.TB) map[string][]string {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## "+aclSection+"\n")
-	if !ok {
-		tb.Fatalf("docs/operations.md has no section %q", aclSection)
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
 	rules := map[string][]string{}
-	for _, line := range strings.Split(sec, "\n") {
+	for _, line := range aclSectionLines(tb) {
 		rest, ok := strings.CutPrefix(line, "ACL SETUSER ")
 		if !ok {
 			continue
@@ -94,21 +85,9 @@ func TestACLUsers(t *testing.T) {
 			}
 			ctx := context.Background()
 			urls := map[string]string{}
-			for user, rule := range rules {
-				pw := "pw-" + user
-				args := []any{"ACL", "SETUSER", user}
-				for _, w := range rule {
-					if w == ">PASSWORD" {
-						w = ">" + pw
-					}
-					args = append(args, w)
-				}
-				for _, n := range nodes {
-					if err := n.Client(t).Do(ctx, args...).Err(); err != nil {
-						t.Fatalf("ACL SETUSER %s on %s: %v", user, n.Addr, err)
-					}
-				}
-				urls[user] = "redis://" + user + ":" + pw + "@" + hosts
+			setACLUsers(t, nodes)
+			for user := range rules {
+				urls[user] = "redis://" + user + ":pw-" + user + "@" + hosts
 			}
 			for _, n := range nodes {
 				if err := n.Client(t).Do(ctx, "ACL", "LOG", "RESET").Err(); err != nil {
@@ -447,4 +426,40 @@ func rendererWithout(tb testing.TB, c *cluster, drop ...string) {
 		tb.Fatal(err)
 	}
 	c.url = "redis://feed-renderer:pw@" + strings.TrimPrefix(c.redis.URL(), "redis://")
+}
+
+// aclSectionLines returns the lines of docs/operations.md's section
+// aclSection, where the ACL rules the tests create are written.
+func aclSectionLines(tb testing.TB) []string {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## "+aclSection+"\n")
+	if !ok {
+		tb.Fatalf("docs/operations.md has no section %q", aclSection)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	return strings.Split(sec, "\n")
+}
+
+// setACLUsers creates every user of the docs' ACL rules (aclRules) on
+// each of nodes, user U with the password "pw-U".
+func setACLUsers(tb testing.TB, nodes []*redistest.Server) {
+	tb.Helper()
+	for user, rule := range aclRules(tb) {
+		args := []any{"ACL", "SETUSER", user}
+		for _, w := range rule {
+			if w == ">PASSWORD" {
+				w = ">pw-" + user
+			}
+			args = append(args, w)
+		}
+		for _, n := range nodes {
+			if err := n.Client(tb).Do(context.Background(), args...).Err(); err != nil {
+				tb.Fatalf("ACL SETUSER %s on %s: %v", user, n.Addr, err)
+			}
+		}
+	}
 }

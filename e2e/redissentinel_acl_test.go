@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,16 +21,7 @@ import (
 // …"), with its password PASSWORD replaced by pw.
 func sentinelUserRule(tb testing.TB, pw string) string {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## "+aclSection+"\n")
-	if !ok {
-		tb.Fatalf("docs/operations.md has no section %q", aclSection)
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
-	for _, line := range strings.Split(sec, "\n") {
+	for _, line := range aclSectionLines(tb) {
 		if strings.HasPrefix(line, "user feed-sentinel ") {
 			return strings.Replace(line, ">PASSWORD", ">"+pw, 1)
 		}
@@ -70,24 +60,10 @@ func aclLogEmpty(tb testing.TB, what string, rdb *redis.Client) {
 // and replicas' own links and for the test's checks.
 func TestRedisSentinelACL(t *testing.T) {
 	ctx := context.Background()
-	rules := aclRules(t)
 	const sentinelPW = "pw-feed-sentinel"
 	st := redistest.MustStartSentinel(t, redistest.SentinelOptions{Replicas: 2,
 		SentinelConf: sentinelUserRule(t, sentinelPW)})
-	for user, rule := range rules {
-		args := []any{"ACL", "SETUSER", user}
-		for _, w := range rule {
-			if w == ">PASSWORD" {
-				w = ">pw-" + user
-			}
-			args = append(args, w)
-		}
-		for _, n := range st.Nodes {
-			if err := n.Client(t).Do(ctx, args...).Err(); err != nil {
-				t.Fatalf("ACL SETUSER %s on %s: %v", user, n.Addr, err)
-			}
-		}
-	}
+	setACLUsers(t, st.Nodes)
 	addrs := st.SentinelAddrs()
 	urlOf := func(user string) string {
 		u := "redis://feed-sentinel:" + sentinelPW + "@" + addrs[0] + "?master_name=" + st.Name +

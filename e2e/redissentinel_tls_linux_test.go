@@ -55,20 +55,7 @@ func sentinelTLS(t *testing.T, acl bool) {
 	}
 	urlOf := func(string) string { return url }
 	if acl {
-		for user, rule := range aclRules(t) {
-			args := []any{"ACL", "SETUSER", user}
-			for _, w := range rule {
-				if w == ">PASSWORD" {
-					w = ">pw-" + user
-				}
-				args = append(args, w)
-			}
-			for _, n := range st.Nodes {
-				if err := n.Client(t).Do(ctx, args...).Err(); err != nil {
-					t.Fatalf("ACL SETUSER %s on %s: %v", user, n.Addr, err)
-				}
-			}
-		}
+		setACLUsers(t, st.Nodes)
 		urlOf = func(user string) string {
 			return strings.Replace(url, "rediss://", "rediss://feed-sentinel:"+sentinelPW+"@", 1) + "&username=" + user + "&password=pw-" + user
 		}

@@ -141,27 +141,7 @@ func TestOpenTLSRefused(t *testing.T) {
 		{"client certificate required", mutual.URL(),
 			[]string{"certificate required", "mutual TLS is not supported"}},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			rdb, err := redisconn.OpenContext(ctx, tt.url)
-			if err == nil {
-				rdb.Close()
-				t.Fatalf("OpenContext(%q) = %T, want an error", tt.url, rdb)
-			}
-			t.Logf("OpenContext(%q): %v", tt.url, err)
-			if errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("OpenContext(%q) held until its context ended: %v", tt.url, err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("OpenContext(%q) = %v, want it to say %q", tt.url, err, w)
-				}
-			}
-			if strings.Contains(err.Error(), "s3cret") {
-				t.Errorf("OpenContext(%q) = %v: the password is in the error", tt.url, err)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantOpenRefused(t, tt.url, tt.want...) })
 	}
 }
 
@@ -189,26 +169,32 @@ func TestOpenSentinelTLSRefused(t *testing.T) {
 		{"redis:// to TLS Sentinels", strings.Replace(untrusted.URL(), "rediss://", "redis://", 1),
 			[]string{"speaks TLS", "use rediss://"}},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			rdb, err := redisconn.OpenContext(ctx, tt.url)
-			if err == nil {
-				rdb.Close()
-				t.Fatalf("OpenContext(%q) = %T, want an error", tt.url, rdb)
-			}
-			t.Logf("OpenContext(%q): %v", tt.url, err)
-			if errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("OpenContext(%q) held until its context ended: %v", tt.url, err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("OpenContext(%q) = %v, want it to say %q", tt.url, err, w)
-				}
-			}
-			if strings.Contains(err.Error(), "s3cret") {
-				t.Errorf("OpenContext(%q) = %v: the password is in the error", tt.url, err)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantOpenRefused(t, tt.url, tt.want...) })
+	}
+}
+
+// wantOpenRefused checks that OpenContext refuses url at once (before
+// its 10 s context ends) with an error that says each of want and not
+// the password "s3cret".
+func wantOpenRefused(t *testing.T, url string, want ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rdb, err := redisconn.OpenContext(ctx, url)
+	if err == nil {
+		rdb.Close()
+		t.Fatalf("OpenContext(%q) = %T, want an error", url, rdb)
+	}
+	t.Logf("OpenContext(%q): %v", url, err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("OpenContext(%q) held until its context ended: %v", url, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("OpenContext(%q) = %v, want it to say %q", url, err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("OpenContext(%q) = %v: the password is in the error", url, err)
 	}
 }
