@@ -128,14 +128,8 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 			if NoPerm(err) {
 				return nil, fmt.Errorf("redisconn: cluster probe of %s: the server's ACL refuses CLUSTER SLOTS to this user: grant it +cluster|slots (docs/operations.md, \"A Redis with ACL users\"): %w", opt.Addr, err)
 			}
-			if hint := tlsMismatch(err, opt.TLSConfig != nil); hint != "" {
-				return nil, fmt.Errorf("redisconn: %s: %w (%s)", Redact(rawURL), err, hint)
-			}
-			if opt.TLSConfig == nil && dropped(err) && speaksTLS(ctx, opt.Addr) {
-				return nil, fmt.Errorf("redisconn: %s: %w (the port speaks TLS: use rediss://)", Redact(rawURL), err)
-			}
-			if opt.TLSConfig != nil && timedOut(err) && speaksPlain(ctx, opt.Addr) {
-				return nil, fmt.Errorf("redisconn: %s: no TLS handshake within %v (%s)", Redact(rawURL), ProbeTimeout, plainPort)
+			if terr := tlsRefusal(ctx, opt.Addr, err, opt.TLSConfig != nil); terr != nil {
+				return nil, fmt.Errorf("redisconn: %s: %w", Redact(rawURL), terr)
 			}
 		}
 	}

@@ -160,24 +160,6 @@ func refusesUser(err error) bool {
 	return strings.HasPrefix(s, "WRONGPASS") || strings.HasPrefix(s, "NOAUTH") || NoPerm(err)
 }
 
-// tlsRefusal returns why TLS cannot work with the Sentinel at addr, given
-// the error of a call to it (with TLS when useTLS), with what to do, as
-// the probe of a single node says it (Open); nil when the error says
-// nothing of TLS (a Sentinel down or slow at start).
-func tlsRefusal(ctx context.Context, addr string, err error, useTLS bool) error {
-	switch {
-	case Ended(ctx) != nil:
-		return nil
-	case tlsMismatch(err, useTLS) != "":
-		return fmt.Errorf("%w (%s)", err, tlsMismatch(err, useTLS))
-	case !useTLS && dropped(err) && speaksTLS(ctx, addr):
-		return fmt.Errorf("%w (the port speaks TLS: use rediss://)", err)
-	case useTLS && timedOut(err) && speaksPlain(ctx, addr):
-		return fmt.Errorf("no TLS handshake within %v (%s)", ProbeTimeout, plainPort)
-	}
-	return nil
-}
-
 // monitored lists, quoted, the names of the masters the Sentinel sc
 // monitors (SENTINEL MASTERS), for an error about a name it does not.
 func monitored(ctx context.Context, sc *redis.SentinelClient) string {

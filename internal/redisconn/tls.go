@@ -139,3 +139,21 @@ func tlsMismatch(err error, useTLS bool) string {
 	}
 	return ""
 }
+
+// tlsRefusal returns why TLS cannot work with the server at addr, given
+// the error of a call to it (with TLS when useTLS), with what to do, as
+// the probe of a single node and of the Sentinels say it; nil when the
+// error says nothing of TLS (a server down or slow at start).
+func tlsRefusal(ctx context.Context, addr string, err error, useTLS bool) error {
+	switch {
+	case Ended(ctx) != nil:
+		return nil
+	case tlsMismatch(err, useTLS) != "":
+		return fmt.Errorf("%w (%s)", err, tlsMismatch(err, useTLS))
+	case !useTLS && dropped(err) && speaksTLS(ctx, addr):
+		return fmt.Errorf("%w (the port speaks TLS: use rediss://)", err)
+	case useTLS && timedOut(err) && speaksPlain(ctx, addr):
+		return fmt.Errorf("no TLS handshake within %v (%s)", ProbeTimeout, plainPort)
+	}
+	return nil
+}
