@@ -1,9 +1,11 @@
 package event_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,6 +72,15 @@ func TestKeysAsContracted(t *testing.T) {
 		for _, m := range mention.FindAllString(string(b), -1) {
 			m = strings.TrimRight(m, ".")
 			if m == "codemojex:games:{N}" {
+				continue
+			}
+			if strings.Contains(m, "*") {
+				// A pattern (an ACL rule's ~codemojex:{*}:events): it
+				// must match a key the code builds.
+				glob := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(m), `\*`, ".*") + "$")
+				if !slices.ContainsFunc(slices.Collect(maps.Keys(code)), glob.MatchString) {
+					t.Errorf("%s names pattern %s, which matches no key the code builds", f, m)
+				}
 				continue
 			}
 			if _, ok := code[keyShape(m)]; !ok {
