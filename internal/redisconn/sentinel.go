@@ -101,7 +101,8 @@ func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptio
 	for _, addr := range opt.SentinelAddrs {
 		wg.Go(func() {
 			sc := redis.NewSentinelClient(&redis.Options{Addr: addr, Username: opt.SentinelUsername, Password: opt.SentinelPassword,
-				TLSConfig: opt.TLSConfig, MaxRetries: -1, PoolSize: 1, DialTimeout: ProbeTimeout, ContextTimeoutEnabled: true})
+				TLSConfig: opt.TLSConfig, MaxRetries: -1, PoolSize: 1, DialTimeout: ProbeTimeout, ContextTimeoutEnabled: true,
+				DisableIdentity: true}) // no +client|setinfo on the Sentinels either (acl.go)
 			defer sc.Close()
 			_, err := sc.GetMasterAddrByName(probe, opt.MasterName).Result()
 			var re redis.Error
