@@ -147,3 +147,6 @@ func SetAsideMany(cc *redis.ClusterClient, n, k int, err error) (first, rest tim
 
 // DeadOf returns how many letters c wrote under reason label.
 func DeadOf(c *Consumer, label string) int64 { return c.stats.dead.get(label) }
+
+// DeadPosMax is deadPosMax, the cap of a game's dead positions set.
+const DeadPosMax = deadPosMax
