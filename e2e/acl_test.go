@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,35 +16,11 @@ import (
 	"github.com/codemojex/feed/internal/event"
 	"github.com/codemojex/feed/internal/gamesim"
 	"github.com/codemojex/feed/internal/redisconn"
+	"github.com/codemojex/feed/internal/testkit/acldocs"
 	"github.com/codemojex/feed/internal/testkit/proctest"
 	"github.com/codemojex/feed/internal/testkit/redistest"
 	"github.com/codemojex/feed/internal/testkit/wait"
 )
-
-// aclSection is the section of docs/operations.md whose ACL rules
-// TestACLUsers creates.
-const aclSection = "A Redis with ACL users"
-
-// aclRules returns the ACL SETUSER lines of docs/operations.md's section
-// aclSection by user name, each as its words after the user's name.
-func aclRules(tb testing.TB) map[string][]string {
-	tb.Helper()
-	rules := map[string][]string{}
-	for _, line := range aclSectionLines(tb) {
-		rest, ok := strings.CutPrefix(line, "ACL SETUSER ")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		rules[f[0]] = f[1:]
-	}
-	for _, u := range []string{"feed-renderer", "feed-writer", "feedctl"} {
-		if len(rules[u]) == 0 {
-			tb.Fatalf("docs/operations.md, %q, has no ACL SETUSER %s line", aclSection, u)
-		}
-	}
-	return rules
-}
 
 // TestACLUsers: the ACL users of docs/operations.md, "A Redis with ACL
 // users", created from the doc's own lines on every node, are enough for
@@ -59,7 +34,7 @@ func aclRules(tb testing.TB) map[string][]string {
 // every refused command there, a script's too), and no output says
 // NOPERM.
 func TestACLUsers(t *testing.T) {
-	rules := aclRules(t)
+	rules := acldocs.Rules(t)
 	tests := []struct {
 		name    string
 		cluster bool
@@ -85,9 +60,9 @@ func TestACLUsers(t *testing.T) {
 			}
 			ctx := context.Background()
 			urls := map[string]string{}
-			setACLUsers(t, nodes)
+			acldocs.SetUsers(t, nodes)
 			for user := range rules {
-				urls[user] = "redis://" + user + ":pw-" + user + "@" + hosts
+				urls[user] = "redis://" + user + ":" + acldocs.Password(user) + "@" + hosts
 			}
 			for _, n := range nodes {
 				if err := n.Client(t).Do(ctx, "ACL", "LOG", "RESET").Err(); err != nil {
@@ -301,7 +276,7 @@ func TestACLRefusalLeavesPending(t *testing.T) {
 	wait.For(t, 30*time.Second, "the renderer to say what the ACL refused and what to do", func() bool {
 		out := r.Output()
 		return noPerm(out) && strings.Contains(out, redisconn.ACLRefusal+" a command of a script (EVAL") &&
-			strings.Contains(out, aclSection)
+			strings.Contains(out, acldocs.Section)
 	})
 	// Later entries are read and stored, turns pass; the refused one is
 	// not tried again before -min-idle.
@@ -393,7 +368,7 @@ func TestACLScriptsRefused(t *testing.T) {
 		code, body = readyz(r)
 		out := r.Output()
 		return code == http.StatusServiceUnavailable && noPerm(body) &&
-			strings.Contains(out, redisconn.ACLRefusal+" EVALSHA") && strings.Contains(out, aclSection)
+			strings.Contains(out, redisconn.ACLRefusal+" EVALSHA") && strings.Contains(out, acldocs.Section)
 	})
 	if got := c.storeIDs(game); len(got) != 0 {
 		t.Fatalf("stored %v without a lease", got)
@@ -413,7 +388,7 @@ func TestACLScriptsRefused(t *testing.T) {
 func rendererWithout(tb testing.TB, c *cluster, drop ...string) {
 	tb.Helper()
 	rule := []any{"ACL", "SETUSER", "feed-renderer"}
-	for _, w := range aclRules(tb)["feed-renderer"] {
+	for _, w := range acldocs.Rules(tb)["feed-renderer"] {
 		switch {
 		case w == ">PASSWORD":
 			w = ">pw"
@@ -426,40 +401,4 @@ func rendererWithout(tb testing.TB, c *cluster, drop ...string) {
 		tb.Fatal(err)
 	}
 	c.url = "redis://feed-renderer:pw@" + strings.TrimPrefix(c.redis.URL(), "redis://")
-}
-
-// aclSectionLines returns the lines of docs/operations.md's section
-// aclSection, where the ACL rules the tests create are written.
-func aclSectionLines(tb testing.TB) []string {
-	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## "+aclSection+"\n")
-	if !ok {
-		tb.Fatalf("docs/operations.md has no section %q", aclSection)
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
-	return strings.Split(sec, "\n")
-}
-
-// setACLUsers creates every user of the docs' ACL rules (aclRules) on
-// each of nodes, user U with the password "pw-U".
-func setACLUsers(tb testing.TB, nodes []*redistest.Server) {
-	tb.Helper()
-	for user, rule := range aclRules(tb) {
-		args := []any{"ACL", "SETUSER", user}
-		for _, w := range rule {
-			if w == ">PASSWORD" {
-				w = ">pw-" + user
-			}
-			args = append(args, w)
-		}
-		for _, n := range nodes {
-			if err := n.Client(tb).Do(context.Background(), args...).Err(); err != nil {
-				tb.Fatalf("ACL SETUSER %s on %s: %v", user, n.Addr, err)
-			}
-		}
-	}
 }

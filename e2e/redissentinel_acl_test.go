@@ -11,22 +11,23 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/testkit/acldocs"
 	"github.com/codemojex/feed/internal/testkit/proctest"
 	"github.com/codemojex/feed/internal/testkit/redistest"
 	"github.com/codemojex/feed/internal/testkit/wait"
 )
 
 // sentinelUserRule returns the sentinel.conf line of the Sentinels' ACL
-// user in docs/operations.md's section aclSection ("user feed-sentinel
+// user in docs/operations.md's section acldocs.Section ("user feed-sentinel
 // …"), with its password PASSWORD replaced by pw.
 func sentinelUserRule(tb testing.TB, pw string) string {
 	tb.Helper()
-	for _, line := range aclSectionLines(tb) {
+	for _, line := range acldocs.SectionLines(tb) {
 		if strings.HasPrefix(line, "user feed-sentinel ") {
 			return strings.Replace(line, ">PASSWORD", ">"+pw, 1)
 		}
 	}
-	tb.Fatalf("docs/operations.md, %q, has no line \"user feed-sentinel …\"", aclSection)
+	tb.Fatalf("docs/operations.md, %q, has no line \"user feed-sentinel …\"", acldocs.Section)
 	return ""
 }
 
@@ -63,11 +64,11 @@ func TestRedisSentinelACL(t *testing.T) {
 	const sentinelPW = "pw-feed-sentinel"
 	st := redistest.MustStartSentinel(t, redistest.SentinelOptions{Replicas: 2,
 		SentinelConf: sentinelUserRule(t, sentinelPW)})
-	setACLUsers(t, st.Nodes)
+	acldocs.SetUsers(t, st.Nodes)
 	addrs := st.SentinelAddrs()
 	urlOf := func(user string) string {
 		u := "redis://feed-sentinel:" + sentinelPW + "@" + addrs[0] + "?master_name=" + st.Name +
-			"&username=" + user + "&password=pw-" + user
+			"&username=" + user + "&password=" + acldocs.Password(user)
 		for _, a := range addrs[1:] {
 			u += "&addr=" + a
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/codemojex/feed/internal/gamesim"
+	"github.com/codemojex/feed/internal/testkit/acldocs"
 	"github.com/codemojex/feed/internal/testkit/proctest"
 	"github.com/codemojex/feed/internal/testkit/redistest"
 )
@@ -55,9 +56,9 @@ func sentinelTLS(t *testing.T, acl bool) {
 	}
 	urlOf := func(string) string { return url }
 	if acl {
-		setACLUsers(t, st.Nodes)
+		acldocs.SetUsers(t, st.Nodes)
 		urlOf = func(user string) string {
-			return strings.Replace(url, "rediss://", "rediss://feed-sentinel:"+sentinelPW+"@", 1) + "&username=" + user + "&password=pw-" + user
+			return strings.Replace(url, "rediss://", "rediss://feed-sentinel:"+sentinelPW+"@", 1) + "&username=" + user + "&password=" + acldocs.Password(user)
 		}
 	}
 	// No data node has a plain-text port, and each replicates over TLS

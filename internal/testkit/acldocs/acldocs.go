@@ -103,8 +103,29 @@ func Log(tb testing.TB, nodes []*redistest.Server) []string {
 			tb.Fatalf("ACL LOG of %s: %v", n.Addr, err)
 		}
 		for _, e := range v {
-			out = append(out, fmt.Sprintf("%s: %v", n.Addr, e))
+			out = append(out, n.Addr+": "+entry(e))
 		}
 	}
 	return out
+}
+
+// entry says an ACL LOG entry (a map in RESP3, a flat list in RESP2) by
+// what was refused to whom and where, without its long client-info.
+func entry(e any) string {
+	var kv []any
+	switch e := e.(type) {
+	case []any:
+		kv = e
+	case map[any]any:
+		for k, v := range e {
+			kv = append(kv, k, v)
+		}
+	default:
+		return fmt.Sprint(e)
+	}
+	f := map[string]any{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		f[fmt.Sprint(kv[i])] = kv[i+1]
+	}
+	return fmt.Sprintf("%v %v refused to %v (context %v), count %v", f["reason"], f["object"], f["username"], f["context"], f["count"])
 }
