@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/untrusted"
 )
 
 // reopen sends a stream back through the group door after a server error
@@ -58,7 +60,9 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 		errs[i] = cmds[i].Err()
 	}
 	c.groupsThere(ctx, todo, errs)
-	var recreated, created, vanished []string
+	var recreated, created, vanished, refused []string
+	var refusedErr error
+	var refusedIn time.Duration
 	answered := false
 	for i, st := range todo {
 		err := errs[i]
@@ -102,11 +106,17 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 			st.open, st.needDoor, st.seenOpen, st.doorErr = true, false, true, nil
 			st.doorBackoff.Reset()
 			st.downBackoff.Reset()
-		case serverError(err):
+		case serverError(err) || aclRefused(err):
 			st.open, st.doorErr = false, err
 			d := st.doorBackoff.Next()
 			st.nextDoor = now.Add(d)
 			c.stats.groupErrors.add(errCode(err), 1)
+			if aclRefused(err) {
+				// Every stream alike: one line a pass, said below.
+				refused = append(refused, st.key)
+				refusedErr, refusedIn = err, d
+				continue
+			}
 			c.log.Error("consumer group cannot be created; stream skipped", "stream", st.key,
 				"game", gameOf(st.key), "err", err, "retry_in", d.Round(time.Millisecond))
 		default:
@@ -125,6 +135,13 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 	if answered {
 		c.ok()
 	}
+	if len(refused) > 0 {
+		// Redis answered, with a refusal: not counted as an answer, so
+		// Ready names it when nothing else answers, as for the reads.
+		c.fail("group", refusedErr)
+		c.log.Error(aclDoorRefused, "count", len(refused), "streams", headOf(refused, 5), "grant", grantOf(refusedErr),
+			untrusted.Err(refusedErr), "retry_in", refusedIn.Round(time.Millisecond))
+	}
 	if len(vanished) > 0 {
 		c.log.Info("streams deleted; forgotten until written again", "count", len(vanished), "streams", headOf(vanished, 5))
 		c.note(fmt.Sprintf("streams of %d games deleted under the consumer (feedctl prune -streams, or Redis lost its data: flush, or restart without persistence); forgotten until written again; the store keeps every line", len(vanished)))
@@ -140,6 +157,15 @@ func (c *Consumer) openDoorsOf(todo []*streamState, now time.Time) error {
 	}
 	return nil
 }
+
+// aclDoorRefused is the line of a group door refused by the server's ACL
+// (aclRefused): the user lacks +xgroup|create, or the stream's key. The
+// streams wait for the door's backoff (1 s doubling to 1 min) and are
+// read once it is granted, without a restart. Until 7 Dec 2026 the
+// refusal took the path of a node that did not answer: the streams were
+// set aside, said "not reachable", or, nothing else answering, the loop
+// backed off with the bare reply (TestACLRefusedDoorSaidAndRetried).
+const aclDoorRefused = "the server's ACL refuses XGROUP CREATE; the streams wait for the group door's retry: grant it (docs/operations.md, \"A Redis with ACL users\")"
 
 // errGroupThere stands for BUSYGROUP where XGROUP CREATE was refused but
 // the group exists (groupsThere).

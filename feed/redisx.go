@@ -98,6 +98,15 @@ func aclRefused(err error) bool {
 	return errors.As(err, &re) && redisacl.Refused(re)
 }
 
+// grantOf returns the rule err, a refusal of the server's ACL, asks for
+// ("+xgroup|create"), or "see ACL LOG" when the reply names none.
+func grantOf(err error) string {
+	if g := redisacl.Grant(err); g != "" {
+		return g
+	}
+	return "see ACL LOG"
+}
+
 func isNoGroup(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
 }

@@ -1,0 +1,68 @@
+package feed_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A group door (XGROUP CREATE) refused by the server's ACL is the door's
+// own failure, said as a refusal: one ERROR line a pass that names the
+// command, the grant it lacks and where the grants are listed, retried
+// with the door's backoff (1 s doubling), and the stream read once the
+// grant is given, without a restart. Until 7 Dec 2026 it took the path of
+// a node that did not answer: the stream was set aside and said "not
+// reachable" (or, nothing else answering, the loop backed off), which sent
+// an operator to the network.
+func TestACLRefusedDoorSaidAndRetried(t *testing.T) {
+	ctx := context.Background()
+	srv, admin := mustStart(t)
+	s := stream("acldoor")
+	ids := []string{add(t, admin, s), add(t, admin, s)} // a stream without the group
+	if err := admin.Do(ctx, "ACL", "SETUSER", "r", "on", ">pw", "~*", "&*", "+@all", "-xgroup|create").Err(); err != nil {
+		t.Fatal(err)
+	}
+	user := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "r", Password: "pw"})
+	t.Cleanup(func() { user.Close() })
+	var rec recorder
+	cfg := baseConfig(t, user, "r1", s)
+	logs := captureLogs(t, &cfg)
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	const said = "the server's ACL refuses XGROUP CREATE"
+	waitFor(t, 10*time.Second, "three refused doors said", func() bool { return len(waits(logs, said, "retry_in")) >= 3 })
+	for l := range strings.Lines(logText(logs)) {
+		if strings.Contains(l, said) && (!strings.Contains(l, "level=ERROR") || !strings.Contains(l, "+xgroup|create") ||
+			!strings.Contains(l, `A Redis with ACL users`) || !strings.Contains(l, "NOPERM")) {
+			t.Errorf("the refusal is said without its level ERROR, its grant, its docs section or the reply: %s", l)
+		}
+	}
+	if n := logs.count("not reachable"); n != 0 {
+		t.Errorf("%d lines say the refused stream is not reachable", n)
+	}
+	if w := waits(logs, said, "retry_in"); slices.Max(w) < 2*time.Second {
+		t.Errorf("waits after the refused doors %v: none reached 2s, the door is retried at a fixed pace", w)
+	}
+	if st := c.Stats(); st.GroupErrors == 0 {
+		t.Errorf("no group error counted for the refused doors")
+	}
+	if err := admin.Do(ctx, "ACL", "SETUSER", "r", "+xgroup|create").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the entries handled once granted", func() bool {
+		return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 && pending(t, admin, s) == 0
+	})
+	handledOnce(t, rec.ids(), len(ids))
+	waitFor(t, 5*time.Second, "ready", func() bool { return c.Ready() == nil })
+}
+
+// logText returns what logs holds so far.
+func logText(logs *logBuffer) string {
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	return logs.b.String()
+}
