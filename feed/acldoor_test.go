@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/event"
 )
 
 // A group door (XGROUP CREATE) refused by the server's ACL is the door's
@@ -65,4 +67,53 @@ func logText(logs *logBuffer) string {
 	logs.mu.Lock()
 	defer logs.mu.Unlock()
 	return logs.b.String()
+}
+
+// Streams set aside because the server's ACL refused their read (a user
+// without +xreadgroup) while the rest of the turn answered (the registry's
+// beat) are said refused, naming the grant and where the grants are
+// listed: the node answered, and nothing is wrong with the network. Until
+// 7 Dec 2026 the line said "streams not reachable", with the NOPERM only
+// in its err, and sent an operator to look at the network.
+func TestACLRefusedReadSaidRefused(t *testing.T) {
+	ctx := context.Background()
+	srv, admin := mustStart(t)
+	s := stream("aclread")
+	if err := admin.XGroupCreateMkStream(ctx, s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{add(t, admin, s), add(t, admin, s)}
+	if err := admin.ZAdd(ctx, event.RegistryKey, redisZ("aclread")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "ACL", "SETUSER", "r", "on", ">pw", "~*", "&*", "+@all", "-xreadgroup").Err(); err != nil {
+		t.Fatal(err)
+	}
+	user := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "r", Password: "pw"})
+	t.Cleanup(func() { user.Close() })
+	var rec recorder
+	cfg := baseConfig(t, user, "r1")
+	cfg.Streams, cfg.Registry = nil, event.RegistryKey
+	cfg.WakeEvery = 50 * time.Millisecond // the beat answers while the reads are refused
+	logs := captureLogs(t, &cfg)
+	cfg.Handler = rec.handler
+	mustOpen(t, cfg)
+	const said = "streams refused by the server's ACL"
+	waitFor(t, 10*time.Second, "the refused streams said", func() bool { return logs.count(said) >= 2 })
+	for l := range strings.Lines(logText(logs)) {
+		if strings.Contains(l, said) && (!strings.Contains(l, "level=WARN") || !strings.Contains(l, "grant=+xreadgroup") ||
+			!strings.Contains(l, `A Redis with ACL users`) || !strings.Contains(l, "NOPERM")) {
+			t.Errorf("the refusal is said without its level WARN, its grant, its docs section or the reply: %s", l)
+		}
+	}
+	if n := logs.count("not reachable"); n != 0 {
+		t.Errorf("%d lines say the refused streams are not reachable", n)
+	}
+	if err := admin.Do(ctx, "ACL", "SETUSER", "r", "+xreadgroup").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the entries handled once granted", func() bool {
+		return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 && pending(t, admin, s) == 0
+	})
+	handledOnce(t, rec.ids(), len(ids))
 }

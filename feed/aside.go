@@ -22,7 +22,7 @@ const downRetryMax = 5 * time.Second
 // setAside sets aside sts, whose node did not answer err (a connection
 // error or timeout, or LOADING, MASTERDOWN, CLUSTERDOWN, TRYAGAIN,
 // UNBLOCKED: the node cannot serve now; for those the slot map is reloaded
-// once a turn): each waits for its own retry (downBackoff, capped at
+// once a turn), or whose command the server's ACL refused: each waits for its own retry (downBackoff, capped at
 // downRetryMax) and every step passes it over until then, so the turn goes
 // on with the other streams. Until 4 Dec 2026 any such error ended the
 // turn, and one master down (killed, not yet replaced by its replica)
@@ -377,6 +377,11 @@ func (c *Consumer) endTurn(answers uint64, err error) error {
 	for i, st := range aside {
 		keys[i] = st.key
 	}
+	if aclRefused(asideErr) {
+		c.log.Warn(aclAsideRefused, "count", len(aside), "streams", headOf(keys, 5), "grant", grantOf(asideErr),
+			untrusted.Err(asideErr))
+		return err
+	}
 	level := slog.LevelWarn
 	if clusterRetry(asideErr) {
 		level = slog.LevelDebug // a slot moving or a failover: routine
@@ -385,3 +390,11 @@ func (c *Consumer) endTurn(answers uint64, err error) error {
 		"streams", headOf(keys, 5), untrusted.Err(asideErr))
 	return err
 }
+
+// aclAsideRefused is endTurn's line for streams set aside because the
+// server's ACL refused a command of theirs (the turn's last such error
+// decides, as it decides the level of the other line): the node answered,
+// and the fix is a grant, not the network. Until 7 Dec 2026 they were
+// said "streams not reachable", the NOPERM only in the err
+// (TestACLRefusedReadSaidRefused).
+const aclAsideRefused = "streams refused by the server's ACL; retried later, the others read on: grant it (docs/operations.md, \"A Redis with ACL users\")"
