@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/codemojex/feed/feed"
 	"github.com/codemojex/feed/internal/event"
 )
 
@@ -116,4 +117,70 @@ func TestACLRefusedReadSaidRefused(t *testing.T) {
 		return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 && pending(t, admin, s) == 0
 	})
 	handledOnce(t, rec.ids(), len(ids))
+}
+
+// A PING refused by the server's ACL at the check of a stream set aside is
+// an answer of the node: the stream goes back to the steps at its retry,
+// no probe failure is counted and no line blames the PING, and once its
+// own command is granted it is read, the PING still refused. Until 7 Dec
+// 2026 the refused PING counted as a node that did not answer: the stream
+// was set aside again at every retry, a probe failure counted each time,
+// and the PING's NOPERM was said as the streams' (on a cluster the node's
+// every game held aside for as long as PING was refused).
+func TestACLRefusedPingIsAnAnswer(t *testing.T) {
+	ctx := context.Background()
+	srv, admin := mustStart(t)
+	s := stream("aclping")
+	if err := admin.XGroupCreateMkStream(ctx, s, group, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{add(t, admin, s), add(t, admin, s)}
+	if err := admin.ZAdd(ctx, event.RegistryKey, redisZ("aclping")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "ACL", "SETUSER", "r", "on", ">pw", "~*", "&*", "+@all", "-xreadgroup", "-ping").Err(); err != nil {
+		t.Fatal(err)
+	}
+	user := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "r", Password: "pw"})
+	t.Cleanup(func() { user.Close() })
+	var rec recorder
+	cfg := baseConfig(t, user, "r1")
+	cfg.Streams, cfg.Registry = nil, event.RegistryKey
+	cfg.WakeEvery = 50 * time.Millisecond
+	logs := captureLogs(t, &cfg)
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	waitFor(t, 10*time.Second, "three refused PINGs", func() bool { return aclLogged(t, admin, "ping") >= 3 })
+	if n := feed.LoopErrorsOf(c, "probe"); n != 0 {
+		t.Errorf("%d probe failures counted for refused PINGs: the node answered", n)
+	}
+	for l := range strings.Lines(logText(logs)) {
+		if strings.Contains(l, "'ping'") {
+			t.Errorf("the refused PING is said as the streams' failure: %s", l)
+		}
+	}
+	if err := admin.Do(ctx, "ACL", "SETUSER", "r", "+xreadgroup").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the entries handled once XREADGROUP is granted, PING still refused", func() bool {
+		return rec.count(ids[0]) == 1 && rec.count(ids[1]) == 1 && pending(t, admin, s) == 0
+	})
+	handledOnce(t, rec.ids(), len(ids))
+}
+
+// aclLogged returns how many times the server's ACL refused cmd, from ACL
+// LOG (its entries count their repeats).
+func aclLogged(tb testing.TB, rdb *redis.Client, cmd string) int64 {
+	tb.Helper()
+	entries, err := rdb.ACLLog(context.Background(), 100).Result()
+	if err != nil {
+		tb.Fatalf("acl log: %v", err)
+	}
+	var n int64
+	for _, e := range entries {
+		if e.Object == cmd {
+			n += e.Count
+		}
+	}
+	return n
 }

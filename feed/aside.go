@@ -132,7 +132,7 @@ func (c *Consumer) probe() {
 			st.downUntil = now.Add(probeTimeout) // looked at again when it answered
 			continue
 		}
-		if err == nil || serverError(err) {
+		if nodeAnswered(err) {
 			st.downUntil = time.Time{}
 			c.nodeBack(addr)
 			continue
@@ -145,11 +145,22 @@ func (c *Consumer) probe() {
 		}
 	}
 	for addr, err := range answers {
-		if addr != "" && err != nil && err != errPingSent && !serverError(err) {
+		if addr != "" && err != errPingSent && !nodeAnswered(err) {
 			c.setAsideNode(addr, now)
 		}
 	}
 }
+
+// nodeAnswered reports whether err, a node's answer to PING, says the
+// node answered: no error, a reply of the server's, or the refusal of its
+// ACL (a user without +ping: the node is there, and the steps' own
+// commands may be granted). Until 7 Dec 2026 a refused PING counted as a
+// node that did not answer: its streams were set aside again at every
+// retry, a probe failure counted each time, the PING's NOPERM said as the
+// streams', and while the rest of the turn answered (the registry's beat)
+// they were never read again, their command granted or not
+// (TestACLRefusedPingIsAnAnswer).
+func nodeAnswered(err error) bool { return err == nil || serverError(err) || aclRefused(err) }
 
 // registryDown holds the registry beat and the sweep back, on a cluster,
 // after err, when the registry's node did not answer one of them: until the
@@ -190,7 +201,7 @@ func (c *Consumer) registryUp(now time.Time) bool {
 	if err == errPingSent {
 		return false // asked again next turn
 	}
-	if err != nil && !serverError(err) {
+	if !nodeAnswered(err) {
 		if !c.stopping() {
 			c.fail("probe", err)
 		}
@@ -242,7 +253,7 @@ func (c *Consumer) probeNodes(now time.Time) map[string]error {
 			if err == errPingSent {
 				continue // its streams are held past the retry (setAsideNode)
 			}
-			if err != nil && !serverError(err) {
+			if !nodeAnswered(err) {
 				if c.stopping() {
 					return answers
 				}
