@@ -22,8 +22,9 @@ const downRetryMax = 5 * time.Second
 // setAside sets aside sts, whose node did not answer err (a connection
 // error or timeout, or LOADING, MASTERDOWN, CLUSTERDOWN, TRYAGAIN,
 // UNBLOCKED: the node cannot serve now; for those the slot map is reloaded
-// once a turn), or whose command the server's ACL refused: each waits for its own retry (downBackoff, capped at
-// downRetryMax) and every step passes it over until then, so the turn goes
+// once a turn), or whose command the server's ACL refused: each waits for
+// its own retry (downBackoff, capped at downRetryMax) and every step
+// passes it over until then, so the turn goes
 // on with the other streams. Until 4 Dec 2026 any such error ended the
 // turn, and one master down (killed, not yet replaced by its replica)
 // stopped the reading of every game of the cluster
