@@ -321,29 +321,10 @@ func TestACLRefusalLeavesPending(t *testing.T) {
 // (lower case, as the log names it).
 func aclRefusals(tb testing.TB, rdb *redis.Client, command string) int64 {
 	tb.Helper()
-	v, err := rdb.Do(context.Background(), "ACL", "LOG").Slice()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var n int64
-	for _, e := range v {
-		var fields []any
-		switch e := e.(type) {
-		case []any:
-			fields = e
-		case map[any]any:
-			for k, x := range e {
-				fields = append(fields, k, x)
-			}
-		}
-		entry := map[string]any{}
-		for i := 0; i+1 < len(fields); i += 2 {
-			entry[fmt.Sprint(fields[i])] = fields[i+1]
-		}
-		if entry["object"] == command {
-			if c, ok := entry["count"].(int64); ok {
-				n += c
-			}
+	for _, e := range acldocs.Entries(tb, rdb) {
+		if c, ok := e["count"].(int64); ok && e["object"] == command {
+			n += c
 		}
 	}
 	return n

@@ -26,11 +26,7 @@ func TestACLRefusedDoorSaidAndRetried(t *testing.T) {
 	srv, admin := mustStart(t)
 	s := stream("acldoor")
 	ids := []string{add(t, admin, s), add(t, admin, s)} // a stream without the group
-	if err := admin.Do(ctx, "ACL", "SETUSER", "r", "on", ">pw", "~*", "&*", "+@all", "-xgroup|create").Err(); err != nil {
-		t.Fatal(err)
-	}
-	user := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "r", Password: "pw"})
-	t.Cleanup(func() { user.Close() })
+	user := userWithout(t, srv, admin, "-xgroup|create")
 	var rec recorder
 	cfg := baseConfig(t, user, "r1", s)
 	logs := captureLogs(t, &cfg)
@@ -87,11 +83,7 @@ func TestACLRefusedReadSaidRefused(t *testing.T) {
 	if err := admin.ZAdd(ctx, event.RegistryKey, redisZ("aclread")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.Do(ctx, "ACL", "SETUSER", "r", "on", ">pw", "~*", "&*", "+@all", "-xreadgroup").Err(); err != nil {
-		t.Fatal(err)
-	}
-	user := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "r", Password: "pw"})
-	t.Cleanup(func() { user.Close() })
+	user := userWithout(t, srv, admin, "-xreadgroup")
 	var rec recorder
 	cfg := baseConfig(t, user, "r1")
 	cfg.Streams, cfg.Registry = nil, event.RegistryKey
@@ -138,11 +130,7 @@ func TestACLRefusedPingIsAnAnswer(t *testing.T) {
 	if err := admin.ZAdd(ctx, event.RegistryKey, redisZ("aclping")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.Do(ctx, "ACL", "SETUSER", "r", "on", ">pw", "~*", "&*", "+@all", "-xreadgroup", "-ping").Err(); err != nil {
-		t.Fatal(err)
-	}
-	user := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "r", Password: "pw"})
-	t.Cleanup(func() { user.Close() })
+	user := userWithout(t, srv, admin, "-xreadgroup", "-ping")
 	var rec recorder
 	cfg := baseConfig(t, user, "r1")
 	cfg.Streams, cfg.Registry = nil, event.RegistryKey

@@ -59,11 +59,7 @@ func TestACLRefusalIsNoStreamFault(t *testing.T) {
 			if err := admin.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "dead", Streams: []string{s, ">"}}).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if err := admin.Do(ctx, "ACL", "SETUSER", "r", "on", ">pw", "~*", "&*", "+@all", "-"+missing).Err(); err != nil {
-				t.Fatal(err)
-			}
-			user := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "r", Password: "pw"})
-			t.Cleanup(func() { user.Close() })
+			user := userWithout(t, srv, admin, "-"+missing)
 			var rec recorder
 			cfg := baseConfig(t, user, "r1", s)
 			logs := captureLogs(t, &cfg)

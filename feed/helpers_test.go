@@ -352,3 +352,19 @@ func registryCluster(t *testing.T) (*redistest.Cluster, *redis.ClusterClient, *r
 }
 
 func handled1(rec *recorder, id string) func() bool { return func() bool { return rec.count(id) == 1 } }
+
+// userWithout makes the ACL user "r" on srv, allowed every command but
+// denied (each "-cmd" or "-cmd|sub"), and returns a client logged in as it.
+func userWithout(tb testing.TB, srv *redistest.Server, admin *redis.Client, denied ...string) *redis.Client {
+	tb.Helper()
+	args := []any{"ACL", "SETUSER", "r", "on", ">pw", "~*", "&*", "+@all"}
+	for _, d := range denied {
+		args = append(args, d)
+	}
+	if err := admin.Do(context.Background(), args...).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	user := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "r", Password: "pw"})
+	tb.Cleanup(func() { user.Close() })
+	return user
+}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
@@ -98,34 +100,39 @@ func Log(tb testing.TB, nodes []*redistest.Server) []string {
 	tb.Helper()
 	var out []string
 	for _, n := range nodes {
-		v, err := n.Client(tb).Do(context.Background(), "ACL", "LOG").Slice()
-		if err != nil {
-			tb.Fatalf("ACL LOG of %s: %v", n.Addr, err)
-		}
-		for _, e := range v {
-			out = append(out, n.Addr+": "+entry(e))
+		for _, f := range Entries(tb, n.Client(tb)) {
+			out = append(out, fmt.Sprintf("%s: %v %v refused to %v (context %v), count %v",
+				n.Addr, f["reason"], f["object"], f["username"], f["context"], f["count"]))
 		}
 	}
 	return out
 }
 
-// entry says an ACL LOG entry (a map in RESP3, a flat list in RESP2) by
-// what was refused to whom and where, without its long client-info.
-func entry(e any) string {
-	var kv []any
-	switch e := e.(type) {
-	case []any:
-		kv = e
-	case map[any]any:
-		for k, v := range e {
-			kv = append(kv, k, v)
+// Entries returns the entries of rdb's ACL LOG, each as its fields by
+// name ("reason", "object", "username", "context", "count", …), whether
+// the server sent them as a map (RESP3) or a flat list (RESP2).
+func Entries(tb testing.TB, rdb redis.UniversalClient) []map[string]any {
+	tb.Helper()
+	v, err := rdb.Do(context.Background(), "ACL", "LOG").Slice()
+	if err != nil {
+		tb.Fatalf("ACL LOG: %v", err)
+	}
+	out := make([]map[string]any, 0, len(v))
+	for _, e := range v {
+		f := map[string]any{}
+		switch e := e.(type) {
+		case []any:
+			for i := 0; i+1 < len(e); i += 2 {
+				f[fmt.Sprint(e[i])] = e[i+1]
+			}
+		case map[any]any:
+			for k, x := range e {
+				f[fmt.Sprint(k)] = x
+			}
+		default:
+			f["entry"] = e
 		}
-	default:
-		return fmt.Sprint(e)
+		out = append(out, f)
 	}
-	f := map[string]any{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		f[fmt.Sprint(kv[i])] = kv[i+1]
-	}
-	return fmt.Sprintf("%v %v refused to %v (context %v), count %v", f["reason"], f["object"], f["username"], f["context"], f["count"])
+	return out
 }
