@@ -89,6 +89,17 @@ func AcquireLeaseOnly(ctx context.Context, rdb redis.UniversalClient, group, nam
 	return newLease(rdb, group, name, ttl).acquire(ctx)
 }
 
+// AcquireLeaseTwice takes the lease on name in group as a renderer's Open
+// does, then sends the same take again, as go-redis's retry of a command
+// whose reply timed out does, and returns the second take's error.
+func AcquireLeaseTwice(ctx context.Context, rdb redis.UniversalClient, group, name string, ttl time.Duration) error {
+	l := newLease(rdb, group, name, ttl)
+	if err := l.acquire(ctx); err != nil {
+		return err
+	}
+	return l.acquire(ctx)
+}
+
 // SetAsideMany makes a consumer on the cluster client cc knowing n streams
 // (codemojex:{gNNNNNN}:events), then sets aside, one call each as
 // checkAcks does (setAsideKey), all at one instant (within one retry of

@@ -75,8 +75,17 @@ return 1
 `)
 
 // acquireScript is SET NX PX: OK, or nil if the key is held. Only the
-// process that took the key indexes its name (index).
+// process that took the key indexes its name (index). A key that holds
+// this take's own token is taken again (its expiry renewed): Redis ran an
+// earlier send of this very take whose reply the client never read (a
+// read that timed out while Redis was stopped, then go-redis's retry).
+// Until 7 Dec 2026 that read as held by another, and a renderer refused
+// to start, its name "held by" itself (TestLeaseTakeRetriedIsOwn).
 var acquireScript = redis.NewScript(leaseScriptFlags + `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return redis.status_reply('OK')
+end
 return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 `)
 

@@ -222,3 +222,26 @@ func TestReadySaysRedisRefuses(t *testing.T) {
 		})
 	}
 }
+
+// A take of the lease that Redis ran but whose reply the client never read
+// (Redis stopped: the read timed out, go-redis sent the take again on
+// another connection, and Redis, back, ran both) is this process's own:
+// the second take finds the key holding its own token and takes it. Until
+// 7 Dec 2026 it read as held by another, and a renderer whose restart met
+// a stopped Redis refused to start, its name "held by" itself (a chaos run
+// in CI, where Redis was SIGSTOPped for 5 s).
+func TestLeaseTakeRetriedIsOwn(t *testing.T) {
+	_, rdb := mustStart(t)
+	ctx := context.Background()
+	if err := feed.AcquireLeaseTwice(ctx, rdb, group, "r1", 5*time.Second); err != nil {
+		t.Fatalf("the take sent again: %v, want the lease this process holds", err)
+	}
+	ttl, err := rdb.PTTL(ctx, event.LeaseKey(group, "r1")).Result()
+	if err != nil || ttl <= 0 || ttl > 5*time.Second {
+		t.Fatalf("the lease's expiry after the second take: %v, %v; want within 5s", ttl, err)
+	}
+	// Another process's take is still refused.
+	if err := feed.AcquireLeaseOnly(ctx, rdb, group, "r1", 5*time.Second); !errors.Is(err, feed.ErrConsumerTaken) {
+		t.Fatalf("another process's take: %v, want ErrConsumerTaken", err)
+	}
+}
