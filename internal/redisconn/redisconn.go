@@ -42,8 +42,9 @@ const minPoolSize = 16
 //     asks the Sentinels where the master NAME is. The user information
 //     is the Sentinels' credentials, username= and password= the
 //     master's. Open asks the Sentinels for the master first and fails
-//     when those that answer know no master of that name (see
-//     sentinel.go); there is no cluster probe.
+//     when those that answer know no master of that name, and (since 7
+//     Dec 2026) when the master they name refuses the URL's master
+//     credentials (see sentinel.go); there is no cluster probe.
 //
 // A plain redis:// or rediss:// URL that points at a node of a Redis
 // Cluster works too: Open asks that node (CLUSTER SLOTS, within

@@ -76,7 +76,8 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL) (*redis.Client
 
 // probeSentinels asks every Sentinel at once where the master is
 // (SENTINEL get-master-addr-by-name), within ctx and ProbeTimeout. It
-// returns nil once one names it, and nil when none answers: a binary
+// returns once one names it, with probeMaster's answer (nil unless the
+// master refuses the URL's master credentials), and nil when none answers: a binary
 // started while Redis is down waits for it, as with a single node. It
 // fails when Sentinels answered and none named the master (a master_name
 // they do not monitor, an address that is no Sentinel), saying what they
@@ -90,11 +91,12 @@ func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptio
 	probe, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	type answer struct {
-		addr  string
-		found bool
-		why   string // what the Sentinel answered instead, "" when it did not answer
-		tls   error  // why TLS cannot work with it, with the hint; nil when it can
-		user  error  // its refusal of the URL's user (WRONGPASS, NOAUTH, NOPERM)
+		addr   string
+		found  bool
+		master string // the master's host:port, when found
+		why    string // what the Sentinel answered instead, "" when it did not answer
+		tls    error  // why TLS cannot work with it, with the hint; nil when it can
+		user   error  // its refusal of the URL's user (WRONGPASS, NOAUTH, NOPERM)
 	}
 	answers := make(chan answer, len(opt.SentinelAddrs))
 	var wg sync.WaitGroup
@@ -104,12 +106,14 @@ func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptio
 				TLSConfig: opt.TLSConfig, MaxRetries: -1, PoolSize: 1, DialTimeout: ProbeTimeout, ContextTimeoutEnabled: true,
 				DisableIdentity: true}) // no +client|setinfo on the Sentinels either (acl.go)
 			defer sc.Close()
-			_, err := sc.GetMasterAddrByName(probe, opt.MasterName).Result()
+			hp, err := sc.GetMasterAddrByName(probe, opt.MasterName).Result()
 			var re redis.Error
 			switch {
-			case err == nil:
+			case err == nil && len(hp) == 2:
 				cancel() // the others need not answer
-				answers <- answer{addr: addr, found: true}
+				answers <- answer{addr: addr, found: true, master: net.JoinHostPort(hp[0], hp[1])}
+			case err == nil:
+				answers <- answer{addr: addr, why: fmt.Sprintf("answered %q", hp)}
 			case errors.Is(err, redis.Nil):
 				answers <- answer{addr: addr, why: "monitors " + monitored(probe, sc)}
 			case errors.As(err, &re) && refusesUser(err):
@@ -127,7 +131,7 @@ func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptio
 	var refused error
 	for a := range answers {
 		if a.found {
-			return nil
+			return probeMaster(ctx, rawURL, opt, a.addr, a.master)
 		}
 		if a.tls != nil && refused == nil {
 			refused = fmt.Errorf("redisconn: %s: Sentinel %s: %w", Redact(rawURL), a.addr, a.tls)
@@ -151,6 +155,34 @@ func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptio
 	}
 	slices.Sort(said)
 	return fmt.Errorf("redisconn: no Sentinel knows a master named %q (master_name=): %s", opt.MasterName, strings.Join(said, "; "))
+}
+
+// probeMaster logs in to the master at addr, which the Sentinel sentinel
+// named, as the URL's master user (username= and password=) and sends it
+// PING, within ctx and ProbeTimeout. It fails only when the master
+// refuses those credentials (WRONGPASS, NOAUTH), saying that it is the
+// master, not a Sentinel, that refused them: until 7 Dec 2026 the binary
+// started, and every call failed with the master's refusal, which did not
+// say which of the URL's two credentials was wrong. A master that does
+// not answer, or answers anything else, is left to the client, as a
+// single node is.
+func probeMaster(ctx context.Context, rawURL string, opt *redis.FailoverOptions, sentinel, addr string) error {
+	probe, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	mc := redis.NewClient(&redis.Options{Addr: addr, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig,
+		Protocol: opt.Protocol, MaxRetries: -1, PoolSize: 1, DialTimeout: ProbeTimeout, ContextTimeoutEnabled: true,
+		DisableIdentity: true})
+	defer mc.Close()
+	err := mc.Ping(probe).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") && !strings.HasPrefix(err.Error(), "NOAUTH") {
+		return nil
+	}
+	hint := "username= and password= are the master's credentials, the user information the Sentinels'"
+	if opt.Password == "" && opt.SentinelPassword != "" {
+		hint = "the URL has no password=: the password of its user information goes to the Sentinels only; give the master's as password=, its user as username="
+	}
+	return fmt.Errorf("redisconn: %s: the master %s (named by Sentinel %s) refuses the URL's master user: %w (%s; docs/operations.md, \"Redis with Sentinel\")",
+		Redact(rawURL), addr, sentinel, err, hint)
 }
 
 // refusesUser reports whether err, a Sentinel's reply, refuses the user

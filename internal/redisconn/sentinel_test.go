@@ -267,3 +267,71 @@ func TestOpenSentinelRefusesUser(t *testing.T) {
 	}
 	rdb.Close()
 }
+
+// TestOpenSentinelMasterRefusesUser: Sentinels that accept the URL's
+// user but a master that refuses its own credentials (a wrong
+// password=; the master's password written in the user information,
+// which is the Sentinels', and no password=) fail Open, with an error
+// that names the master, quotes its refusal, says which part of the URL
+// is the master's, and shows no password. Until 7 Dec 2026 Open
+// succeeded and every call of the binary failed with the master's
+// WRONGPASS or NOAUTH, which did not say which of the URL's two
+// credentials was wrong.
+func TestOpenSentinelMasterRefusesUser(t *testing.T) {
+	s := redistest.MustStartSentinel(t)
+	ctx := context.Background()
+	for _, n := range s.Nodes {
+		if err := n.Client(t).Do(ctx, "acl", "setuser", "feed", "on", ">right-master", "~*", "&*", "+@all").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, rest, _ := strings.Cut(s.URL(), "://")
+	refused := func(url string, want ...string) {
+		t.Helper()
+		rdb, err := redisconn.Open(url)
+		if err == nil {
+			rdb.Close()
+			t.Fatalf("Open(%q) succeeded, want the master's refusal", url)
+		}
+		t.Logf("Open(%q): %v", url, err)
+		for _, w := range append(want, "the master 127.0.0.1:", "refuses the URL's master user", "Sentinel 127.0.0.1:") {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("Open(%q) = %v, want it to say %s", url, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "-master") {
+			t.Errorf("Open(%q) = %v: shows a password", url, err)
+		}
+	}
+	refused("redis://"+rest+"&username=feed&password=wrong-master", "WRONGPASS", "username= and password= are the master's")
+	rdb, err := redisconn.Open("redis://" + rest + "&username=feed&password=right-master")
+	if err != nil {
+		t.Fatalf("Open with the master's user: %v", err)
+	}
+	rdb.Close()
+
+	// The default user of the data nodes gets a password (requirepass),
+	// the replicas and the Sentinels are told it first; the Sentinels
+	// still need none.
+	for _, n := range s.Nodes {
+		if err := n.Client(t).ConfigSet(ctx, "masterauth", "s3cret-master").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sn := range s.Sentinels {
+		if err := sn.Client(t).Do(ctx, "sentinel", "set", s.Name, "auth-pass", "s3cret-master").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range s.Nodes {
+		if err := n.Client(t).ConfigSet(ctx, "requirepass", "s3cret-master").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused("redis://:s3cret-master@"+rest, "NOAUTH", "no password=", "give the master's as password=")
+	rdb, err = redisconn.Open("redis://" + rest + "&password=s3cret-master")
+	if err != nil {
+		t.Fatalf("Open with the master's password in password=: %v", err)
+	}
+	rdb.Close()
+}
