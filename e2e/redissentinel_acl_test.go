@@ -166,3 +166,113 @@ func waitSentinelPing(tb testing.TB, st *redistest.Sentinel) {
 		return false
 	})
 }
+
+// confBlock returns the lines of the ```conf block of docs/operations.md,
+// section aclSection, whose first line is the comment first, without it,
+// each PASSWORD (and >PASSWORD) written pw.
+func confBlock(tb testing.TB, first, pw string) []string {
+	tb.Helper()
+	lines := aclSectionLines(tb)
+	for i, line := range lines {
+		if line != first || i == 0 || lines[i-1] != "```conf" {
+			continue
+		}
+		var out []string
+		for _, l := range lines[i+1:] {
+			if l == "```" {
+				return out
+			}
+			f := strings.Fields(l)
+			for j, w := range f {
+				switch w {
+				case "PASSWORD":
+					f[j] = pw
+				case ">PASSWORD":
+					f[j] = ">" + pw
+				}
+			}
+			out = append(out, strings.Join(f, " "))
+		}
+	}
+	tb.Fatalf("docs/operations.md, %q, has no ```conf block that starts %q", aclSection, first)
+	return nil
+}
+
+// TestRedisSentinelClosedServers: behind Sentinel, with no server open to
+// the default user, as docs/operations.md, "A Redis with ACL users",
+// says to set them up: the data nodes' and the Sentinels' conf blocks
+// from the page (default off on all of them; the Sentinels' user on the
+// data nodes, the replicas' user on the master, the Sentinels' user on
+// one another) and the feed's users from it too. The set starts (every
+// replica in sync, every Sentinel knowing the others), a renderer as
+// feed-renderer stores what gamesim as feed-writer writes, both over the
+// Sentinel URL as the page writes it; the master killed, the Sentinels
+// agree and promote a replica, which the other follows; and no server
+// has an entry in its ACL LOG (the killed master before the kill):
+// nothing the servers' own links or the binaries sent was refused. The kit logs in as a user of its own ("kit"), the test's only
+// addition.
+func TestRedisSentinelClosedServers(t *testing.T) {
+	const pw, kitPW = "pw-servers", "pw-kit"
+	var nodeArgs []string
+	for _, l := range confBlock(t, "# redis.conf of the master and every replica", pw) {
+		f := strings.Fields(l)
+		nodeArgs = append(append(nodeArgs, "--"+f[0]), f[1:]...)
+	}
+	nodeArgs = append(nodeArgs, "--user", "kit", "on", ">"+kitPW, "~*", "&*", "+@all")
+	snConf := strings.Join(confBlock(t, `# sentinel.conf of every Sentinel, after its "sentinel monitor feed …" line`, pw), "\n") + "\n" +
+		sentinelUserRule(t, "pw-feed-sentinel") + "\n" +
+		"user kit on >" + kitPW + " allchannels +@all\n"
+	st := redistest.MustStartSentinel(t, redistest.SentinelOptions{Name: "feed", Replicas: 2,
+		Node:         redistest.Options{Args: nodeArgs, User: "kit", Password: kitPW},
+		SentinelConf: snConf, SentinelUser: "kit", SentinelPassword: kitPW})
+	setACLUsers(t, st.Nodes)
+	// Closed indeed: the default user is refused everywhere.
+	for _, n := range append(st.Nodes, st.Sentinels...) {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		err := c.Ping(context.Background()).Err()
+		c.Close()
+		if err == nil {
+			t.Fatalf("%s answers PING as the default user", n.Addr)
+		}
+	}
+	addrs := st.SentinelAddrs()
+	urlOf := func(user string) string {
+		u := "redis://feed-sentinel:pw-feed-sentinel@" + addrs[0] + "?master_name=" + st.Name +
+			"&username=" + user + "&password=pw-" + user
+		for _, a := range addrs[1:] {
+			u += "&addr=" + a
+		}
+		return u
+	}
+	c := &cluster{tb: t, url: urlOf("feed-renderer"), dbPath: filepath.Join(t.TempDir(), "feed.db"), group: "feed",
+		renderers: map[string]*renderer{}}
+	r1 := c.start("r1")
+	sim := proctest.Start(t, "gamesim", "gamesim", []string{"-redis", urlOf("feed-writer"),
+		"-games", "2", "-events", "20", "-rate", "300", "-seed", "7", "-prefix", "cls"})
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sim.Wait(wctx); err != nil {
+		t.Fatalf("gamesim as feed-writer: %v\n%s", err, sim.Output())
+	}
+	games := []string{gamesim.GameName("cls", 1), gamesim.GameName("cls", 2)}
+	checkAllHandled(t, st.Master(t).Client(t), c.dbPath, c.group, games, 30*time.Second)
+	if out := r1.Output() + sim.Output(); noPerm(out) {
+		t.Errorf("a refusal: %s", out)
+	}
+	for _, n := range st.Nodes {
+		aclLogEmpty(t, "data node "+n.Addr+" before the kill", n.Client(t))
+	}
+	// The Sentinels' links to one another carry their votes: only a
+	// failover shows that they log in (a Sentinel not logged in is
+	// answered NOAUTH, which ACL LOG does not record).
+	killed, promoted := st.KillMaster(t)
+	t.Logf("killed master %s; Sentinels promoted %s", killed.Addr, promoted.Addr)
+	for _, sn := range st.Sentinels {
+		aclLogEmpty(t, "Sentinel "+sn.Addr, sn.Client(t))
+	}
+	for _, n := range st.Nodes {
+		if n != killed {
+			aclLogEmpty(t, "data node "+n.Addr+" after the failover", n.Client(t))
+		}
+	}
+}

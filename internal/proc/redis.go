@@ -49,6 +49,15 @@ type RedisOptions struct {
 	// current master, the other Sentinels, its epoch), and one started
 	// again reads what it wrote, as in production.
 	Sentinel string
+	// Args are more arguments of redis-server, after this package's own:
+	// its ACL users (--user NAME …, one a user), --masteruser and
+	// --masterauth for a master whose default user is off.
+	Args []string
+	// User and Password are what this package's clients log in as
+	// (ClientOptions, the wait for the server at Start), for a server
+	// whose default user is off or has a password (Args, or Sentinel's
+	// text); both "" for the default user without one.
+	User, Password string
 }
 
 // TLSFiles are the PEM files of a TLS server (RedisOptions.TLS).
@@ -246,9 +255,10 @@ func (s *Redis) URL() string {
 func (s *Redis) TLS() *TLSFiles { return s.opts.TLS }
 
 // ClientOptions returns the options of a client of the server: its
-// address, and for a TLS server the TLS configuration of ClientTLS.
+// address, the user of RedisOptions.User and Password, and for a TLS
+// server the TLS configuration of ClientTLS.
 func (s *Redis) ClientOptions() (*redis.Options, error) {
-	o := &redis.Options{Addr: s.Addr}
+	o := &redis.Options{Addr: s.Addr, Username: s.opts.User, Password: s.opts.Password}
 	if s.opts.TLS != nil {
 		c, err := s.opts.TLS.ClientTLS()
 		if err != nil {
@@ -330,6 +340,7 @@ func (s *Redis) Start() error {
 	default:
 		args = append(args, "--appendonly", "no")
 	}
+	args = append(args, s.opts.Args...)
 	opt, err := s.ClientOptions()
 	if err != nil {
 		return err

@@ -46,9 +46,15 @@ type SentinelOptions struct {
 	// SentinelConf is more of every Sentinel's sentinel.conf, after the
 	// monitor lines: its own ACL users (user NAME …), or sentinel
 	// auth-user and auth-pass for a master whose default user is off.
-	// The kit itself talks to the Sentinels as their default user.
+	// The kit itself talks to the Sentinels as their default user, or
+	// as SentinelUser.
 	SentinelConf string
-	Timeout      time.Duration // how long to wait for the set to be ready (default 30s)
+	// SentinelUser and SentinelPassword are what the kit logs in to the
+	// Sentinels as, when SentinelConf closes them to the default user
+	// (user default off, requirepass). The kit logs in to the data nodes
+	// as Node.User and Node.Password.
+	SentinelUser, SentinelPassword string
+	Timeout                        time.Duration // how long to wait for the set to be ready (default 30s)
 }
 
 // MustStartSentinel starts a master, its replicas and the Sentinels that
@@ -126,7 +132,8 @@ func startSentinel(dir string, o SentinelOptions) (*Sentinel, error) {
 	for i := range o.Sentinels {
 		// A TLS set's Sentinels speak TLS only too, and to the data
 		// nodes over TLS (tls-replication, proc.TLSFiles).
-		sn, err := start("sentinel-"+strconv.Itoa(i), Options{Sentinel: conf, TLS: o.Node.TLS})
+		sn, err := start("sentinel-"+strconv.Itoa(i), Options{Sentinel: conf, TLS: o.Node.TLS,
+			User: o.SentinelUser, Password: o.SentinelPassword})
 		if err != nil {
 			return s, err
 		}
@@ -182,9 +189,17 @@ func (s *Sentinel) URL() string {
 // Sentinels where the master is), closed when the test ends.
 func (s *Sentinel) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
-	opt := &redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs(), ContextTimeoutEnabled: true}
+	sn, err := s.Sentinels[0].ClientOptions()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	node, err := s.Nodes[0].ClientOptions()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	opt := &redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs(), ContextTimeoutEnabled: true,
+		SentinelUsername: sn.Username, SentinelPassword: sn.Password, Username: node.Username, Password: node.Password}
 	if t := s.Sentinels[0].TLS(); t != nil {
-		var err error
 		if opt.TLSConfig, err = t.ClientTLS(); err != nil {
 			tb.Fatal(err)
 		}
