@@ -69,7 +69,7 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL) (*redis.Client
 		return nil, err
 	}
 	c := redis.NewFailoverClient(opt)
-	c.AddHook(&sentinelDial{master: opt.MasterName, sentinels: opt.SentinelAddrs})
+	c.AddHook(&sentinelDial{master: opt.MasterName, sentinels: opt.SentinelAddrs, tls: opt.TLSConfig != nil})
 	c.AddHook(aclHook{})
 	return c, nil
 }
@@ -264,9 +264,15 @@ const unreachable = "all sentinels specified in configuration are unreachable"
 // while they were down did not serve for minutes, and every call of a
 // running one ended at its deadline as "context deadline exceeded"
 // instead of saying what failed.
+//
+// When the Sentinels' answers say that TLS cannot work with them or that
+// they refuse the URL's user, which a certificate or a user changed on
+// them after the start makes happen, its error says so as Open's probe
+// does (hint; since 7 Dec 2026).
 type sentinelDial struct {
 	master    string
 	sentinels []string
+	tls       bool // the URL is rediss://
 
 	mu       sync.Mutex
 	failedAt time.Time
@@ -294,15 +300,30 @@ func (h *sentinelDial) DialHook(next redis.DialHook) redis.DialHook {
 			err = fmt.Errorf("redisconn: no Sentinel of %s knows a master named %q (SENTINEL get-master-addr-by-name answered nil)",
 				strings.Join(h.sentinels, ", "), h.master)
 		case errors.As(err, &re):
-			err = fmt.Errorf("redisconn: the Sentinels of %s named no master %q: %s", strings.Join(h.sentinels, ", "), h.master, err.Error())
+			err = fmt.Errorf("redisconn: the Sentinels of %s named no master %q: %s%s", strings.Join(h.sentinels, ", "), h.master,
+				strings.ReplaceAll(err.Error(), "\n", "; "), h.hint(err))
 		default:
-			err = &oneLine{fmt.Errorf("redisconn: no Sentinel of %s answered for master %q: %w", strings.Join(h.sentinels, ", "), h.master, err)}
+			err = &oneLine{fmt.Errorf("redisconn: no Sentinel of %s answered for master %q: %w%s", strings.Join(h.sentinels, ", "), h.master, err, h.hint(err))}
 		}
 		h.mu.Lock()
 		h.failedAt, h.failed = time.Now(), err
 		h.mu.Unlock()
 		return conn, err
 	}
+}
+
+// hint returns what the error of a dial that no Sentinel answered says
+// is to be done, after a space, as Open's probe says it: "" when it says
+// nothing of the Sentinels' user or of TLS.
+func (h *sentinelDial) hint(err error) string {
+	var re redis.Error
+	if errors.As(err, &re) && refusesUser(re) {
+		return " (a Sentinel refuses the URL's user: the user information is the Sentinels' user, username= and password= the master's; docs/operations.md, \"A Redis with ACL users\")"
+	}
+	if m := tlsMismatch(err, h.tls); m != "" {
+		return " (a Sentinel: " + m + ")"
+	}
+	return ""
 }
 
 func (*sentinelDial) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }

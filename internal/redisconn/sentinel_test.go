@@ -335,3 +335,43 @@ func TestOpenSentinelMasterRefusesUser(t *testing.T) {
 	}
 	rdb.Close()
 }
+
+// TestSentinelRefusesUserAtRunTime: a Sentinel user taken away after
+// Open (ACL DELUSER on every Sentinel, a password rotated on the
+// Sentinels and not in the URL) fails the next dial with an error, on
+// one line, that quotes the refusal and says that the Sentinels refuse
+// the URL's user, whose user information it is, as Open's probe says;
+// until 7 Dec 2026 it said only that the Sentinels "named no master",
+// with go-redis's WRONGPASS lines.
+func TestSentinelRefusesUserAtRunTime(t *testing.T) {
+	s := redistest.MustStartSentinel(t, redistest.SentinelOptions{SentinelConf: "user sn on >right -@all +ping +sentinel|get-master-addr-by-name\n"})
+	_, rest, _ := strings.Cut(s.URL(), "://")
+	url := "redis://sn:right@" + rest
+	rdb, err := redisconn.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	for _, sn := range s.Sentinels {
+		if err := sn.Client(t).Do(ctx, "acl", "deluser", "sn").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err = rdb.Ping(c).Err()
+	if err == nil {
+		t.Fatal("PING succeeded with the Sentinels' user deleted")
+	}
+	t.Logf("PING: %v", err)
+	for _, want := range []string{"WRONGPASS", "a Sentinel refuses the URL's user", "the Sentinels' user"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("PING: %v, want it to say %s", err, want)
+		}
+	}
+	var re redis.Error
+	if errors.As(err, &re) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "right") {
+		t.Errorf("PING: %q, want one line, no reply of Redis, no password", err)
+	}
+}

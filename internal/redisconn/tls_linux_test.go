@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +197,66 @@ func wantOpenRefused(t *testing.T, url string, want ...string) {
 	}
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("OpenContext(%q) = %v: the password is in the error", url, err)
+	}
+}
+
+// TestSentinelTLSRefusedAtRunTime: Sentinels that come back, after Open,
+// with a certificate of a CA this process does not trust (a renewal
+// signed by another CA) fail the next dial with an error, on one line,
+// that quotes the verification's failure and says what to trust, as
+// Open's probe says it; until 7 Dec 2026 it said only that no Sentinel
+// answered, with go-redis's x509 lines.
+func TestSentinelTLSRefusedAtRunTime(t *testing.T) {
+	ca, other := redistest.TrustedCA(t), redistest.NewCA(t)
+	// The Sentinels trust both CAs, for the data nodes' certificates
+	// (the first's) and the kit's look at them once renewed (the
+	// other's); this process trusts the first only.
+	bundle := filepath.Join(t.TempDir(), "bundle.pem")
+	var pems []byte
+	for _, f := range []string{ca.File, other.File} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pems = append(pems, b...)
+	}
+	if err := os.WriteFile(bundle, pems, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snFiles := ca.TLSFiles(t, "no")
+	snFiles.CAFile = bundle
+	s := redistest.MustStartSentinel(t, redistest.SentinelOptions{Node: redistest.Options{TLS: ca.TLSFiles(t, "no")}, SentinelTLS: snFiles})
+	rdb, err := redisconn.Open(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	renewed := other.TLSFiles(t, "no")
+	for _, f := range [][2]string{{renewed.CertFile, snFiles.CertFile}, {renewed.KeyFile, snFiles.KeyFile}} {
+		b, err := os.ReadFile(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f[1], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sn := range s.Sentinels {
+		sn.Restart(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = rdb.Ping(ctx).Err()
+	if err == nil {
+		t.Fatal("PING succeeded with the Sentinels' certificate not trusted")
+	}
+	t.Logf("PING: %v", err)
+	for _, want := range []string{"x509: certificate signed by unknown authority", "a Sentinel: the server's certificate is signed by a CA this host does not trust", "SSL_CERT_FILE"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("PING: %v, want it to say %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("PING: %q, want one line", err)
 	}
 }

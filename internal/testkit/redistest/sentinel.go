@@ -54,7 +54,10 @@ type SentinelOptions struct {
 	// (user default off, requirepass). The kit logs in to the data nodes
 	// as Node.User and Node.Password.
 	SentinelUser, SentinelPassword string
-	Timeout                        time.Duration // how long to wait for the set to be ready (default 30s)
+	// SentinelTLS are the Sentinels' own TLS files, when they are not
+	// Node.TLS's (a Sentinel of a TLS set speaks TLS whichever).
+	SentinelTLS *TLSFiles
+	Timeout     time.Duration // how long to wait for the set to be ready (default 30s)
 }
 
 // MustStartSentinel starts a master, its replicas and the Sentinels that
@@ -132,7 +135,11 @@ func startSentinel(dir string, o SentinelOptions) (*Sentinel, error) {
 	for i := range o.Sentinels {
 		// A TLS set's Sentinels speak TLS only too, and to the data
 		// nodes over TLS (tls-replication, proc.TLSFiles).
-		sn, err := start("sentinel-"+strconv.Itoa(i), Options{Sentinel: conf, TLS: o.Node.TLS,
+		tlsFiles := o.Node.TLS
+		if o.SentinelTLS != nil {
+			tlsFiles = o.SentinelTLS
+		}
+		sn, err := start("sentinel-"+strconv.Itoa(i), Options{Sentinel: conf, TLS: tlsFiles,
 			User: o.SentinelUser, Password: o.SentinelPassword})
 		if err != nil {
 			return s, err
