@@ -243,7 +243,9 @@ func (w *waitWriter) written() []string {
 // TestRedisSentinelFailures: what an operator meets when the Sentinel
 // side is wrong or down. A master_name the Sentinels do not monitor (a
 // typo) stops the renderer at start, and feedctl, with an error that
-// names it and the names they do monitor, within the probe's 2 s. With
+// names it and the names they do monitor, within the probe's 2 s; so does
+// a master that refuses the URL's master user, with an error that says
+// it is the master's refusal and shows no password. With
 // no Sentinel reachable the renderer starts as with a Redis that is down:
 // it serves, /readyz says 503, its log says what it cannot reach, and
 // once the Sentinels are back it reads and stores, the same process.
@@ -266,6 +268,25 @@ func TestRedisSentinelFailures(t *testing.T) {
 		out2, ok := feedctl(t, url, "status")
 		if ok || !strings.Contains(out2, `no Sentinel knows a master named "fedmaster"`) {
 			t.Fatalf("feedctl status on an unknown master: ok %v:\n%s", ok, out2)
+		}
+	})
+
+	t.Run("master refuses the URL's user", func(t *testing.T) {
+		url := st.URL() + "&username=nobody&password=s3cret-master"
+		want := `refuses the URL's master user: WRONGPASS`
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(proctest.Binaries(t), "renderer"), "-redis", url,
+			"-db", filepath.Join(t.TempDir(), "feed.db"), "-http", "127.0.0.1:0")
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), `level=ERROR msg="start failed"`) ||
+			!strings.Contains(string(out), want) || strings.Contains(string(out), "s3cret") {
+			t.Fatalf("renderer with a wrong master password: %v, want exit status 1 and ERROR \"start failed\" saying %s, no password:\n%s", err, want, out)
+		}
+		out2, ok := feedctl(t, url, "status")
+		if ok || !strings.Contains(out2, want) || strings.Contains(out2, "s3cret") {
+			t.Fatalf("feedctl status with a wrong master password: ok %v:\n%s", ok, out2)
 		}
 	})
 
