@@ -375,3 +375,35 @@ func TestSentinelRefusesUserAtRunTime(t *testing.T) {
 		t.Errorf("PING: %q, want one line, no reply of Redis, no password", err)
 	}
 }
+
+// TestOpenSentinelRequirepass: Sentinels closed by requirepass (the
+// default user's password, which they also give one another through
+// sentinel sentinel-pass) take the password of the URL's user
+// information, without a user name, and a URL without it fails Open,
+// saying that the Sentinel refuses the URL's user (NOAUTH).
+func TestOpenSentinelRequirepass(t *testing.T) {
+	s := redistest.MustStartSentinel(t, redistest.SentinelOptions{
+		SentinelConf:     "requirepass s3cret-sn\nsentinel sentinel-pass s3cret-sn\n",
+		SentinelPassword: "s3cret-sn"})
+	_, rest, _ := strings.Cut(s.URL(), "://")
+	rdb, err := redisconn.Open("redis://:s3cret-sn@" + rest)
+	if err != nil {
+		t.Fatalf("Open with the Sentinels' password: %v", err)
+	}
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rdb.Set(ctx, "codemojex:sentinel:requirepass", "1", 0).Err(); err != nil {
+		t.Fatalf("SET through Sentinels closed by requirepass: %v", err)
+	}
+	rdb2, err := redisconn.Open("redis://" + rest)
+	if err == nil {
+		rdb2.Close()
+		t.Fatal("Open without the Sentinels' password succeeded")
+	}
+	for _, want := range []string{"NOAUTH", "refuses the URL's user", "the Sentinels' user"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Open without the Sentinels' password: %v, want it to say %s", err, want)
+		}
+	}
+}
