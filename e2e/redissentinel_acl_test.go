@@ -168,11 +168,11 @@ func waitSentinelPing(tb testing.TB, st *redistest.Sentinel) {
 }
 
 // confBlock returns the lines of the ```conf block of docs/operations.md,
-// section aclSection, whose first line is the comment first, without it,
+// section acldocs.Section, whose first line is the comment first, without it,
 // each PASSWORD (and >PASSWORD) written pw.
 func confBlock(tb testing.TB, first, pw string) []string {
 	tb.Helper()
-	lines := aclSectionLines(tb)
+	lines := acldocs.SectionLines(tb)
 	for i, line := range lines {
 		if line != first || i == 0 || lines[i-1] != "```conf" {
 			continue
@@ -194,7 +194,7 @@ func confBlock(tb testing.TB, first, pw string) []string {
 			out = append(out, strings.Join(f, " "))
 		}
 	}
-	tb.Fatalf("docs/operations.md, %q, has no ```conf block that starts %q", aclSection, first)
+	tb.Fatalf("docs/operations.md, %q, has no ```conf block that starts %q", acldocs.Section, first)
 	return nil
 }
 
@@ -225,7 +225,7 @@ func TestRedisSentinelClosedServers(t *testing.T) {
 	st := redistest.MustStartSentinel(t, redistest.SentinelOptions{Name: "feed", Replicas: 2,
 		Node:         redistest.Options{Args: nodeArgs, User: "kit", Password: kitPW},
 		SentinelConf: snConf, SentinelUser: "kit", SentinelPassword: kitPW})
-	setACLUsers(t, st.Nodes)
+	acldocs.SetUsers(t, st.Nodes)
 	// Closed indeed: the default user is refused everywhere.
 	for _, n := range append(st.Nodes, st.Sentinels...) {
 		c := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
@@ -238,7 +238,7 @@ func TestRedisSentinelClosedServers(t *testing.T) {
 	addrs := st.SentinelAddrs()
 	urlOf := func(user string) string {
 		u := "redis://feed-sentinel:pw-feed-sentinel@" + addrs[0] + "?master_name=" + st.Name +
-			"&username=" + user + "&password=pw-" + user
+			"&username=" + user + "&password=" + acldocs.Password(user)
 		for _, a := range addrs[1:] {
 			u += "&addr=" + a
 		}

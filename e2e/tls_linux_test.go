@@ -111,11 +111,15 @@ func TestTLSTrustedByCertDir(t *testing.T) {
 // TestTLSRefused: each binary refuses, at once and saying why, a -redis
 // that cannot work over TLS: a certificate of a CA it does not trust (the
 // URL's password hidden), a rediss:// URL of a plain-text port, a
-// redis:// URL of a TLS port. Until 7 Dec 2026 the renderer started with
-// them and stayed not ready, its calls failing with the bare error.
+// redis:// URL of a TLS port; and, over plain text or TLS, a password the
+// server refuses. Until 7 Dec 2026 the renderer started with them and
+// stayed not ready, its calls failing with the bare error.
 func TestTLSRefused(t *testing.T) {
 	untrusted := redistest.MustStartTLS(t, redistest.NewCA(t))
 	plain := redistest.MustStart(t)
+	if err := plain.Client(t).ConfigSet(context.Background(), "requirepass", "right").Err(); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		url  string
@@ -127,6 +131,8 @@ func TestTLSRefused(t *testing.T) {
 			[]string{"the port speaks plain text, not TLS: use redis://"}},
 		{"redis:// to a TLS port", "redis://" + untrusted.Addr + "/0",
 			[]string{"speaks TLS", "use rediss://"}},
+		{"a wrong password", "redis://:s3cret@" + plain.Addr + "/0",
+			[]string{"redis://:xxxxx@" + plain.Addr, "refuses the URL's user", "WRONGPASS", "Redis refuses the renderer"}},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {

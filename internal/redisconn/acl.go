@@ -16,6 +16,15 @@ import (
 // users").
 func NoPerm(err error) bool { return redisacl.Refused(err) }
 
+// badCredentials reports whether err is a server's refusal of the
+// credentials a client logged in with: WRONGPASS (a wrong password, a
+// user it has not, or one switched off) or NOAUTH (it wants a password
+// and got none).
+func badCredentials(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "WRONGPASS") || strings.HasPrefix(s, "NOAUTH")
+}
+
 // Logger is where the clients Open returns say that the server's ACL
 // refused a command: go-redis's own logger interface.
 type Logger interface {

@@ -129,6 +129,11 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 			if NoPerm(err) {
 				return nil, fmt.Errorf("redisconn: cluster probe of %s: the server's ACL refuses CLUSTER SLOTS to this user: grant it +cluster|slots (docs/operations.md, \"A Redis with ACL users\"): %w", opt.Addr, err)
 			}
+			if badCredentials(err) {
+				// A mistake in the URL, as the Sentinel form's: until 7
+				// Dec 2026 the binary started and every call failed.
+				return nil, fmt.Errorf("redisconn: %s: the server %s refuses the URL's user: %w (check the user and password in -redis or $REDIS_URL; docs/operations.md, \"Redis refuses the renderer\")", Redact(rawURL), opt.Addr, err)
+			}
 			if terr := tlsRefusal(ctx, opt.Addr, err, opt.TLSConfig != nil); terr != nil {
 				return nil, fmt.Errorf("redisconn: %s: %w", Redact(rawURL), terr)
 			}

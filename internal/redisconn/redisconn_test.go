@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codemojex/feed/internal/redisconn"
+	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
 func TestOpen(t *testing.T) {
@@ -265,5 +266,67 @@ func wantCheck(t *testing.T, url, want string) {
 		t.Errorf("Check(%q): %v", url, err)
 	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 		t.Errorf("Check(%q) = %v, want an error saying %q", url, err, want)
+	}
+}
+
+// wantOpenRefused checks that OpenContext refuses url at once (before
+// its 10 s context ends) with an error that says each of want and not
+// the password "s3cret".
+func wantOpenRefused(t *testing.T, url string, want ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rdb, err := redisconn.OpenContext(ctx, url)
+	if err == nil {
+		rdb.Close()
+		t.Fatalf("OpenContext(%q) = %T, want an error", url, rdb)
+	}
+	t.Logf("OpenContext(%q): %v", url, err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("OpenContext(%q) held until its context ended: %v", url, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("OpenContext(%q) = %v, want it to say %q", url, err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("OpenContext(%q) = %v: the password is in the error", url, err)
+	}
+}
+
+// TestOpenRefusesCredentials: a single node that refuses the URL's
+// credentials (a wrong password, a user it has not, no password where it
+// wants one) fails the start, saying that the server refused the URL's
+// user and where to look, without the password. Until 7 Dec 2026 Open
+// gave a client, the binary started, and every call failed with the bare
+// WRONGPASS: the renderer served and said not ready, while the Sentinel
+// form already failed its start on the same mistake.
+func TestOpenRefusesCredentials(t *testing.T) {
+	s := redistest.MustStart(t)
+	ctx := context.Background()
+	if err := s.Client(t).Do(ctx, "ACL", "SETUSER", "feeder", "on", ">right", "~*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client(t).ConfigSet(ctx, "requirepass", "rightdefault").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, url, reply string }{
+		{"wrong password", "redis://feeder:s3cret@" + s.Addr, "WRONGPASS"},
+		{"unknown user", "redis://nobody:s3cret@" + s.Addr, "WRONGPASS"},
+		{"wrong default password", "redis://:s3cret@" + s.Addr + "/0", "WRONGPASS"},
+		{"no password", "redis://" + s.Addr, "NOAUTH"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			wantOpenRefused(t, tt.url, tt.reply, "refuses the URL's user", s.Addr, "Redis refuses the renderer")
+		})
+	}
+	rdb, err := redisconn.Open("redis://feeder:right@" + s.Addr)
+	if err != nil {
+		t.Fatalf("Open with the right password: %v", err)
+	}
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING with the right password: %v", err)
 	}
 }

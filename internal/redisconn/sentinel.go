@@ -174,7 +174,7 @@ func probeMaster(ctx context.Context, rawURL string, opt *redis.FailoverOptions,
 		DisableIdentity: true})
 	defer mc.Close()
 	err := mc.Ping(probe).Err()
-	if err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") && !strings.HasPrefix(err.Error(), "NOAUTH") {
+	if err == nil || !badCredentials(err) {
 		return nil
 	}
 	hint := "username= and password= are the master's credentials, the user information the Sentinels'"
@@ -189,8 +189,7 @@ func probeMaster(ctx context.Context, rawURL string, opt *redis.FailoverOptions,
 // that logged in (WRONGPASS, NOAUTH) or a command to it (NOPERM): an
 // answer about the credentials, not about the master.
 func refusesUser(err error) bool {
-	s := err.Error()
-	return strings.HasPrefix(s, "WRONGPASS") || strings.HasPrefix(s, "NOAUTH") || NoPerm(err)
+	return badCredentials(err) || NoPerm(err)
 }
 
 // monitored lists, quoted, the names of the masters the Sentinel sc
