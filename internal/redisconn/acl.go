@@ -16,6 +16,10 @@ import (
 // users").
 func NoPerm(err error) bool { return redisacl.Refused(err) }
 
+// checkCredentials is the hint of an error about credentials the server
+// refused at start.
+const checkCredentials = "check the user and password in -redis or $REDIS_URL; docs/operations.md, \"Redis refuses the renderer\""
+
 // badCredentials reports whether err is a server's refusal of the
 // credentials a client logged in with: WRONGPASS (a wrong password, a
 // user it has not, or one switched off) or NOAUTH (it wants a password

@@ -89,3 +89,26 @@ func TestOpenClusterFollowsFailover(t *testing.T) {
 	c.KillMaster(t, c.MasterOfSlot(t, slot))
 	write("after its master was killed")
 }
+
+// TestOpenClusterRefusesCredentials: a cluster URL (addr=) whose nodes
+// refuse its credentials fails the start, as a single node's does; until
+// 7 Dec 2026 only a rediss:// cluster URL was asked at start, and a plain
+// one with a wrong password gave a client whose every call failed.
+func TestOpenClusterRefusesCredentials(t *testing.T) {
+	c := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	for _, n := range c.Nodes {
+		if err := n.Client(t).Do(context.Background(), "ACL", "SETUSER", "feeder", "on", ">right", "~*", "&*", "+@all").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := "redis://feeder:s3cret@" + c.Nodes[0].Addr + "?addr=" + c.Nodes[1].Addr
+	wantOpenRefused(t, url, "WRONGPASS", "the cluster refuses the URL's user", "Redis refuses the renderer")
+	rdb, err := redisconn.Open("redis://feeder:right@" + c.Nodes[0].Addr + "?addr=" + c.Nodes[1].Addr)
+	if err != nil {
+		t.Fatalf("Open with the right password: %v", err)
+	}
+	defer rdb.Close()
+	if _, ok := rdb.(*redis.ClusterClient); !ok {
+		t.Fatalf("Open = %T, want a cluster client", rdb)
+	}
+}

@@ -105,7 +105,7 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 		if err != nil {
 			return nil, err
 		}
-		if err := checkClusterTLS(ctx, cc, rawURL); err != nil {
+		if err := checkCluster(ctx, cc, rawURL); err != nil {
 			cc.Close()
 			return nil, err
 		}
@@ -132,7 +132,7 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 			if badCredentials(err) {
 				// A mistake in the URL, as the Sentinel form's: until 7
 				// Dec 2026 the binary started and every call failed.
-				return nil, fmt.Errorf("redisconn: %s: the server %s refuses the URL's user: %w (check the user and password in -redis or $REDIS_URL; docs/operations.md, \"Redis refuses the renderer\")", Redact(rawURL), opt.Addr, err)
+				return nil, fmt.Errorf("redisconn: %s: the server %s refuses the URL's user: %w (%s)", Redact(rawURL), opt.Addr, err, checkCredentials)
 			}
 			if terr := tlsRefusal(ctx, opt.Addr, err, opt.TLSConfig != nil); terr != nil {
 				return nil, fmt.Errorf("redisconn: %s: %w", Redact(rawURL), terr)

@@ -79,27 +79,26 @@ func speaksPlain(ctx context.Context, addr string) bool {
 	return b[0] == '+' || b[0] == '-'
 }
 
-// checkClusterTLS asks the nodes of a rediss:// cluster URL (PING,
-// within ctx and ProbeTimeout) whether TLS works with them, as the probe
-// of a plain URL does, and returns an error only when it does not (a
-// certificate not trusted, a plain-text port; tlsMismatch): a node down
-// or slow at start is no reason to refuse the URL, which names several
-// for that. A plain redis:// cluster URL is not asked.
-func checkClusterTLS(ctx context.Context, cc *redis.ClusterClient, rawURL string) error {
-	if cc.Options().TLSConfig == nil {
-		return nil
-	}
+// checkCluster asks the nodes of a cluster URL (PING, within ctx and
+// ProbeTimeout) whether they take the URL's credentials and whether the
+// URL's scheme (TLS or not) is theirs, as the probe of a plain URL does,
+// and returns an error only when they do not (WRONGPASS, NOAUTH;
+// tlsRefusal): a node down or slow at start is no reason to refuse the
+// URL, which names several for that. Until 7 Dec 2026 only a rediss://
+// cluster URL was asked, for TLS alone: a plain one with a wrong password,
+// or naming TLS-only nodes, started and said not ready.
+func checkCluster(ctx context.Context, cc *redis.ClusterClient, rawURL string) error {
 	pingCtx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	err := cc.Ping(pingCtx).Err()
 	if err == nil {
 		return nil
 	}
-	if hint := tlsMismatch(err, true); hint != "" {
-		return fmt.Errorf("redisconn: %s: %w (%s)", Redact(rawURL), err, hint)
+	if badCredentials(err) {
+		return fmt.Errorf("redisconn: %s: the cluster refuses the URL's user: %w (%s)", Redact(rawURL), err, checkCredentials)
 	}
-	if addrs := cc.Options().Addrs; timedOut(err) && speaksPlain(ctx, addrs[0]) {
-		return fmt.Errorf("redisconn: %s: no TLS handshake with %s within %v (%s)", Redact(rawURL), addrs[0], ProbeTimeout, plainPort)
+	if terr := tlsRefusal(ctx, cc.Options().Addrs[0], err, cc.Options().TLSConfig != nil); terr != nil {
+		return fmt.Errorf("redisconn: %s: %w", Redact(rawURL), terr)
 	}
 	return nil
 }

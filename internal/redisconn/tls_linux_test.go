@@ -138,6 +138,9 @@ func TestOpenTLSRefused(t *testing.T) {
 			[]string{"x509: certificate signed by unknown authority", "SSL_CERT_FILE"}},
 		{"cluster URL of a plain-text port", "rediss://" + plain.Addr + "?addr=" + plain.Addr,
 			[]string{"the port speaks plain text, not TLS: use redis://"}},
+		// Until 7 Dec 2026 a plain cluster URL was not asked at start.
+		{"redis:// cluster URL of a TLS port", "redis://" + untrusted.Addr + "?addr=" + untrusted.Addr,
+			[]string{"speaks TLS", "use rediss://"}},
 		{"client certificate required", mutual.URL(),
 			[]string{"certificate required", "mutual TLS is not supported"}},
 	} {
