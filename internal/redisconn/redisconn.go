@@ -145,9 +145,37 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 		}
 		return openCluster(rawURL)
 	}
+	if err := checkDB(ctx, opt); err != nil {
+		return nil, fmt.Errorf("redisconn: %s: %w", Redact(rawURL), err)
+	}
 	c := redis.NewClient(opt)
 	c.AddHook(aclHook{})
 	return c, nil
+}
+
+// checkDB asks a single node whether it has the URL's database (/N past
+// 0: go-redis selects it on every connection), within ctx and
+// ProbeTimeout, and returns an error only when it says it has not: a node
+// down or slow at start is left to the client. Until 7 Dec 2026 the
+// binary started and every call failed with "ERR DB index is out of
+// range".
+func checkDB(ctx context.Context, opt *redis.Options) error {
+	if opt.DB == 0 {
+		return nil
+	}
+	probe := *opt
+	probe.MaxRetries = -1
+	probe.PoolSize = 1
+	probe.DialTimeout = ProbeTimeout
+	c := redis.NewClient(&probe)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	err := c.Ping(ctx).Err()
+	if err != nil && strings.Contains(err.Error(), "DB index is out of range") {
+		return fmt.Errorf("the server %s has no database %d: %w (use a database below its \"databases\" setting, 16 by default; docs/operations.md, \"Redis refuses the renderer\")", opt.Addr, opt.DB, err)
+	}
+	return nil
 }
 
 // Check reports whether rawURL is a URL Open takes, in any of its forms,

@@ -298,7 +298,8 @@ func wantOpenRefused(t *testing.T, url string, want ...string) {
 // TestOpenRefusesCredentials: a single node that refuses the URL's
 // credentials (a wrong password, a user it has not, no password where it
 // wants one) fails the start, saying that the server refused the URL's
-// user and where to look, without the password. Until 7 Dec 2026 Open
+// user and where to look, without the password; and so does a database
+// past the server's (/99 of 16). Until 7 Dec 2026 Open
 // gave a client, the binary started, and every call failed with the bare
 // WRONGPASS: the renderer served and said not ready, while the Sentinel
 // form already failed its start on the same mistake.
@@ -316,9 +317,15 @@ func TestOpenRefusesCredentials(t *testing.T) {
 		{"unknown user", "redis://nobody:s3cret@" + s.Addr, "WRONGPASS"},
 		{"wrong default password", "redis://:s3cret@" + s.Addr + "/0", "WRONGPASS"},
 		{"no password", "redis://" + s.Addr, "NOAUTH"},
+		// Until 7 Dec 2026 a database past the server's started too.
+		{"database past the server's", "redis://feeder:right@" + s.Addr + "/99", "DB index is out of range"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			wantOpenRefused(t, tt.url, tt.reply, "refuses the URL's user", s.Addr, "Redis refuses the renderer")
+			want := "refuses the URL's user"
+			if tt.reply == "DB index is out of range" {
+				want = "has no database 99"
+			}
+			wantOpenRefused(t, tt.url, tt.reply, want, s.Addr, "Redis refuses the renderer")
 		})
 	}
 	rdb, err := redisconn.Open("redis://feeder:right@" + s.Addr)
