@@ -65,15 +65,7 @@ func TestRedisSentinelACL(t *testing.T) {
 	st := redistest.MustStartSentinel(t, redistest.SentinelOptions{Replicas: 2,
 		SentinelConf: sentinelUserRule(t, sentinelPW)})
 	acldocs.SetUsers(t, st.Nodes)
-	addrs := st.SentinelAddrs()
-	urlOf := func(user string) string {
-		u := "redis://feed-sentinel:" + sentinelPW + "@" + addrs[0] + "?master_name=" + st.Name +
-			"&username=" + user + "&password=" + acldocs.Password(user)
-		for _, a := range addrs[1:] {
-			u += "&addr=" + a
-		}
-		return u
-	}
+	urlOf := func(user string) string { return sentinelURLAs(st, sentinelPW, user) }
 
 	c := &cluster{tb: t, url: urlOf("feed-renderer"), dbPath: filepath.Join(t.TempDir(), "feed.db"), group: "feed",
 		renderers: map[string]*renderer{}}
@@ -235,15 +227,7 @@ func TestRedisSentinelClosedServers(t *testing.T) {
 			t.Fatalf("%s answers PING as the default user", n.Addr)
 		}
 	}
-	addrs := st.SentinelAddrs()
-	urlOf := func(user string) string {
-		u := "redis://feed-sentinel:pw-feed-sentinel@" + addrs[0] + "?master_name=" + st.Name +
-			"&username=" + user + "&password=" + acldocs.Password(user)
-		for _, a := range addrs[1:] {
-			u += "&addr=" + a
-		}
-		return u
-	}
+	urlOf := func(user string) string { return sentinelURLAs(st, "pw-feed-sentinel", user) }
 	c := &cluster{tb: t, url: urlOf("feed-renderer"), dbPath: filepath.Join(t.TempDir(), "feed.db"), group: "feed",
 		renderers: map[string]*renderer{}}
 	r1 := c.start("r1")
@@ -275,4 +259,17 @@ func TestRedisSentinelClosedServers(t *testing.T) {
 			aclLogEmpty(t, "data node "+n.Addr+" after the failover", n.Client(t))
 		}
 	}
+}
+
+// sentinelURLAs is the Sentinel URL of st, logged in to the Sentinels as
+// the docs' feed-sentinel (password sentinelPW) and to the data nodes as
+// user, one of the docs' users (acldocs.Password).
+func sentinelURLAs(st *redistest.Sentinel, sentinelPW, user string) string {
+	addrs := st.SentinelAddrs()
+	u := "redis://feed-sentinel:" + sentinelPW + "@" + addrs[0] + "?master_name=" + st.Name +
+		"&username=" + user + "&password=" + acldocs.Password(user)
+	for _, a := range addrs[1:] {
+		u += "&addr=" + a
+	}
+	return u
 }

@@ -254,17 +254,7 @@ func TestRedisSentinelFailures(t *testing.T) {
 
 	t.Run("unknown master", func(t *testing.T) {
 		url := strings.Replace(st.URL(), "master_name="+st.Name, "master_name=fedmaster", 1)
-		want := `no Sentinel knows a master named \"fedmaster\"`
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, filepath.Join(proctest.Binaries(t), "renderer"), "-redis", url,
-			"-db", filepath.Join(t.TempDir(), "feed.db"), "-http", "127.0.0.1:0")
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), `level=ERROR msg="start failed"`) ||
-			!strings.Contains(string(out), want) || !strings.Contains(string(out), st.Name) {
-			t.Fatalf("renderer on an unknown master: %v, want exit status 1 and ERROR \"start failed\" saying %s and naming %s:\n%s", err, want, st.Name, out)
-		}
+		rendererStartFails(t, url, `no Sentinel knows a master named \"fedmaster\"`, st.Name)
 		out2, ok := feedctl(t, url, "status")
 		if ok || !strings.Contains(out2, `no Sentinel knows a master named "fedmaster"`) {
 			t.Fatalf("feedctl status on an unknown master: ok %v:\n%s", ok, out2)
@@ -274,15 +264,8 @@ func TestRedisSentinelFailures(t *testing.T) {
 	t.Run("master refuses the URL's user", func(t *testing.T) {
 		url := st.URL() + "&username=nobody&password=s3cret-master"
 		want := `refuses the URL's master user: WRONGPASS`
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, filepath.Join(proctest.Binaries(t), "renderer"), "-redis", url,
-			"-db", filepath.Join(t.TempDir(), "feed.db"), "-http", "127.0.0.1:0")
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), `level=ERROR msg="start failed"`) ||
-			!strings.Contains(string(out), want) || strings.Contains(string(out), "s3cret") {
-			t.Fatalf("renderer with a wrong master password: %v, want exit status 1 and ERROR \"start failed\" saying %s, no password:\n%s", err, want, out)
+		if out := rendererStartFails(t, url, want); strings.Contains(out, "s3cret") {
+			t.Fatalf("the renderer shows the password:\n%s", out)
 		}
 		out2, ok := feedctl(t, url, "status")
 		if ok || !strings.Contains(out2, want) || strings.Contains(out2, "s3cret") {
@@ -326,4 +309,27 @@ func TestRedisSentinelFailures(t *testing.T) {
 			t.Fatalf("renderer pid %d (exited %v), want the same process %d throughout", r1.Pid(), r1.Exited(), pid)
 		}
 	})
+}
+
+// rendererStartFails runs the renderer on url and checks that it stops at
+// start, exit status 1 with ERROR "start failed", saying each of want; it
+// returns the renderer's output.
+func rendererStartFails(t *testing.T, url string, want ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(proctest.Binaries(t), "renderer"), "-redis", url,
+		"-db", filepath.Join(t.TempDir(), "feed.db"), "-http", "127.0.0.1:0")
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, `level=ERROR msg="start failed"`) {
+		t.Fatalf("renderer: %v, want exit status 1 and ERROR \"start failed\":\n%s", err, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Fatalf("renderer's refusal does not say %s:\n%s", w, out)
+		}
+	}
+	return out
 }

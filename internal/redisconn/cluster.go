@@ -76,12 +76,7 @@ func parseCluster(rawURL string) (*redis.ClusterOptions, error) {
 // @dangerous): a cluster node answers it, a server without cluster support
 // answers an error that says so, which is no error here.
 func isCluster(ctx context.Context, opt *redis.Options) (bool, error) {
-	probe := *opt
-	probe.DB = 0 // a cluster node refuses SELECT
-	probe.MaxRetries = -1
-	probe.PoolSize = 1
-	probe.DialTimeout = ProbeTimeout
-	c := redis.NewClient(&probe)
+	c := probeClient(opt, 0) // a cluster node refuses SELECT
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()

@@ -163,11 +163,7 @@ func checkDB(ctx context.Context, opt *redis.Options) error {
 	if opt.DB == 0 {
 		return nil
 	}
-	probe := *opt
-	probe.MaxRetries = -1
-	probe.PoolSize = 1
-	probe.DialTimeout = ProbeTimeout
-	c := redis.NewClient(&probe)
+	c := probeClient(opt, opt.DB)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
@@ -250,4 +246,15 @@ func Ended(ctx context.Context) error {
 		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// probeClient is a client of opt's server for one look at start, on
+// database db: one connection, no retries, dials within ProbeTimeout.
+func probeClient(opt *redis.Options, db int) *redis.Client {
+	probe := *opt
+	probe.DB = db
+	probe.MaxRetries = -1
+	probe.PoolSize = 1
+	probe.DialTimeout = ProbeTimeout
+	return redis.NewClient(&probe)
 }
