@@ -133,6 +133,16 @@ if [[ -f $PIDFILE ]]; then
 	declare -a left_sim=() left_ren=() left_redis=() left_tail=()
 	while read -r pid name; do
 		cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || continue
+		# A child listed just before the run was SIGKILLed may not have
+		# exec'd its program yet: it is still the run's subshell (run.sh)
+		# or setsid. Given up to 2 s to become what it was started as,
+		# it is then known; until 7 Dec 2026 it was passed over and ran on
+		# (a CI run of TestMakeRunAfterKilledRunRelative left gamesim so).
+		for ((i = 0; i < 20; i++)); do
+			[[ $name != run.sh && ($cmdline == *run.sh* || $cmdline == "setsid "*) ]] || break
+			sleep 0.1
+			cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || continue 2
+		done
 		cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
 		case $name in
 		run.sh) # the run itself: alive, it is no leftover but a run to stop first

@@ -131,6 +131,45 @@ func runAfterKilledRun(t *testing.T, relative bool) {
 	}
 	<-first.exited
 
+	// A child the run listed just before its SIGKILL, and that has not
+	// exec'd its program yet (it is still the run's subshell): planted
+	// here as a script named run.sh that becomes gamesim (its argv) a
+	// second later. Until 7 Dec 2026 the next run passed it over, and it
+	// ran on (a CI run under load left the real gamesim so).
+	root := filepath.Join(filepath.Dir(file), "..")
+	slow := filepath.Join(t.TempDir(), "run.sh")
+	absBin := binDir // as run.sh has it: absolute, its links resolved
+	if relative {
+		absBin = filepath.Join(root, binDir)
+	}
+	if absBin, err = filepath.EvalSymlinks(absBin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(slow, []byte("sleep 1\nexec -a '"+absBin+"/gamesim' sleep 120\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	late := exec.Command("bash", slow)
+	late.Dir = root
+	late.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := late.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = late.Wait() }()
+	t.Cleanup(func() { _ = late.Process.Kill() })
+	listed := filepath.Join(varDir, "run.pids")
+	if relative {
+		listed = filepath.Join(root, listed)
+	}
+	pidfile, err := os.OpenFile(listed, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pidfile.WriteString(strconv.Itoa(late.Process.Pid) + " gamesim\n"); err != nil {
+		t.Fatal(err)
+	}
+	pidfile.Close()
+	pids[late.Process.Pid] = "gamesim caught before its exec"
+
 	second := start("second", "0")
 	if !strings.Contains(second.output(), "stopping processes left over from an earlier run") {
 		t.Errorf("the second run did not stop what the first one left")
