@@ -888,8 +888,20 @@
       if (!reloading) setState('reconnecting');
     });
     // A network that comes back may have left the socket dead without a
-    // word (a phone that lost its signal): it is checked as on a wake.
-    window.addEventListener('online', wake);
+    // word (a phone that lost its signal): it is checked as on a wake. A
+    // socket still opening was tried while the network was gone: its
+    // handshake may hang on the dead link until OPEN_WITHIN, or its failure
+    // be on its way, and the backoff after it kept the page away from the
+    // network that is back. It is let go, and wake connects at once; until
+    // 7 Dec 2026 the page waited for it, then said "reconnecting"
+    // (TestBrowserOnlineDropsOpeningTry).
+    window.addEventListener('online', function () {
+      if (!reloading && ws && isSocket(ws) && ws.readyState === WebSocket.CONNECTING) {
+        stopProbe();
+        release();
+      }
+      wake();
+    });
     // The browser says its network went: the page says so at once, even
     // if its socket still reads as open (nothing told either end; the
     // socket would notice only when a write times out, minutes later).

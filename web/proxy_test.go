@@ -29,6 +29,24 @@ type proxy struct {
 	// asked).
 	down  atomic.Bool
 	asked []string
+
+	// hang holds every new connection open, unanswered and unrelayed,
+	// until the browser or the test ends it, as a dead network link does
+	// (the request goes out, nothing comes back); hung counts those held
+	// now.
+	hang atomic.Bool
+	hung atomic.Int64
+}
+
+// hold reads c until the browser closes it, answering nothing.
+func (p *proxy) hold(c net.Conn) {
+	p.hung.Add(1)
+	defer p.hung.Add(-1)
+	p.mu.Lock()
+	p.all = append(p.all, c)
+	p.mu.Unlock()
+	io.Copy(io.Discard, c)
+	c.Close()
 }
 
 // refuse reads the request line of c and closes it.
@@ -76,6 +94,11 @@ func mustStartProxy(tb testing.TB, to string) *proxy {
 			}
 			if p.down.Load() {
 				go p.refuse(c)
+				continue
+			}
+			if p.hang.Load() {
+				// Not waited for: the cleanup closes c with the others.
+				go p.hold(c)
 				continue
 			}
 			wg.Add(1)

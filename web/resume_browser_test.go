@@ -241,3 +241,55 @@ func TestBrowserBackForwardCacheState(t *testing.T) {
 	})
 	b.noProblems()
 }
+
+// saysOnline has the browser say its network went (on false) or came back,
+// with navigator.onLine and its offline and online events, while requests
+// still go out: with the test proxy's hang, as on a link that died, they
+// go nowhere.
+func (b *browser) saysOnline(on bool) {
+	b.tb.Helper()
+	if _, err := chromedp.Call(b.ctx, network.Enable, network.EnableParams{}); err != nil {
+		b.tb.Fatal(err)
+	}
+	if _, err := chromedp.Call(b.ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: !on, DownloadThroughput: -1, UploadThroughput: -1}); err != nil {
+		b.tb.Fatal(err)
+	}
+}
+
+// The network comes back while the page's try, made while it was gone, is
+// still opening (its handshake went out on a dead link and hangs): the page
+// lets that try go and connects at once, and says "live" next, after
+// "offline". It left the try to hang until OPEN_WITHIN (10 s), then said
+// "reconnecting" and waited out a backoff, with the network back all along;
+// under Chromium's offline emulation, where a try fails at once, the same
+// happened whenever the 'online' event came while a try's failure was on
+// its way (TestBrowserConnStateSaidOnce failed so, rarely).
+func TestBrowserOnlineDropsOpeningTry(t *testing.T) {
+	e := MustOpenEnv(t, nil)
+	e.upsert(e.gen("g1").chats(t, 2)...)
+	px := mustStartProxy(t, e.srv.Addr())
+	b := mustOpenBrowser(t)
+	b.do(chromedp.Navigate(px.url("/games/g1")))
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	b.do(chromedp.Evaluate[chromedp.Void](connSaid))
+
+	// The network goes, and the socket with it; the page's next try hangs.
+	b.saysOnline(false)
+	b.until("offline", `document.querySelector('#conn').dataset.state === 'offline'`)
+	px.hang.Store(true)
+	px.closeAll()
+	waitFor(t, 10*time.Second, "the page's try to hang", func() bool { return px.hung.Load() >= 1 })
+	if v := b.eval(`[document.querySelector('#conn').dataset.state]`); v[0] != "offline" {
+		t.Fatalf("while the try hangs the page says %q, want offline", v[0])
+	}
+
+	// The network is back; the try made before stays lost.
+	px.hang.Store(false)
+	b.saysOnline(true)
+	b.until("live", `document.querySelector('#conn').dataset.state === 'live'`)
+	if got, want := b.eval(`window.__connSaid`), []string{"offline", "live"}; !eq(got, want) {
+		t.Fatalf("said %q, want %q: the network came back, the page connected at once", got, want)
+	}
+	waitFor(t, 5*time.Second, "the hung try let go", func() bool { return px.hung.Load() == 0 })
+	b.noProblems()
+}
