@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codemojex/feed/internal/redisacl"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/redisacl"
 )
 
 // serverError reports whether err is a reply from the server (WRONGTYPE,

@@ -1,9 +1,9 @@
 // Package redisacl tells the server's ACL refusal of a command apart from
 // other errors, and the rule it asks for, in the words of the servers the
-// feed runs on. It is shared
-// by internal/redisconn, which says what to grant, and the feed, which
-// waits a refusal out instead of blaming the stream; it depends on
-// neither (docs/operations.md, "A Redis with ACL users").
+// feed runs on. It is shared by internal/redisconn, which says what to
+// grant, and the feed, which waits a refusal out instead of blaming the
+// stream; it depends on neither (docs/operations.md, "A Redis with ACL
+// users").
 package redisacl
 
 import "strings"

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/codemojex/feed/internal/redisacl"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/codemojex/feed/internal/redisacl"
 )
 
 // NoPerm reports whether err is the server's refusal of a command by its

@@ -144,11 +144,13 @@ func tlsMismatch(err error, useTLS bool) string {
 // the probe of a single node and of the Sentinels say it; nil when the
 // error says nothing of TLS (a server down or slow at start).
 func tlsRefusal(ctx context.Context, addr string, err error, useTLS bool) error {
-	switch {
-	case Ended(ctx) != nil:
+	if Ended(ctx) != nil {
 		return nil
-	case tlsMismatch(err, useTLS) != "":
-		return fmt.Errorf("%w (%s)", err, tlsMismatch(err, useTLS))
+	}
+	if m := tlsMismatch(err, useTLS); m != "" {
+		return fmt.Errorf("%w (%s)", err, m)
+	}
+	switch {
 	case !useTLS && dropped(err) && speaksTLS(ctx, addr):
 		return fmt.Errorf("%w (the port speaks TLS: use rediss://)", err)
 	case useTLS && timedOut(err) && speaksPlain(ctx, addr):
