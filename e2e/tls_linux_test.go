@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -83,6 +84,17 @@ func TestTLS(t *testing.T) {
 	ca := redistest.NewCA(t)
 	srv := redistest.MustStartTLS(t, ca)
 	tlsFeed(t, ca, srv.Client(t), srv.URL(), srv.URL())
+}
+
+// TestTLSMutual: the feed runs on a Redis that asks every client for a
+// certificate (tls-auth-clients yes, Redis's default once TLS is on):
+// each binary presents the one its URL's cert= and key= name.
+func TestTLSMutual(t *testing.T) {
+	ca := redistest.NewCA(t)
+	srv := redistest.MustStart(t, redistest.Options{TLS: ca.TLSFiles(t, "yes")})
+	client := ca.TLSFiles(t, "yes")
+	u := srv.URL() + "?cert=" + url.QueryEscape(client.CertFile) + "&key=" + url.QueryEscape(client.KeyFile)
+	tlsFeed(t, ca, srv.Client(t), u, u)
 }
 
 // TestTLSCluster: the feed runs on a Redis Cluster of 3 TLS masters (bus

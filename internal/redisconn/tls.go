@@ -106,8 +106,9 @@ func checkCluster(ctx context.Context, cc *redis.ClusterClient, rawURL string) e
 // tlsMismatch returns what an error of the cluster probe says about TLS,
 // "" when it says nothing: the server's certificate not trusted, or not
 // for the host; a plain-text port asked for TLS; a server that wants a
-// client certificate. (A TLS port spoken to in plain text only drops the
-// connection: speaksTLS tells it.) None of these passes by itself, so
+// client certificate, or refuses the URL's (cert= and key=, clientCert).
+// (A TLS port spoken to in plain text only drops the connection:
+// speaksTLS tells it.) None of these passes by itself, so
 // Open fails with them, where a server that does not answer gives a
 // single-node client that tries again (Open). Until 7 Dec 2026 they gave
 // that client too, whose calls then failed with the bare error, and the
@@ -132,12 +133,23 @@ func tlsMismatch(err error, useTLS bool) string {
 		return "the server's certificate did not verify: " + trust
 	case errors.As(err, &record):
 		return plainPort
-	case useTLS && strings.Contains(err.Error(), "remote error: tls: certificate required"),
-		useTLS && strings.Contains(err.Error(), "remote error: tls: bad certificate"):
-		return "the server asks for a client certificate (tls-auth-clients yes), which the feed's binaries do not present: mutual TLS is not supported"
+	case !useTLS:
+		// The TLS alerts below are a TLS handshake's.
+	case strings.Contains(err.Error(), "remote error: tls: certificate required"):
+		return "the server asks for a client certificate (tls-auth-clients yes): name one in the URL, cert=FILE&key=FILE; " + mutual
+	case strings.Contains(err.Error(), "remote error: tls: expired certificate"):
+		return "the server finds the URL's client certificate (cert=) expired: renew it; " + mutual
+	case strings.Contains(err.Error(), "remote error: tls: unknown certificate authority"),
+		strings.Contains(err.Error(), "remote error: tls: bad certificate"),
+		strings.Contains(err.Error(), "remote error: tls: unsupported certificate"):
+		return "the server refuses the URL's client certificate (cert=): its CA must be in the server's tls-ca-cert-file, and it must allow client authentication; " + mutual
 	}
 	return ""
 }
+
+// mutual is where the hints of a refused client certificate send an
+// operator.
+const mutual = "see docs/operations.md, \"Redis over TLS\""
 
 // tlsRefusal returns why TLS cannot work with the server at addr, given
 // the error of a call to it (with TLS when useTLS), with what to do, as

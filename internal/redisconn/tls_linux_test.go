@@ -142,7 +142,7 @@ func TestOpenTLSRefused(t *testing.T) {
 		{"redis:// cluster URL of a TLS port", "redis://" + untrusted.Addr + "?addr=" + untrusted.Addr,
 			[]string{"speaks TLS", "use rediss://"}},
 		{"client certificate required", mutual.URL(),
-			[]string{"certificate required", "mutual TLS is not supported"}},
+			[]string{"certificate required", "name one in the URL, cert=FILE&key=FILE"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) { wantOpenRefused(t, tt.url, tt.want...) })
 	}
