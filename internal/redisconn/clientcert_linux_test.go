@@ -2,6 +2,7 @@ package redisconn_test
 
 import (
 	"context"
+	"crypto/x509"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -75,7 +76,8 @@ func TestOpenMutualTLS(t *testing.T) {
 // Check (what can be known without a server) or Open, at once, saying
 // why: cert= on a URL without TLS, one of cert= and key= without the
 // other, a file that is not there, a certificate and a key that are not
-// a pair, and a certificate the server does not trust.
+// a pair; and a certificate the server refuses: of a CA it does not
+// trust, expired, or for servers only (a server's certificate reused).
 func TestOpenClientCertRefused(t *testing.T) {
 	ca := redistest.TrustedCA(t)
 	srv := redistest.MustStart(t, redistest.Options{TLS: ca.TLSFiles(t, "yes")})
@@ -114,11 +116,24 @@ func TestOpenClientCertRefused(t *testing.T) {
 			wantOpenRefused(t, tt.url, tt.want...)
 		})
 	}
-	t.Run("certificate of a CA the server does not trust", func(t *testing.T) {
-		stranger := redistest.NewCA(t).TLSFiles(t, "yes")
-		wantOpenRefused(t, withCert(srv.URL(), stranger),
-			"unknown certificate authority", "refuses the URL's client certificate", "tls-ca-cert-file")
-	})
+	// What only the server can tell: each refusal names the certificate
+	// and what is wrong with it.
+	for _, tt := range []struct {
+		name  string
+		files *redistest.TLSFiles
+		want  []string
+	}{
+		{"certificate of a CA the server does not trust", redistest.NewCA(t).TLSFiles(t, "yes"),
+			[]string{"unknown certificate authority", "refuses the URL's client certificate", "tls-ca-cert-file"}},
+		{"expired certificate", ca.ClientFiles(t, func(c *x509.Certificate) {
+			c.NotBefore, c.NotAfter = time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour)
+		}), []string{"expired certificate", "client certificate (cert=) expired: renew it"}},
+		{"certificate for servers only", ca.ClientFiles(t, func(c *x509.Certificate) {
+			c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		}), []string{"unsupported certificate", "refuses the URL's client certificate", "client authentication"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) { wantOpenRefused(t, withCert(srv.URL(), tt.files), tt.want...) })
+	}
 }
 
 // TestClientCertRenewed: the client certificate's files are read again

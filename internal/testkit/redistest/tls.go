@@ -73,6 +73,19 @@ func (ca *CA) TLSFilesFor(tb testing.TB, auth string, hosts ...string) *TLSFiles
 	return &TLSFiles{CertFile: certFile, KeyFile: keyFile, CAFile: ca.File, AuthClients: auth}
 }
 
+// ClientFiles issues a client certificate signed by ca, made otherwise by
+// mod (a validity that has ended, an extended key usage without client
+// authentication), and returns its files, CAFile set. A server's own
+// certificate is TLSFiles'.
+func (ca *CA) ClientFiles(tb testing.TB, mod func(*x509.Certificate)) *TLSFiles {
+	tb.Helper()
+	certFile, keyFile, err := ca.issueWith(tb.TempDir(), mod, "127.0.0.1")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &TLSFiles{CertFile: certFile, KeyFile: keyFile, CAFile: ca.File}
+}
+
 // MustStartTLS starts a server that speaks TLS only (no plain-text port)
 // with a certificate of ca, clients not asked for theirs, as MustStart
 // does; its URL is rediss://. Options.TLS, when given, wins.
@@ -120,6 +133,12 @@ func newCA(dir, name string) (*CA, error) {
 // issue writes a certificate signed by ca for hosts (IP addresses or DNS
 // names), and its key, to dir.
 func (ca *CA) issue(dir string, hosts ...string) (certFile, keyFile string, err error) {
+	return ca.issueWith(dir, nil, hosts...)
+}
+
+// issueWith is issue with the certificate's template changed by mod
+// (when not nil) before it is signed.
+func (ca *CA) issueWith(dir string, mod func(*x509.Certificate), hosts ...string) (certFile, keyFile string, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", "", fmt.Errorf("redistest: certificate: %w", err)
@@ -140,6 +159,9 @@ func (ca *CA) issue(dir string, hosts ...string) (certFile, keyFile string, err 
 		} else {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
+	}
+	if mod != nil {
+		mod(tmpl)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
