@@ -16,6 +16,11 @@ import (
 	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
+// certQuery is the parameters that name a client certificate.
+func certQuery(cert, key string) string {
+	return "cert=" + url.QueryEscape(cert) + "&key=" + url.QueryEscape(key)
+}
+
 // withCert adds a client certificate to a URL: cert= and key=, after the
 // URL's own parameters.
 func withCert(rawURL string, f *redistest.TLSFiles) string {
@@ -23,7 +28,7 @@ func withCert(rawURL string, f *redistest.TLSFiles) string {
 	if strings.Contains(rawURL, "?") {
 		sep = "&"
 	}
-	return rawURL + sep + "cert=" + url.QueryEscape(f.CertFile) + "&key=" + url.QueryEscape(f.KeyFile)
+	return rawURL + sep + certQuery(f.CertFile, f.KeyFile)
 }
 
 // TestOpenMutualTLS: every form of a rediss:// URL presents the client
@@ -82,25 +87,22 @@ func TestOpenClientCertRefused(t *testing.T) {
 	ca := redistest.TrustedCA(t)
 	srv := redistest.MustStart(t, redistest.Options{TLS: ca.TLSFiles(t, "yes")})
 	own, other := ca.TLSFiles(t, "yes"), ca.TLSFiles(t, "yes")
-	q := func(cert, key string) string {
-		return "cert=" + url.QueryEscape(cert) + "&key=" + url.QueryEscape(key)
-	}
 	for _, tt := range []struct {
 		name string
 		url  string
 		want []string
 	}{
-		{"cert= without TLS", "redis://" + srv.Addr + "/0?" + q(own.CertFile, own.KeyFile),
+		{"cert= without TLS", "redis://" + srv.Addr + "/0?" + certQuery(own.CertFile, own.KeyFile),
 			[]string{"need a rediss:// URL"}},
 		{"cert= without key=", srv.URL() + "?cert=" + url.QueryEscape(own.CertFile),
 			[]string{"needs both cert=FILE and key=FILE"}},
 		{"key= without cert=", srv.URL() + "?key=" + url.QueryEscape(own.KeyFile),
 			[]string{"needs both cert=FILE and key=FILE"}},
-		{"no such file", srv.URL() + "?" + q(filepath.Join(t.TempDir(), "none.pem"), own.KeyFile),
+		{"no such file", srv.URL() + "?" + certQuery(filepath.Join(t.TempDir(), "none.pem"), own.KeyFile),
 			[]string{"none.pem", "no such file"}},
-		{"not a pair", srv.URL() + "?" + q(own.CertFile, other.KeyFile),
+		{"not a pair", srv.URL() + "?" + certQuery(own.CertFile, other.KeyFile),
 			[]string{"private key does not match public key"}},
-		{"cluster URL, not a pair", "rediss://" + srv.Addr + "?addr=" + srv.Addr + "&" + q(own.CertFile, other.KeyFile),
+		{"cluster URL, not a pair", "rediss://" + srv.Addr + "?addr=" + srv.Addr + "&" + certQuery(own.CertFile, other.KeyFile),
 			[]string{"private key does not match public key"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
