@@ -39,14 +39,14 @@ func tlsRun(tb testing.TB, env []string, bin string, args ...string) (string, er
 	return string(out), err
 }
 
-// tlsFeed runs the real programs over TLS, each trusting the test's CA
-// through SSL_CERT_FILE as an operator's would: gamesim writes games
+// tlsFeed runs the real programs over TLS, with env added to the test's
+// own (SSL_CERT_FILE, ca.Env(), to trust the test's CA as an operator's
+// would; nothing when the URLs name it with cacert=): gamesim writes games
 // through writeURL, a renderer reads them through readURL, stores every
 // well-formed entry and serves it, and feedctl status, through writeURL,
 // reports the games.
-func tlsFeed(t *testing.T, ca *redistest.CA, rdb redis.UniversalClient, readURL, writeURL string) {
+func tlsFeed(t *testing.T, env []string, rdb redis.UniversalClient, readURL, writeURL string) {
 	t.Helper()
-	env := []string{ca.Env()}
 	dbPath := filepath.Join(t.TempDir(), "feed.db")
 	_, addr := proctest.StartHTTP(t, "r1", "renderer", servingPath, 200, 20*time.Second, func(addr string) []string {
 		return []string{"-redis", readURL, "-db", dbPath, "-http", addr, "-group", "feed", "-consumer", "r1",
@@ -83,7 +83,7 @@ func tlsFeed(t *testing.T, ca *redistest.CA, rdb redis.UniversalClient, readURL,
 func TestTLS(t *testing.T) {
 	ca := redistest.NewCA(t)
 	srv := redistest.MustStartTLS(t, ca)
-	tlsFeed(t, ca, srv.Client(t), srv.URL(), srv.URL())
+	tlsFeed(t, []string{ca.Env()}, srv.Client(t), srv.URL(), srv.URL())
 }
 
 // TestTLSMutual: the feed runs on a Redis that asks every client for a
@@ -94,7 +94,18 @@ func TestTLSMutual(t *testing.T) {
 	srv := redistest.MustStart(t, redistest.Options{TLS: ca.TLSFiles(t, "yes")})
 	client := ca.TLSFiles(t, "yes")
 	u := srv.URL() + "?cert=" + url.QueryEscape(client.CertFile) + "&key=" + url.QueryEscape(client.KeyFile)
-	tlsFeed(t, ca, srv.Client(t), u, u)
+	tlsFeed(t, []string{ca.Env()}, srv.Client(t), u, u)
+}
+
+// TestTLSCACert: the feed runs on a Redis Cluster of TLS masters whose
+// CA only the URLs name, cacert= (since 7 Dec 2026): no binary trusts it
+// otherwise. The renderer is given a node's plain URL, gamesim and
+// feedctl the cluster URL.
+func TestTLSCACert(t *testing.T) {
+	ca := redistest.NewCA(t)
+	c := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1, Node: redistest.Options{TLS: ca.TLSFiles(t, "no")}})
+	cacert := "cacert=" + url.QueryEscape(ca.File)
+	tlsFeed(t, nil, c.Client(t), "rediss://"+c.Nodes[0].Addr+"?"+cacert, c.URL()+"&"+cacert)
 }
 
 // TestTLSCluster: the feed runs on a Redis Cluster of 3 TLS masters (bus
@@ -105,7 +116,7 @@ func TestTLSMutual(t *testing.T) {
 func TestTLSCluster(t *testing.T) {
 	ca := redistest.NewCA(t)
 	c := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1, Node: redistest.Options{TLS: ca.TLSFiles(t, "no")}})
-	tlsFeed(t, ca, c.Client(t), "rediss://"+c.Nodes[0].Addr, c.URL())
+	tlsFeed(t, []string{ca.Env()}, c.Client(t), "rediss://"+c.Nodes[0].Addr, c.URL())
 }
 
 // TestTLSTrustedByCertDir: a binary trusts a CA in a directory named by

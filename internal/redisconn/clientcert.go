@@ -3,7 +3,6 @@ package redisconn
 import (
 	"crypto/tls"
 	"fmt"
-	"net/url"
 	"sync"
 )
 
@@ -19,37 +18,6 @@ type clientCert struct {
 
 	mu   sync.Mutex
 	last *tls.Certificate
-}
-
-// splitClientCert takes the cert= and key= parameters out of rawURL and
-// returns the URL without them, which go-redis's parsers take (they refuse
-// a parameter they do not know), and the certificate they name, read once
-// here so that a missing file or a certificate and key that are not a pair
-// fail at once; nil when the URL names none. They need a rediss:// URL,
-// and each needs the other.
-func splitClientCert(rawURL string) (string, *clientCert, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return rawURL, nil, nil // the URL's parser says what is wrong with it
-	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil || !q.Has("cert") && !q.Has("key") {
-		return rawURL, nil, nil
-	}
-	c := &clientCert{certFile: q.Get("cert"), keyFile: q.Get("key")}
-	switch {
-	case u.Scheme != "rediss":
-		return "", nil, fmt.Errorf("redisconn: %s: cert= and key= are a TLS client certificate: they need a rediss:// URL", Redact(rawURL))
-	case c.certFile == "" || c.keyFile == "":
-		return "", nil, fmt.Errorf("redisconn: %s: a client certificate needs both cert=FILE and key=FILE (PEM)", Redact(rawURL))
-	}
-	if c.last, err = c.load(); err != nil {
-		return "", nil, fmt.Errorf("redisconn: %s: %w", Redact(rawURL), err)
-	}
-	q.Del("cert")
-	q.Del("key")
-	u.RawQuery = q.Encode()
-	return u.String(), c, nil
 }
 
 // load reads the certificate and key files.
@@ -75,12 +43,4 @@ func (c *clientCert) get(*tls.CertificateRequestInfo) (*tls.Certificate, error) 
 	}
 	c.last = pair
 	return pair, nil
-}
-
-// apply makes cfg present c, when both are there: cfg is nil only for a
-// URL without TLS, which splitClientCert refused with a certificate.
-func (c *clientCert) apply(cfg *tls.Config) {
-	if c != nil && cfg != nil {
-		cfg.GetClientCertificate = c.get
-	}
 }

@@ -24,11 +24,16 @@ func certQuery(cert, key string) string {
 // withCert adds a client certificate to a URL: cert= and key=, after the
 // URL's own parameters.
 func withCert(rawURL string, f *redistest.TLSFiles) string {
+	return withQuery(rawURL, certQuery(f.CertFile, f.KeyFile))
+}
+
+// withQuery adds parameters to a URL, after its own.
+func withQuery(rawURL, query string) string {
 	sep := "?"
 	if strings.Contains(rawURL, "?") {
 		sep = "&"
 	}
-	return rawURL + sep + certQuery(f.CertFile, f.KeyFile)
+	return rawURL + sep + query
 }
 
 // TestOpenMutualTLS: every form of a rediss:// URL presents the client

@@ -15,12 +15,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func openCluster(rawURL string, cert *clientCert) (*redis.ClusterClient, error) {
+func openCluster(rawURL string, files *tlsFiles) (*redis.ClusterClient, error) {
 	opt, err := parseCluster(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
 	}
-	cert.apply(opt.TLSConfig)
+	files.apply(opt.TLSConfig)
 	opt.ContextTimeoutEnabled = true
 	opt.DisableIdentity = true
 	if u, _ := url.Parse(rawURL); !u.Query().Has("pool_size") {

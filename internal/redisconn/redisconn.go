@@ -64,11 +64,13 @@ const minPoolSize = 16
 //
 // Over TLS (rediss://) the server's certificate is verified against the
 // system's CA pool, which SSL_CERT_FILE and SSL_CERT_DIR extend on Linux
-// (docs/operations.md, "Redis over TLS"). The URL's cert= and key= (PEM
-// files, as redis-cli's --cert and --key) name the client certificate of
-// every form, for a server that asks for one (mutual TLS; since 7 Dec
-// 2026): they are taken out of the URL before go-redis parses it, and read
-// again at each new connection (clientCert). A probe that finds TLS cannot
+// (docs/operations.md, "Redis over TLS"), or, when the URL names one with
+// cacert= (a PEM file, as redis-cli's --cacert; since 7 Dec 2026), against
+// that CA alone, read once by Open. The URL's cert= and key= (PEM files,
+// as redis-cli's --cert and --key) name the client certificate of every
+// form, for a server that asks for one (mutual TLS; since 7 Dec 2026),
+// read again at each new connection (clientCert). These parameters are
+// taken out of the URL before go-redis parses it (tlsFiles). A probe that finds TLS cannot
 // work, for a plain URL or a rediss:// cluster URL (a certificate not
 // trusted or not for the host, a plain-text port, a TLS port spoken to in
 // plain text, a server that wants a client certificate), fails Open with
@@ -97,7 +99,7 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 	if err := checkForm(rawURL); err != nil {
 		return nil, err
 	}
-	rawURL, cert, err := splitClientCert(rawURL)
+	rawURL, files, err := splitTLSFiles(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -106,10 +108,10 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
 	}
 	if isSentinel(u) {
-		return openSentinel(ctx, rawURL, u, cert)
+		return openSentinel(ctx, rawURL, u, files)
 	}
 	if u.Query().Has("addr") {
-		cc, err := openCluster(rawURL, cert)
+		cc, err := openCluster(rawURL, files)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +130,7 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 	if !u.Query().Has("pool_size") {
 		opt.PoolSize = poolSize()
 	}
-	cert.apply(opt.TLSConfig)
+	files.apply(opt.TLSConfig)
 	cluster := false
 	if opt.Network == "tcp" {
 		if cluster, err = isCluster(ctx, opt); err != nil {
@@ -152,7 +154,7 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 		if opt.DB != 0 {
 			return nil, fmt.Errorf("redisconn: %s is a cluster node, which has only database 0 (the URL names %d)", opt.Addr, opt.DB)
 		}
-		return openCluster(rawURL, cert)
+		return openCluster(rawURL, files)
 	}
 	if err := checkDB(ctx, opt); err != nil {
 		return nil, fmt.Errorf("redisconn: %s: %w", Redact(rawURL), err)
@@ -190,7 +192,7 @@ func Check(rawURL string) error {
 	if err := checkForm(rawURL); err != nil {
 		return err
 	}
-	rawURL, _, err := splitClientCert(rawURL)
+	rawURL, _, err := splitTLSFiles(rawURL)
 	if err != nil {
 		return err
 	}

@@ -55,12 +55,12 @@ func parseSentinel(rawURL string, u *url.URL) (*redis.FailoverOptions, error) {
 // dials, and drops its connections to the old master when they announce
 // a new one (+switch-master). Before it returns, it asks the Sentinels
 // for the master within ctx and ProbeTimeout (probeSentinels).
-func openSentinel(ctx context.Context, rawURL string, u *url.URL, cert *clientCert) (*redis.Client, error) {
+func openSentinel(ctx context.Context, rawURL string, u *url.URL, files *tlsFiles) (*redis.Client, error) {
 	opt, err := parseSentinel(rawURL, u)
 	if err != nil {
 		return nil, err
 	}
-	cert.apply(opt.TLSConfig)
+	files.apply(opt.TLSConfig)
 	opt.ContextTimeoutEnabled = true
 	opt.DisableIdentity = true // as Open's other clients: no +client|setinfo (acl.go)
 	if !u.Query().Has("pool_size") {

@@ -106,7 +106,7 @@ func checkCluster(ctx context.Context, cc *redis.ClusterClient, rawURL string) e
 // tlsMismatch returns what an error of the cluster probe says about TLS,
 // "" when it says nothing: the server's certificate not trusted, or not
 // for the host; a plain-text port asked for TLS; a server that wants a
-// client certificate, or refuses the URL's (cert= and key=, clientCert).
+// client certificate, or refuses the URL's (cert= and key=, tlsFiles).
 // (A TLS port spoken to in plain text only drops the connection:
 // speaksTLS tells it.) None of these passes by itself, so
 // Open fails with them, where a server that does not answer gives a
@@ -114,7 +114,7 @@ func checkCluster(ctx context.Context, cc *redis.ClusterClient, rawURL string) e
 // that client too, whose calls then failed with the bare error, and the
 // renderer started and stayed not ready.
 func tlsMismatch(err error, useTLS bool) string {
-	const trust = "trust its CA through SSL_CERT_FILE or SSL_CERT_DIR; see docs/operations.md, \"Redis over TLS\""
+	const trust = "name its CA in the URL, cacert=FILE (in place of the system's CAs), or trust it through SSL_CERT_FILE or SSL_CERT_DIR; see docs/operations.md, \"Redis over TLS\""
 	var (
 		unknown  x509.UnknownAuthorityError
 		hostname x509.HostnameError
@@ -124,7 +124,7 @@ func tlsMismatch(err error, useTLS bool) string {
 	)
 	switch {
 	case errors.As(err, &unknown):
-		return "the server's certificate is signed by a CA this host does not trust: " + trust
+		return "the server's certificate is signed by a CA not trusted here: " + trust
 	case errors.As(err, &hostname):
 		return "the server's certificate is not for the host of the URL"
 	case errors.As(err, &invalid):
