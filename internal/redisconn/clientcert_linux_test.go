@@ -27,6 +27,22 @@ func withCert(rawURL string, f *redistest.TLSFiles) string {
 	return withQuery(rawURL, certQuery(f.CertFile, f.KeyFile))
 }
 
+// wantRefusedAtOnce checks that Check refuses url, before anything is
+// dialled, and Open too, each saying every one of want.
+func wantRefusedAtOnce(t *testing.T, url string, want ...string) {
+	t.Helper()
+	err := redisconn.Check(url)
+	if err == nil {
+		t.Fatalf("Check(%q) = nil, want an error", url)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("Check(%q) = %v, want it to say %q", url, err, w)
+		}
+	}
+	wantOpenRefused(t, url, want...)
+}
+
 // withQuery adds parameters to a URL, after its own.
 func withQuery(rawURL, query string) string {
 	sep := "?"
@@ -110,18 +126,7 @@ func TestOpenClientCertRefused(t *testing.T) {
 		{"cluster URL, not a pair", "rediss://" + srv.Addr + "?addr=" + srv.Addr + "&" + certQuery(own.CertFile, other.KeyFile),
 			[]string{"private key does not match public key"}},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			err := redisconn.Check(tt.url)
-			if err == nil {
-				t.Fatalf("Check(%q) = nil, want an error", tt.url)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Check(%q) = %v, want it to say %q", tt.url, err, w)
-				}
-			}
-			wantOpenRefused(t, tt.url, tt.want...)
-		})
+		t.Run(tt.name, func(t *testing.T) { wantRefusedAtOnce(t, tt.url, tt.want...) })
 	}
 	// What only the server can tell: each refusal names the certificate
 	// and what is wrong with it.
