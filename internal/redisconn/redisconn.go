@@ -70,11 +70,11 @@ const minPoolSize = 16
 // as redis-cli's --cert and --key) name the client certificate of every
 // form, for a server that asks for one (mutual TLS; since 7 Dec 2026),
 // read again at each new connection (clientCert). These parameters are
-// taken out of the URL before go-redis parses it (tlsFiles). A probe that finds TLS cannot
-// work, for a plain URL or a rediss:// cluster URL (a certificate not
-// trusted or not for the host, a plain-text port, a TLS port spoken to in
-// plain text, a server that wants a client certificate), fails Open with
-// an error that says so, since 7 Dec 2026.
+// taken out of the URL before go-redis parses it (tlsFiles). A probe that
+// finds TLS cannot work, for a plain URL or a rediss:// cluster URL (a
+// certificate not trusted or not for the host, a plain-text port, a TLS
+// port spoken to in plain text, a server that wants a client
+// certificate), fails Open with an error that says so, since 7 Dec 2026.
 //
 // The client always has ContextTimeoutEnabled set. Without it go-redis
 // ignores context deadlines on reads and writes, and a Redis that stops
