@@ -43,6 +43,18 @@ func wantRefusedAtOnce(t *testing.T, url string, want ...string) {
 	wantOpenRefused(t, url, want...)
 }
 
+// pingAnew drops every connection of the server but admin's (CLIENT
+// KILL), so that rdb's PING dials anew, and returns the PING's error.
+func pingAnew(t *testing.T, admin, rdb redis.UniversalClient) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := admin.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rdb.Ping(ctx).Err()
+}
+
 // withQuery adds parameters to a URL, after its own.
 func withQuery(rawURL, query string) string {
 	sep := "?"
@@ -177,17 +189,7 @@ func TestClientCertRenewed(t *testing.T) {
 	}
 	defer rdb.Close()
 	admin := srv.Client(t)
-	// ping drops every connection of rdb first (CLIENT KILL), so that
-	// its PING dials anew.
-	ping := func() error {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := admin.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
-			t.Fatal(err)
-		}
-		return rdb.Ping(ctx).Err()
-	}
+	ping := func() error { t.Helper(); return pingAnew(t, admin, rdb) }
 	if err := ping(); err != nil {
 		t.Fatalf("PING with the first certificate: %v", err)
 	}

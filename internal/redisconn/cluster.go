@@ -20,7 +20,7 @@ func openCluster(rawURL string, files *tlsFiles) (*redis.ClusterClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
 	}
-	files.apply(opt.TLSConfig)
+	files.apply(opt.TLSConfig, &opt.Dialer, opt.DialTimeout)
 	opt.ContextTimeoutEnabled = true
 	opt.DisableIdentity = true
 	if u, _ := url.Parse(rawURL); !u.Query().Has("pool_size") {

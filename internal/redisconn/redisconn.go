@@ -66,7 +66,7 @@ const minPoolSize = 16
 // system's CA pool, which SSL_CERT_FILE and SSL_CERT_DIR extend on Linux
 // (docs/operations.md, "Redis over TLS"), or, when the URL names one with
 // cacert= (a PEM file, as redis-cli's --cacert; since 7 Dec 2026), against
-// that CA alone, read once by Open. The URL's cert= and key= (PEM files,
+// that CA alone, read again at each new connection (caCert). The URL's cert= and key= (PEM files,
 // as redis-cli's --cert and --key) name the client certificate of every
 // form, for a server that asks for one (mutual TLS; since 7 Dec 2026),
 // read again at each new connection (clientCert). These parameters are
@@ -130,7 +130,7 @@ func OpenContext(ctx context.Context, rawURL string) (redis.UniversalClient, err
 	if !u.Query().Has("pool_size") {
 		opt.PoolSize = poolSize()
 	}
-	files.apply(opt.TLSConfig)
+	files.apply(opt.TLSConfig, &opt.Dialer, opt.DialTimeout)
 	cluster := false
 	if opt.Network == "tcp" {
 		if cluster, err = isCluster(ctx, opt); err != nil {

@@ -60,7 +60,7 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL, files *tlsFile
 	if err != nil {
 		return nil, err
 	}
-	files.apply(opt.TLSConfig)
+	files.apply(opt.TLSConfig, &opt.Dialer, opt.DialTimeout)
 	opt.ContextTimeoutEnabled = true
 	opt.DisableIdentity = true // as Open's other clients: no +client|setinfo (acl.go)
 	if !u.Query().Has("pool_size") {

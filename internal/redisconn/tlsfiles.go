@@ -1,23 +1,56 @@
 package redisconn
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
+	"time"
 )
 
 // tlsFiles is what the files a URL names add to its TLS, in every form
 // (single node, cluster, Sentinel), named as redis-cli names them:
 // cacert= the CA that the servers' certificates must chain to, in place
-// of the system's pool; cert= and key= the client certificate (mutual
-// TLS, clientCert).
+// of the system's pool (caCert); cert= and key= the client certificate
+// (mutual TLS, clientCert).
 type tlsFiles struct {
-	caFile string
-	roots  *x509.CertPool // nil: the system's pool
-	cert   *clientCert    // nil: no client certificate
+	ca   *caCert     // nil: the system's pool
+	cert *clientCert // nil: no client certificate
+}
+
+// caCert is the CA file of a URL's cacert=. It is read again at every
+// new connection (dialer), so that a CA added to the file (a rotation) is
+// trusted without a restart; a file that holds no certificate then (a
+// rewrite half done) leaves the last CAs read in use.
+type caCert struct {
+	file string
+
+	mu   sync.Mutex
+	pem  []byte // the file as last taken
+	pool *x509.CertPool
+}
+
+// roots returns the CAs as the file holds them now, or the last ones read
+// when it holds none.
+func (c *caCert) roots() *x509.CertPool {
+	b, err := os.ReadFile(c.file)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil || bytes.Equal(b, c.pem) {
+		return c.pool
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return c.pool
+	}
+	c.pem, c.pool = b, pool
+	return pool
 }
 
 // splitTLSFiles takes the cacert=, cert= and key= parameters out of
@@ -44,11 +77,10 @@ func splitTLSFiles(rawURL string) (string, *tlsFiles, error) {
 	}
 	f := &tlsFiles{}
 	if q.Has("cacert") {
-		f.caFile = q.Get("cacert")
 		if skip, _ := strconv.ParseBool(q.Get("skip_verify")); skip {
 			return fail("cacert= names the CA to verify the server's certificate against, and skip_verify=true verifies nothing: leave one of them out")
 		}
-		if f.roots, err = loadCA(f.caFile); err != nil {
+		if f.ca, err = loadCA(q.Get("cacert")); err != nil {
 			return fail("%w", err)
 		}
 	}
@@ -70,7 +102,7 @@ func splitTLSFiles(rawURL string) (string, *tlsFiles, error) {
 }
 
 // loadCA reads a CA file: PEM, one certificate or several (a bundle).
-func loadCA(file string) (*x509.CertPool, error) {
+func loadCA(file string) (*caCert, error) {
 	if file == "" {
 		return nil, fmt.Errorf("cacert= is empty: name the CA's certificate file (PEM)")
 	}
@@ -82,20 +114,45 @@ func loadCA(file string) (*x509.CertPool, error) {
 	if !pool.AppendCertsFromPEM(b) {
 		return nil, fmt.Errorf("CA file cacert=%s holds no PEM certificate", file)
 	}
-	return pool, nil
+	return &caCert{file: file, pem: b, pool: pool}, nil
 }
 
 // apply makes cfg verify the servers against f's CA and present f's
-// client certificate, when each is there: cfg is nil only for a URL
-// without TLS, which splitTLSFiles refused with any of them.
-func (f *tlsFiles) apply(cfg *tls.Config) {
+// client certificate, when each is there (cfg is nil only for a URL
+// without TLS, which splitTLSFiles refused with any of them), and with a
+// CA sets *dial, the Dialer of go-redis's options (Options,
+// ClusterOptions, FailoverOptions: every node, Sentinel and master) whose
+// DialTimeout is timeout, to one that reads the CA file again (dialer).
+// cfg keeps the CAs read at start, for the probes' clients, which dial
+// with it.
+func (f *tlsFiles) apply(cfg *tls.Config, dial *func(context.Context, string, string) (net.Conn, error), timeout time.Duration) {
 	if f == nil || cfg == nil {
 		return
 	}
-	if f.roots != nil {
-		cfg.RootCAs = f.roots
+	if f.ca != nil {
+		cfg.RootCAs = f.ca.pool
+		*dial = f.dialer(cfg, timeout)
 	}
 	if f.cert != nil {
 		cfg.GetClientCertificate = f.cert.get
+	}
+}
+
+// keepAlive is go-redis's own dialers' TCP keep-alive (defaultKeepAliveConfig).
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+// dialer returns a go-redis Dialer that dials as go-redis's own does,
+// TLS with cfg, but with the CAs of the URL's cacert= as the file holds
+// them at that dial. timeout bounds the connection and its handshake
+// (DialTimeout; 0: go-redis's default of 5 s).
+func (f *tlsFiles) dialer(cfg *tls.Config, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c := cfg.Clone()
+		c.RootCAs = f.ca.roots()
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout, KeepAliveConfig: keepAlive}, Config: c}
+		return d.DialContext(ctx, network, addr)
 	}
 }
