@@ -66,10 +66,11 @@ const minPoolSize = 16
 // system's CA pool, which SSL_CERT_FILE and SSL_CERT_DIR extend on Linux
 // (docs/operations.md, "Redis over TLS"), or, when the URL names one with
 // cacert= (a PEM file, as redis-cli's --cacert; since 7 Dec 2026), against
-// that CA alone, read again at each new connection (caCert). The URL's cert= and key= (PEM files,
-// as redis-cli's --cert and --key) name the client certificate of every
-// form, for a server that asks for one (mutual TLS; since 7 Dec 2026),
-// read again at each new connection (clientCert). These parameters are
+// that CA alone, read again at each new connection (caCert). The URL's
+// cert= and key= (PEM files, as redis-cli's --cert and --key) name the
+// client certificate of every form, for a server that asks for one
+// (mutual TLS; since 7 Dec 2026), read again at each new connection
+// (clientCert). These parameters are
 // taken out of the URL before go-redis parses it (tlsFiles). A probe that
 // finds TLS cannot work, for a plain URL or a rediss:// cluster URL (a
 // certificate not trusted or not for the host, a plain-text port, a TLS

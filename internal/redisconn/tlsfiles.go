@@ -129,12 +129,12 @@ func (f *tlsFiles) apply(cfg *tls.Config, dial *func(context.Context, string, st
 	if f == nil || cfg == nil {
 		return
 	}
-	if f.ca != nil {
-		cfg.RootCAs = f.ca.pool
-		*dial = f.dialer(cfg, timeout)
-	}
 	if f.cert != nil {
 		cfg.GetClientCertificate = f.cert.get
+	}
+	if f.ca != nil {
+		cfg.RootCAs = f.ca.pool
+		*dial = f.dialer(cfg, timeout) // cfg complete: each dial clones it
 	}
 }
 
