@@ -63,6 +63,7 @@ func runClients(ctx context.Context, args []string) error {
 		rep := bench.ClientReport{Connected: *n, Frames: frames, Deliveries: sw.Deliveries()}
 		var derr error
 		rep.Dropped, derr = sw.Dropped()
+		rep.Lost = sw.Lost()
 		if derr != nil {
 			rep.DropErr = derr.Error()
 		}

@@ -82,6 +82,11 @@ func TestLatencyInProcess(t *testing.T) {
 			if len(res.RoundP99) != rounds {
 				t.Fatalf("p99 of %d rounds, want %d", len(res.RoundP99), rounds)
 			}
+			// Each round checks its six clients' line frames, backfills
+			// included.
+			if a := res.Audit; a.Clients != 6*rounds || !a.Kept() || a.Lines < res.Q.N {
+				t.Fatalf("the delivery contract: %s, for %d deliveries in %d rounds", a, res.Q.N, rounds)
+			}
 			for _, p := range res.RoundP99 {
 				if p <= 0 || p > res.Q.Max {
 					t.Errorf("a round's p99 %v is outside (0, the pooled max %v]", p, res.Q.Max)
@@ -109,6 +114,9 @@ func TestLatencyCompressed(t *testing.T) {
 	}
 	if z.Sent != 100 || z.Q.N != z.Expected || z.Dropped != 0 || len(res.RoundP99) != 1 {
 		t.Fatalf("compressing round: sent %d, %d of %d deliveries, %d dropped; plain rounds %d", z.Sent, z.Q.N, z.Expected, z.Dropped, len(res.RoundP99))
+	}
+	if a := z.Audit; a.Clients != 6 || !a.Kept() || a.Lines < z.Q.N {
+		t.Fatalf("compressing round: the delivery contract: %s, for %d deliveries", a, z.Q.N)
 	}
 	plain, packed := res.WirePerLine(), z.WirePerLine()
 	t.Logf("wire bytes per line: %.0f plain, %.0f compressing (engine %s)", plain, packed, bench.DefaultEngine())

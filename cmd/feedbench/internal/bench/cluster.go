@@ -39,6 +39,7 @@ type BackendResult struct {
 	Q        Quantiles     // XADD → websocket frame
 	Sent     int
 	Expected int
+	Audit    Audit // the clients' line frames against the delivery contract
 }
 
 // ClusterResult compares a 3-master Redis Cluster with a single node,
@@ -156,7 +157,8 @@ func latencyOn(ctx context.Context, cfg ClusterConfig, rdb redis.UniversalClient
 	br.Expected, _ = awaitDelivered(ctx, w, sw, clientsPerGame(len(games), cfg.Clients), "every line delivered")
 	lat, _ := Latencies(w, sw.Deliveries())
 	br.Q = Summarize(lat)
-	fmt.Fprintf(cfg.Log, "cluster: %s: %d lines, %d of %d deliveries: %s\n", br.Name, br.Sent, br.Q.N, br.Expected, br.Q)
+	br.Audit = auditDeliveries(w, cfg.Clients, sw.Lost(), sw.Deliveries())
+	fmt.Fprintf(cfg.Log, "cluster: %s: %d lines, %d of %d deliveries: %s; the delivery contract: %s\n", br.Name, br.Sent, br.Q.N, br.Expected, br.Q, br.Audit)
 	return nil
 }
 
@@ -198,5 +200,6 @@ func (r ClusterResult) Rows() []Row {
 			Value: fmt.Sprintf("p50 %s · p99 %s · max %s", ms(s.Q.P50), ms(s.Q.P99), ms(s.Q.Max))},
 		{Bench: "cluster", Metric: "deliveries received / expected: cluster; single node",
 			Value: fmt.Sprintf("%d / %d; %d / %d", k.Q.N, k.Expected, s.Q.N, s.Expected)},
+		auditRow("cluster", "the cluster's and the single node's rounds", k.Audit.plus(s.Audit)),
 	}
 }

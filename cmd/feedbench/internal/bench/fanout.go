@@ -24,6 +24,7 @@ type ClientReport struct {
 	Frames     int64
 	Deliveries []Delivery
 	Dropped    int
+	Lost       []int // the clients that lost their connection
 	DropErr    string
 }
 
@@ -90,6 +91,9 @@ type fanoutPhase struct {
 	Expected                int
 	ToAll                   Quantiles // per round: time until the last client had the line
 	Dropped                 int
+	// Audit is the clients' line frames checked against the delivery
+	// contract (a renderer's phases only: the baseline promises none).
+	Audit Audit
 }
 
 // Fanout runs one real renderer process and a separate client process
@@ -356,6 +360,10 @@ func (res *fanoutPhase) summarize(cfg FanoutConfig, w *Writer, rep ClientReport)
 	res.ToAll = Summarize(rounds)
 	fmt.Fprintf(cfg.Log, "fanout: RSS %d MiB idle → %d MiB with %d clients → %d MiB after %d rounds; %d of %d deliveries: %s; to all: %s\n",
 		res.RSSBefore>>20, res.RSSConnected>>20, cfg.Clients, res.RSSAfter>>20, cfg.Rounds, res.Q.N, res.Expected, res.Q, res.ToAll)
+	if w.pub == nil {
+		res.Audit = auditDeliveries(w, cfg.Clients, rep.Lost, rep.Deliveries)
+		fmt.Fprintf(cfg.Log, "fanout: the delivery contract: %s\n", res.Audit)
+	}
 	if rep.DropErr != "" {
 		fmt.Fprintf(cfg.Log, "fanout: %d clients dropped; first: %s\n", rep.Dropped, rep.DropErr)
 	}
@@ -380,6 +388,7 @@ func (r FanoutResult) Rows() []Row {
 			Value: fmt.Sprintf("p50 %s · max %s", ms(r.ToAll.P50), ms(r.ToAll.Max))},
 		{Bench: "fan-out", Metric: "deliveries received / expected (clients dropped)",
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
+		auditRow("fan-out", "the renderer's phases", r.contract()),
 	}
 	b := r.Base
 	if b == nil {
@@ -431,6 +440,17 @@ func (r FanoutResult) Rows() []Row {
 		)
 	}
 	return rows
+}
+
+// contract is the delivery audit of every renderer phase.
+func (r FanoutResult) contract() Audit {
+	a := r.Audit
+	for _, p := range []*fanoutPhase{r.Other, r.Streams} {
+		if p != nil {
+			a = a.plus(p.Audit)
+		}
+	}
+	return a
 }
 
 // pollEngineNames say what each poller engine is, for the table.

@@ -220,6 +220,9 @@ type latencyPhase struct {
 	Garbage garbage
 	// RoundP99 is the p99 of each round, in the order run.
 	RoundP99 []time.Duration
+	// Audit is the clients' line frames checked against the delivery
+	// contract (the renderer's rounds only: the baseline promises none).
+	Audit Audit
 
 	lat   []time.Duration // every delivery's latency
 	bytes int64           // payload bytes of the frames received
@@ -250,6 +253,7 @@ func (p *latencyPhase) add(o latencyPhase) {
 	p.RoundP99 = append(p.RoundP99, o.Q.P99)
 	p.Handoff, p.Reads, p.Commits = p.Handoff.plus(o.Handoff), p.Reads.plus(o.Reads), p.Commits.plus(o.Commits)
 	p.Garbage = p.Garbage.plus(o.Garbage)
+	p.Audit = p.Audit.plus(o.Audit)
 	p.Q = Summarize(p.lat)
 	if n := len(p.lat); n > 0 {
 		p.FramesPerLine = float64(p.Frames) / float64(n)
@@ -350,6 +354,10 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	res.Dropped, _ = sw.Dropped()
 	fmt.Fprintf(cfg.Log, "latency: %s: %d lines at %.0f/s, %d of %d deliveries, %.2f frames/line, %.0f B/line, %.2f cores: %s%s\n",
 		srv.URL(), sent, res.AchievedHz, res.Q.N, res.Expected, res.FramesPerLine, res.BytesPerLine, res.RendererCores, res.Q, res.roundNote())
+	if w.pub == nil {
+		res.Audit = auditDeliveries(w, cfg.Clients, sw.Lost(), sw.Deliveries())
+		fmt.Fprintf(cfg.Log, "latency: %s: the delivery contract: %s\n", srv.URL(), res.Audit)
+	}
 	return res, nil
 }
 

@@ -30,6 +30,7 @@ func (r LatencyResult) Rows() []Row {
 			Value: r.perCommit()},
 		{Bench: "latency", Metric: "deliveries received / expected (clients dropped)",
 			Value: fmt.Sprintf("%d / %d (%d dropped)", r.Q.N, r.Expected, r.Dropped)},
+		auditRow("latency", "the renderer's rounds"+r.compressedNote(), r.contract()),
 		{Bench: "latency", Metric: "websocket frames, their payload bytes, and the bytes read off the wire, received per line delivered (line + scoreboard state and board frames)",
 			Value: fmt.Sprintf("%.2f; %.0f B; %.0f B", r.FramesPerLine, r.BytesPerLine, r.WirePerLine())},
 		{Bench: "latency", Metric: "CPU while writing, in cores: renderer / feedbench (clients + writer) / redis-server",
@@ -68,6 +69,24 @@ func (r LatencyResult) Rows() []Row {
 			Target: "≤ 2× (baseline p99 the floor)", Met: verdict(b.Q.N > 0 && r.Q.P99 <= 2*b.Q.P99)},
 	)
 	return rows
+}
+
+// contract is the delivery audit of every renderer round, the
+// compressing clients' included.
+func (r LatencyResult) contract() Audit {
+	if r.Compressed == nil {
+		return r.Audit
+	}
+	return r.Audit.plus(r.Compressed.Audit)
+}
+
+// compressedNote names the compressing clients' round in the audit's row
+// when there was one.
+func (r LatencyResult) compressedNote() string {
+	if r.Compressed == nil {
+		return ""
+	}
+	return " (the compressing clients' included)"
 }
 
 // compressedRows are the figures of the round of compressing clients, set

@@ -35,33 +35,47 @@ func TestIdleVerdict(t *testing.T) {
 }
 
 // TestClusterVerdict checks that the cluster latency row is met only with
-// p99 ≤ 25 ms and every delivery received.
+// p99 ≤ 25 ms and every delivery received, and its delivery audit's row
+// only when some clients were checked and none saw a line missing,
+// doubled or out of order.
 func TestClusterVerdict(t *testing.T) {
+	clean := bench.Audit{Clients: 10, Lines: 100}
+	doubled := clean
+	doubled.Doubled, doubled.First = 1, "client 3 (g1) got evt_x (seq 7) twice"
 	tests := []struct {
 		name          string
 		p99           time.Duration
 		got, expected int
-		met           bool
+		audit, single bench.Audit // of the cluster's round and the single node's
+		met, kept     bool
 	}{
-		{"fast and complete", 20 * time.Millisecond, 10, 10, true},
-		{"at the target", 25 * time.Millisecond, 10, 10, true},
-		{"slow", 26 * time.Millisecond, 10, 10, false},
-		{"a delivery missing", 5 * time.Millisecond, 9, 10, false},
+		{"fast and complete", 20 * time.Millisecond, 10, 10, clean, clean, true, true},
+		{"at the target", 25 * time.Millisecond, 10, 10, clean, clean, true, true},
+		{"slow", 26 * time.Millisecond, 10, 10, clean, clean, false, true},
+		{"a delivery missing", 5 * time.Millisecond, 9, 10, clean, clean, false, true},
+		{"a line doubled", 5 * time.Millisecond, 10, 10, doubled, clean, true, false},
+		{"no client checked", 5 * time.Millisecond, 10, 10, bench.Audit{}, bench.Audit{}, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := bench.ClusterResult{
-				Single:  bench.BackendResult{Rate: 1000},
-				Cluster: bench.BackendResult{Rate: 900, Q: bench.Quantiles{N: tt.got, P99: tt.p99}, Expected: tt.expected},
+				Single:  bench.BackendResult{Rate: 1000, Audit: tt.single},
+				Cluster: bench.BackendResult{Rate: 900, Q: bench.Quantiles{N: tt.got, P99: tt.p99}, Expected: tt.expected, Audit: tt.audit},
 			}
-			var verdicts []bool
+			verdicts := map[string]bool{}
 			for _, row := range r.Rows() {
 				if row.Met != nil {
-					verdicts = append(verdicts, *row.Met)
+					verdicts[row.Target] = *row.Met
 				}
 			}
-			if len(verdicts) != 1 || verdicts[0] != tt.met {
-				t.Fatalf("verdicts %v, want [%v]", verdicts, tt.met)
+			want := map[string]bool{"p99 ≤ 25 ms": tt.met, "none missing, doubled or out of order": tt.kept}
+			if len(verdicts) != len(want) {
+				t.Fatalf("verdicts %v, want %v", verdicts, want)
+			}
+			for target, met := range want {
+				if got, ok := verdicts[target]; !ok || got != met {
+					t.Errorf("verdict of %q: %v, want %v (all: %v)", target, got, met, verdicts)
+				}
 			}
 		})
 	}

@@ -37,8 +37,10 @@ type SwarmConfig struct {
 
 // Delivery is one line frame received by one client.
 type Delivery struct {
-	ID string // the line's EVT id
-	At int64  // when the frame was read, unix ns
+	ID     string `json:"id"` // the line's EVT id
+	Seq    int64  `json:"s"`  // the line's seq, as its frame says
+	At     int64  `json:"at"` // when the frame was read, unix ns
+	Client int    `json:"c"`  // the client's index in its Swarm
 }
 
 // Swarm is a set of connected websocket clients.
@@ -51,8 +53,9 @@ type Swarm struct {
 }
 
 type wsClient struct {
-	game string
-	conn *websocket.Conn
+	index int
+	game  string
+	conn  *websocket.Conn
 	// stream, cancel: an event-stream client's response body, and the
 	// end of its request.
 	stream *bufio.Reader
@@ -96,7 +99,7 @@ func Connect(ctx context.Context, cfg SwarmConfig) (*Swarm, error) {
 	errs := make(chan error, cfg.N)
 	var dialWG sync.WaitGroup
 	for i := range cfg.N {
-		c := &wsClient{game: cfg.Games[i%len(cfg.Games)]}
+		c := &wsClient{index: i, game: cfg.Games[i%len(cfg.Games)]}
 		s.clients[i] = c
 		dialWG.Add(1)
 		sem <- struct{}{}
@@ -283,7 +286,26 @@ func (c *wsClient) record(data []byte, now time.Time) {
 	if k < 0 {
 		return
 	}
-	c.deliveries = append(c.deliveries, Delivery{ID: string(data[j : j+k]), At: now.UnixNano()})
+	c.deliveries = append(c.deliveries, Delivery{ID: string(data[j : j+k]), Seq: frameSeq(data), At: now.UnixNano(), Client: c.index})
+}
+
+// frameSeq returns the seq a line frame carries (docs/contracts.md,
+// `{"t":"line","seq":N,…}`), or 0 when it has none (the bare
+// broadcaster's frames).
+func frameSeq(data []byte) int64 {
+	const key = `"seq":`
+	i := bytes.Index(data, []byte(key))
+	if i < 0 {
+		return 0
+	}
+	var n int64
+	for _, b := range data[i+len(key):] {
+		if b < '0' || b > '9' {
+			break
+		}
+		n = n*10 + int64(b-'0')
+	}
+	return n
 }
 
 // Deliveries returns every line received so far, by all clients.
@@ -320,6 +342,19 @@ func (c *countingConn) Read(b []byte) (int, error) {
 	k, err := c.Conn.Read(b)
 	c.n.Add(int64(k))
 	return k, err
+}
+
+// Lost returns the indexes of the clients that lost their connection.
+func (s *Swarm) Lost() []int {
+	var lost []int
+	for i, c := range s.clients {
+		c.mu.Lock()
+		if c.err != nil {
+			lost = append(lost, i)
+		}
+		c.mu.Unlock()
+	}
+	return lost
 }
 
 // Dropped returns how many clients lost their connection, and the first
