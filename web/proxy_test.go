@@ -22,6 +22,7 @@ type proxy struct {
 	mu   sync.Mutex
 	to   string // under mu
 	cuts []*relayed
+	seen []string // every request line relayed, in order; under mu
 	all  []net.Conn // browser sides, closed when the test ends
 
 	// down closes every new connection once it has read the request's
@@ -134,6 +135,7 @@ type relayed struct {
 type sniffer struct {
 	r  io.Reader
 	rc *relayed
+	p  *proxy
 }
 
 func (s sniffer) Read(b []byte) (int, error) {
@@ -142,8 +144,25 @@ func (s sniffer) Read(b []byte) (int, error) {
 		s.rc.mu.Lock()
 		s.rc.asked = string(line)
 		s.rc.mu.Unlock()
+		s.p.mu.Lock()
+		s.p.seen = append(s.p.seen, string(line))
+		s.p.mu.Unlock()
 	}
 	return n, err
+}
+
+// requests returns how many requests relayed so far had path in their
+// request line.
+func (p *proxy) requests(path string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, line := range p.seen {
+		if strings.Contains(line, path) {
+			n++
+		}
+	}
+	return n
 }
 
 func (p *proxy) relay(client net.Conn) {
@@ -163,7 +182,7 @@ func (p *proxy) relay(client net.Conn) {
 	p.all = append(p.all, client)
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(server, sniffer{client, rc}); done <- struct{}{} }()
+	go func() { io.Copy(server, sniffer{client, rc, p}); done <- struct{}{} }()
 	go func() { io.Copy(client, server); done <- struct{}{} }()
 	select {
 	case <-done:
