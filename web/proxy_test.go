@@ -22,7 +22,7 @@ type proxy struct {
 	mu   sync.Mutex
 	to   string // under mu
 	cuts []*relayed
-	seen []string // every request line relayed, in order; under mu
+	seen []string   // every request line relayed, in order; under mu
 	all  []net.Conn // browser sides, closed when the test ends
 
 	// down closes every new connection once it has read the request's
