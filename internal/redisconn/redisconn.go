@@ -70,8 +70,11 @@ const minPoolSize = 16
 // cert= and key= (PEM files, as redis-cli's --cert and --key) name the
 // client certificate of every form, for a server that asks for one
 // (mutual TLS; since 7 Dec 2026), read again at each new connection
-// (clientCert). These parameters are
-// taken out of the URL before go-redis parses it (tlsFiles). A probe that
+// (clientCert). The URL's sni= (as redis-cli's --sni; since 7 Dec 2026)
+// names the host every server's certificate must be for, in place of the
+// host each is dialled at: nodes that announce their addresses and
+// present a certificate for a name. These parameters are taken out of
+// the URL before go-redis parses it (tlsFiles). A probe that
 // finds TLS cannot work, for a plain URL or a rediss:// cluster URL (a
 // certificate not trusted or not for the host, a plain-text port, a TLS
 // port spoken to in plain text, a server that wants a client

@@ -126,7 +126,7 @@ func tlsMismatch(err error, useTLS bool) string {
 	case errors.As(err, &unknown):
 		return "the server's certificate is signed by a CA not trusted here: " + trust
 	case errors.As(err, &hostname):
-		return "the server's certificate is not for the host of the URL"
+		return "the server's certificate is not for the host of the URL: name a host it is for, in the URL or as sni=NAME (the name every server's certificate must hold, as redis-cli's --sni); see docs/operations.md, \"Redis over TLS\""
 	case errors.As(err, &invalid):
 		return "the server's certificate is not valid (expired, or not for a server)"
 	case errors.As(err, &verify):

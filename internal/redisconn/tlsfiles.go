@@ -18,10 +18,13 @@ import (
 // (single node, cluster, Sentinel), named as redis-cli names them:
 // cacert= the CA that the servers' certificates must chain to, in place
 // of the system's pool (caCert); cert= and key= the client certificate
-// (mutual TLS, clientCert).
+// (mutual TLS, clientCert); and, though no file, sni= the host name that
+// every server's certificate must be for, sent as the handshake's server
+// name, in place of the host each server is dialled at.
 type tlsFiles struct {
 	ca   *caCert     // nil: the system's pool
 	cert *clientCert // nil: no client certificate
+	sni  string      // "": each server's own host (its address)
 }
 
 // caCert is the CA file of a URL's cacert=. It is read again at every
@@ -53,10 +56,10 @@ func (c *caCert) roots() *x509.CertPool {
 	return pool
 }
 
-// splitTLSFiles takes the cacert=, cert= and key= parameters out of
-// rawURL and returns the URL without them, which go-redis's parsers take
-// (they refuse a parameter they do not know), and what they name, read
-// here so that a missing file, a CA file without a certificate or a
+// splitTLSFiles takes the cacert=, cert=, key= and sni= parameters out
+// of rawURL and returns the URL without them, which go-redis's parsers
+// take (they refuse a parameter they do not know), and what they name,
+// read here so that a missing file, a CA file without a certificate or a
 // certificate and key that are not a pair fail at once; nil when the URL
 // names none. They need a rediss:// URL; cert= and key= need each other,
 // and cacert= has no use with skip_verify=true, which verifies nothing.
@@ -66,16 +69,21 @@ func splitTLSFiles(rawURL string) (string, *tlsFiles, error) {
 		return rawURL, nil, nil // the URL's parser says what is wrong with it
 	}
 	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil || !q.Has("cacert") && !q.Has("cert") && !q.Has("key") {
+	if err != nil || !q.Has("cacert") && !q.Has("cert") && !q.Has("key") && !q.Has("sni") {
 		return rawURL, nil, nil
 	}
 	fail := func(format string, a ...any) (string, *tlsFiles, error) {
 		return "", nil, fmt.Errorf("redisconn: %s: "+format, append([]any{Redact(rawURL)}, a...)...)
 	}
 	if u.Scheme != "rediss" {
-		return fail("cacert=, cert= and key= are files of TLS: they need a rediss:// URL")
+		return fail("cacert=, cert=, key= and sni= are TLS's: they need a rediss:// URL")
 	}
 	f := &tlsFiles{}
+	if q.Has("sni") {
+		if f.sni = q.Get("sni"); f.sni == "" {
+			return fail("sni= is empty: name the host the servers' certificates are for")
+		}
+	}
 	if q.Has("cacert") {
 		if skip, _ := strconv.ParseBool(q.Get("skip_verify")); skip {
 			return fail("cacert= names the CA to verify the server's certificate against, and skip_verify=true verifies nothing: leave one of them out")
@@ -97,6 +105,7 @@ func splitTLSFiles(rawURL string) (string, *tlsFiles, error) {
 	q.Del("cacert")
 	q.Del("cert")
 	q.Del("key")
+	q.Del("sni")
 	u.RawQuery = q.Encode()
 	return u.String(), f, nil
 }
@@ -117,8 +126,8 @@ func loadCA(file string) (*caCert, error) {
 	return &caCert{file: file, pem: b, pool: pool}, nil
 }
 
-// apply makes cfg verify the servers against f's CA and present f's
-// client certificate, when each is there (cfg is nil only for a URL
+// apply makes cfg verify the servers for f's server name and against
+// f's CA, and present f's client certificate, when each is there (cfg is nil only for a URL
 // without TLS, which splitTLSFiles refused with any of them), and with a
 // CA sets *dial, the Dialer of go-redis's options (Options,
 // ClusterOptions, FailoverOptions: every node, Sentinel and master) whose
@@ -128,6 +137,9 @@ func loadCA(file string) (*caCert, error) {
 func (f *tlsFiles) apply(cfg *tls.Config, dial *func(context.Context, string, string) (net.Conn, error), timeout time.Duration) {
 	if f == nil || cfg == nil {
 		return
+	}
+	if f.sni != "" {
+		cfg.ServerName = f.sni
 	}
 	if f.cert != nil {
 		cfg.GetClientCertificate = f.cert.get
