@@ -108,6 +108,18 @@ func TestTLSCACert(t *testing.T) {
 	tlsFeed(t, nil, c.Client(t), "rediss://"+c.Nodes[0].Addr+"?"+cacert, c.URL()+"&"+cacert)
 }
 
+// TestTLSSNI: the feed runs on a Redis Cluster of TLS masters that share
+// a certificate for a name, redis.test, and announce their addresses,
+// which it does not hold; the URLs name the host with sni= (since 7 Dec
+// 2026), and the CA with cacert=. The renderer is given a node's plain
+// URL, gamesim and feedctl the cluster URL.
+func TestTLSSNI(t *testing.T) {
+	ca := redistest.NewCA(t)
+	c := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1, Node: redistest.Options{TLS: ca.TLSFilesFor(t, "no", "redis.test")}})
+	q := "cacert=" + url.QueryEscape(ca.File) + "&sni=redis.test"
+	tlsFeed(t, nil, c.Client(t), "rediss://"+c.Nodes[0].Addr+"?"+q, c.URL()+"&"+q)
+}
+
 // TestTLSCluster: the feed runs on a Redis Cluster of 3 TLS masters (bus
 // and replication over TLS, no plain-text port): the renderer is given
 // the plain rediss:// URL of one node, which its probe finds to be a
