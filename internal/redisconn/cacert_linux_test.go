@@ -38,6 +38,27 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
+// mustOpenForm checks that Check takes u and OpenContext opens it, as a
+// cluster client when cluster and as a single-node or failover client
+// otherwise, and returns the client, closed when the test ends.
+func mustOpenForm(t *testing.T, u string, cluster bool) redis.UniversalClient {
+	t.Helper()
+	if err := redisconn.Check(u); err != nil {
+		t.Fatalf("Check(%q): %v", u, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rdb, err := redisconn.OpenContext(ctx, u)
+	if err != nil {
+		t.Fatalf("OpenContext(%q): %v", u, err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	if _, isCluster := rdb.(*redis.ClusterClient); isCluster != cluster {
+		t.Fatalf("OpenContext(%q) = %T, want cluster %v", u, rdb, cluster)
+	}
+	return rdb
+}
+
 // TestOpenCACert: every form of a rediss:// URL verifies the servers'
 // certificates against the CA its cacert= names, one this process does
 // not otherwise trust (SSL_CERT_FILE names another): a single node, the
@@ -74,21 +95,10 @@ func TestOpenCACert(t *testing.T) {
 
 			file := filepath.Join(t.TempDir(), "ca.pem")
 			copyFile(t, ca.File, file)
-			u := withCA(tt.url, file)
-			if err := redisconn.Check(u); err != nil {
-				t.Fatalf("Check(%q): %v", u, err)
-			}
+			rdb := mustOpenForm(t, withCA(tt.url, file), tt.cluster)
+			writeEveryMaster(t, rdb)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			rdb, err := redisconn.OpenContext(ctx, u)
-			if err != nil {
-				t.Fatalf("OpenContext(%q): %v", u, err)
-			}
-			defer rdb.Close()
-			if _, isCluster := rdb.(*redis.ClusterClient); isCluster != tt.cluster {
-				t.Fatalf("OpenContext(%q) = %T, want cluster %v", u, rdb, tt.cluster)
-			}
-			writeEveryMaster(t, rdb)
 
 			// The file, not what Open read, verifies every new
 			// connection: with another CA in it, the next dial fails,

@@ -1,13 +1,8 @@
 package redisconn_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/codemojex/feed/internal/redisconn"
 	"github.com/codemojex/feed/internal/testkit/redistest"
 )
 
@@ -41,21 +36,7 @@ func TestOpenSNI(t *testing.T) {
 			wantOpenRefused(t, tt.url, "not for the host of the URL", "sni=NAME")
 			wantOpenRefused(t, withQuery(tt.url, "sni=other.test"), "not for the host of the URL")
 
-			u := withQuery(tt.url, "sni=redis.test")
-			if err := redisconn.Check(u); err != nil {
-				t.Fatalf("Check(%q): %v", u, err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			rdb, err := redisconn.OpenContext(ctx, u)
-			if err != nil {
-				t.Fatalf("OpenContext(%q): %v", u, err)
-			}
-			defer rdb.Close()
-			if _, isCluster := rdb.(*redis.ClusterClient); isCluster != tt.cluster {
-				t.Fatalf("OpenContext(%q) = %T, want cluster %v", u, rdb, tt.cluster)
-			}
-			writeEveryMaster(t, rdb)
+			writeEveryMaster(t, mustOpenForm(t, withQuery(tt.url, "sni=redis.test"), tt.cluster))
 		})
 	}
 }

@@ -127,13 +127,13 @@ func loadCA(file string) (*caCert, error) {
 }
 
 // apply makes cfg verify the servers for f's server name and against
-// f's CA, and present f's client certificate, when each is there (cfg is nil only for a URL
-// without TLS, which splitTLSFiles refused with any of them), and with a
-// CA sets *dial, the Dialer of go-redis's options (Options,
-// ClusterOptions, FailoverOptions: every node, Sentinel and master) whose
-// DialTimeout is timeout, to one that reads the CA file again (dialer).
-// cfg keeps the CAs read at start, for the probes' clients, which dial
-// with it.
+// f's CA, and present f's client certificate, when each is there (cfg is
+// nil only for a URL without TLS, which splitTLSFiles refused with any of
+// them), and with a CA sets *dial, the Dialer of go-redis's options
+// (Options, ClusterOptions, FailoverOptions: every node, Sentinel and
+// master) whose DialTimeout is timeout, to one that reads the CA file
+// again (dialer). cfg keeps the CAs read at start, for the probes'
+// clients, which dial with it.
 func (f *tlsFiles) apply(cfg *tls.Config, dial *func(context.Context, string, string) (net.Conn, error), timeout time.Duration) {
 	if f == nil || cfg == nil {
 		return
