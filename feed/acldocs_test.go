@@ -26,7 +26,8 @@ import (
 // (XCLAIM, in scripts), the idle-consumer cleanup of the census (SCRIPT
 // LOAD of its script, XGROUP DELCONSUMER), the cap of the dead positions
 // (ZREMRANGEBYRANK, in the dead-letter script and in the confirm of the
-// single-key steps) and the dead letter in single-key steps while the
+// single-key steps), a stale claim of a dead letter settled (the claim
+// script's XINFO GROUPS, XPENDING and ZREM) and the dead letter in single-key steps while the
 // game's slot migrates (ASKING). Each path does its work, the server counts
 // the command (so the path was walked), and no node's ACL LOG has an
 // entry. With the grant dropped from the page, the subtest that walks it
@@ -141,6 +142,38 @@ func TestACLRendererRarePaths(t *testing.T) {
 		})
 		wantWalked(t, nodes, "zremrangebyrank")
 		wantCapped(t, admin, s, dk)
+	})
+
+	t.Run("stale dead claim settled", func(t *testing.T) {
+		nodes, admin, rdb := asDocsRenderer(t)
+		game := "acl-stale"
+		s, dk := stream(game), event.DeadKey(game)
+		add(t, admin, s)
+		// Pending with a stopped writer, which claimed it for its dead
+		// letter two minutes ago and wrote none; then acked elsewhere.
+		if err := admin.XGroupCreate(ctx, s, group, "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+		read, err := admin.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: "r0", Streams: []string{s, ">"}, Count: 1}).Result()
+		if err != nil || len(read) != 1 || len(read[0].Messages) != 1 {
+			t.Fatalf("XREADGROUP: %v %v", read, err)
+		}
+		pos := read[0].Messages[0].ID
+		claimAt(t, admin, game, pos, 2*time.Minute)
+		if err := ackElsewhere(ctx, admin, s, pos); err != nil {
+			t.Fatal(err)
+		}
+		dead, err := feed.DeadPositions(ctx, rdb, s, dk, []string{pos})
+		if err != nil {
+			t.Fatalf("DeadPositions as feed-renderer: %v", err)
+		}
+		if dead[0] {
+			t.Errorf("the stale claim of %s, pending nowhere, still reads as dead", pos)
+		}
+		if err := admin.ZScore(ctx, feed.DeadPositionsKey(dk), pos).Err(); err != redis.Nil {
+			t.Errorf("the stale claim of %s kept: %v", pos, err)
+		}
+		wantWalked(t, nodes, "xinfo|groups", "xpending", "zrem")
 	})
 
 	t.Run("dead letter in single-key steps during a slot migration", func(t *testing.T) {
