@@ -62,8 +62,7 @@ func runClients(ctx context.Context, args []string) error {
 		frames, _, _ := sw.Received()
 		rep := bench.ClientReport{Connected: *n, Frames: frames, Deliveries: sw.Deliveries()}
 		var derr error
-		rep.Dropped, derr = sw.Dropped()
-		rep.Lost = sw.Lost()
+		rep.Lost, derr = sw.LostWhy()
 		if derr != nil {
 			rep.DropErr = derr.Error()
 		}

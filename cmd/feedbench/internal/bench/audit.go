@@ -59,7 +59,8 @@ func auditDeliveries(w *Writer, n int, lost []int, ds []Delivery) Audit {
 			byClient[d.Client] = append(byClient[d.Client], d)
 		}
 	}
-	sent := w.SentGames()
+	window := w.sentSince()
+	sent := w.perGame(window)
 	breach := func(format string, args ...any) {
 		if a.First == "" {
 			a.First = fmt.Sprintf(format, args...)
@@ -87,7 +88,7 @@ func auditDeliveries(w *Writer, n int, lost []int, ds []Delivery) Audit {
 			}
 			seen[d.ID] = true
 			last = max(last, d.Seq)
-			if _, _, ok := w.Sent(d.ID); ok {
+			if _, ok := window[d.ID]; ok {
 				inWindow++
 			}
 		}

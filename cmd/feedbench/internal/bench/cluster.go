@@ -155,9 +155,10 @@ func latencyOn(ctx context.Context, cfg ClusterConfig, rdb redis.UniversalClient
 		return err
 	}
 	br.Expected, _ = awaitDelivered(ctx, w, sw, clientsPerGame(len(games), cfg.Clients), "every line delivered")
-	lat, _ := Latencies(w, sw.Deliveries())
+	ds := sw.Deliveries()
+	lat, _ := Latencies(w, ds)
 	br.Q = Summarize(lat)
-	br.Audit = auditDeliveries(w, cfg.Clients, sw.Lost(), sw.Deliveries())
+	br.Audit = auditDeliveries(w, cfg.Clients, sw.Lost(), ds)
 	fmt.Fprintf(cfg.Log, "cluster: %s: %d lines, %d of %d deliveries: %s; the delivery contract: %s\n", br.Name, br.Sent, br.Q.N, br.Expected, br.Q, br.Audit)
 	return nil
 }

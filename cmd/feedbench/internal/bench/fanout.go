@@ -23,9 +23,8 @@ type ClientReport struct {
 	Connected  int
 	Frames     int64
 	Deliveries []Delivery
-	Dropped    int
-	Lost       []int // the clients that lost their connection
-	DropErr    string
+	Lost       []int  // the clients that lost their connection
+	DropErr    string // the first one's error
 }
 
 // FanoutConfig sizes the fan-out benchmark.
@@ -350,7 +349,7 @@ func heapNote(cfg FanoutConfig, suffix string, ms0 *runtime.MemStats) error {
 // summarize fills the delivery figures from the clients' report and logs
 // them.
 func (res *fanoutPhase) summarize(cfg FanoutConfig, w *Writer, rep ClientReport) {
-	res.Dropped = rep.Dropped
+	res.Dropped = len(rep.Lost)
 	lat, last := Latencies(w, rep.Deliveries)
 	res.Q = Summarize(lat)
 	var rounds []time.Duration
@@ -365,7 +364,7 @@ func (res *fanoutPhase) summarize(cfg FanoutConfig, w *Writer, rep ClientReport)
 		fmt.Fprintf(cfg.Log, "fanout: the delivery contract: %s\n", res.Audit)
 	}
 	if rep.DropErr != "" {
-		fmt.Fprintf(cfg.Log, "fanout: %d clients dropped; first: %s\n", rep.Dropped, rep.DropErr)
+		fmt.Fprintf(cfg.Log, "fanout: %d clients dropped; first: %s\n", len(rep.Lost), rep.DropErr)
 	}
 }
 

@@ -336,10 +336,11 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 			res.Commits = commit1.since(commit0)
 		}
 	}
-	lat, _ := Latencies(w, sw.Deliveries())
-	res.WindowP99 = windowP99(w, from, time.Second, sw.Deliveries())
+	ds := sw.Deliveries() // every client's line frames, copied once for the reports below
+	lat, _ := Latencies(w, ds)
+	res.WindowP99 = windowP99(w, from, time.Second, ds)
 	if dump != "" {
-		dumpDeliveries(dump, w, from, sw.Deliveries())
+		dumpDeliveries(dump, w, from, ds)
 	}
 	frames1, bytes1, wire1 := sw.Received()
 	res.Frames = frames1 - frames0
@@ -355,7 +356,7 @@ func latencyRun(ctx context.Context, cfg LatencyConfig, st *stage, srv target, w
 	fmt.Fprintf(cfg.Log, "latency: %s: %d lines at %.0f/s, %d of %d deliveries, %.2f frames/line, %.0f B/line, %.2f cores: %s%s\n",
 		srv.URL(), sent, res.AchievedHz, res.Q.N, res.Expected, res.FramesPerLine, res.BytesPerLine, res.RendererCores, res.Q, res.roundNote())
 	if w.pub == nil {
-		res.Audit = auditDeliveries(w, cfg.Clients, sw.Lost(), sw.Deliveries())
+		res.Audit = auditDeliveries(w, cfg.Clients, sw.Lost(), ds)
 		fmt.Fprintf(cfg.Log, "latency: %s: the delivery contract: %s\n", srv.URL(), res.Audit)
 	}
 	return res, nil

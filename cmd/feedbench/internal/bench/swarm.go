@@ -346,33 +346,33 @@ func (c *countingConn) Read(b []byte) (int, error) {
 
 // Lost returns the indexes of the clients that lost their connection.
 func (s *Swarm) Lost() []int {
-	var lost []int
-	for i, c := range s.clients {
-		c.mu.Lock()
-		if c.err != nil {
-			lost = append(lost, i)
-		}
-		c.mu.Unlock()
-	}
+	lost, _ := s.LostWhy()
 	return lost
 }
 
 // Dropped returns how many clients lost their connection, and the first
 // error.
 func (s *Swarm) Dropped() (int, error) {
-	n := 0
+	lost, first := s.LostWhy()
+	return len(lost), first
+}
+
+// LostWhy returns the indexes of the clients that lost their connection,
+// and the first one's error.
+func (s *Swarm) LostWhy() ([]int, error) {
+	var lost []int
 	var first error
-	for _, c := range s.clients {
+	for i, c := range s.clients {
 		c.mu.Lock()
 		if c.err != nil {
-			n++
+			lost = append(lost, i)
 			if first == nil {
 				first = c.err
 			}
 		}
 		c.mu.Unlock()
 	}
-	return n, first
+	return lost, first
 }
 
 // Close closes every client.

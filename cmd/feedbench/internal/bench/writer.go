@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -142,11 +143,21 @@ func (w *Writer) Sent(id string) (at int64, game int, ok bool) {
 
 // SentGames returns how many events each game was sent since the last
 // Reset.
-func (w *Writer) SentGames() []int {
+func (w *Writer) SentGames() []int { return w.perGame(w.sentSince()) }
+
+// sentSince returns a copy of what was sent since the last Reset, by EVT
+// id, for a caller that looks up many ids without taking the lock for
+// each.
+func (w *Writer) sentSince() map[string]sentRec {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return maps.Clone(w.sent)
+}
+
+// perGame counts the events of sent by game.
+func (w *Writer) perGame(sent map[string]sentRec) []int {
 	out := make([]int, len(w.games))
-	for _, r := range w.sent {
+	for _, r := range sent {
 		out[r.game]++
 	}
 	return out
