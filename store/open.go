@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -272,74 +271,6 @@ func malformed(err error) bool {
 	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
 }
 
-// readOnlyMinSchema is the oldest schema version OpenReadOnly accepts: the
-// first that has every table the read methods query (0003 made positions;
-// 0004 only dropped an index). A migration that adds a table or column a
-// read needs must raise it.
-const readOnlyMinSchema = 3
-
-// OpenReadOnly opens the existing store at path for reading only: a look
-// that leaves the file as it found it, even under renderers of another
-// version that share it (feedctl prune -dry-run). Unlike Open it applies
-// no migration, records no file identity (a copy's positions stay where
-// they are, its store id too), never switches the journal mode and runs no
-// checkpointer; its connections are SQLite read-only (mode=ro, query_only).
-// It fails when path does not exist (it is never created), with
-// ErrSchemaNewer when the file records a migration this binary does not
-// know, with ErrSchemaOlder when the file predates the tables the reads
-// query, and with a *NotStoreError (ErrNotStore) when it is no store at
-// all: no SQLite database, one without tables, or another program's. The
-// read methods work as on a DB from Open; Upsert, UpsertBatch and
-// DeleteGame fail with ErrReadOnly.
-//
-// SQLite may still create the -wal and -shm beside a WAL-mode file that
-// has none (a reader needs the shared-memory index): empty companions that
-// change no line, and that the next process to open the file takes over.
-func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
-	db, err := openReadOnly(ctx, path)
-	if err != nil {
-		return nil, explainOpen(path, err)
-	}
-	return db, nil
-}
-
-// openReadOnly is OpenReadOnly without the look at the filesystem that
-// explains its failures (explainOpen).
-func openReadOnly(ctx context.Context, path string) (*DB, error) {
-	opts := Options{}.withDefaults()
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
-	}
-	// As Probe refuses it: SQLite's answer for a directory, say, was
-	// "disk I/O error", which said nothing of the path
-	// (cmd/feedctl TestPruneRefusesDirectory).
-	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
-		return nil, &NotStoreError{Why: "not a regular file"}
-	}
-	db := newDB(abs, opts)
-	db.r, err = sql.Open("sqlite", dsn(abs, opts.BusyTimeout, roleReadOnly))
-	if err != nil {
-		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
-	}
-	db.r.SetMaxOpenConns(opts.ReadConns)
-	db.r.SetMaxIdleConns(opts.ReadConns)
-	if err := db.checkSchema(ctx); err != nil {
-		db.r.Close()
-		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
-	}
-	if err := db.statFiles(); err != nil {
-		db.r.Close()
-		return nil, fmt.Errorf("store: open read-only %s: %w", path, err)
-	}
-	return db, nil
-}
-
-// readOnlyOpen reports whether db came from OpenReadOnly: it has no
-// writer connection (nor checkpointer), and the writing methods fail with
-// ErrReadOnly.
-func (db *DB) readOnlyOpen() bool { return db.w == nil }
-
 // statFiles notes the identity of the file as opened, and of its -wal and
 // -shm (those may be absent), for CheckFile to compare against.
 func (db *DB) statFiles() error {
@@ -423,58 +354,6 @@ func (db *DB) setup(ctx context.Context) error {
 	return nil
 }
 
-// writerBusyMax bounds the writer connection's busy timeout: a batch's
-// BEGIN IMMEDIATE waits for another process's write lock inside SQLite,
-// where its context is not watched (see attempt), for at most this long;
-// then retryBusy backs off, watching the context, and begins again.
-const writerBusyMax = 250 * time.Millisecond
-
-// Connection roles: each gets the pragmas it needs.
-const (
-	roleWriter = iota
-	roleReader
-	roleCheckpointer
-	roleReadOnly // OpenReadOnly's pool: SQLite read-only, writes nothing
-)
-
-// dsn builds the modernc DSN. Connection pragmas go in the DSN so every
-// pooled connection gets them; write transactions BEGIN IMMEDIATE so a
-// writer takes the lock up front and never fails half-way on an upgrade.
-// Page caches are sized per role (the writer's index pages stay hot; a
-// reader touches a page of lines) to keep a renderer's memory modest.
-func dsn(abs string, busy time.Duration, role int) string {
-	if role == roleWriter {
-		busy = min(busy, writerBusyMax)
-	}
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	// Multi-row upserts need a statement journal; keep it in memory
-	// rather than in a temp file (it spills past 64 KiB otherwise).
-	q.Add("_pragma", "temp_store(MEMORY)")
-	switch role {
-	case roleWriter:
-		q.Set("_txlock", "immediate")
-		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walSafetyPages))
-		q.Add("_pragma", "cache_size(-16384)") // KiB
-	case roleReader:
-		q.Add("_pragma", "query_only(1)")
-		q.Add("_pragma", "cache_size(-4096)")
-	case roleCheckpointer:
-		q.Add("_pragma", "wal_autocheckpoint(0)")
-	case roleReadOnly:
-		// mode=ro is SQLite's own URI parameter: the file is opened
-		// read-only, so no statement (a migration, a checkpoint) can
-		// write it, and a missing file is an error rather than created.
-		q.Set("mode", "ro")
-		q.Add("_pragma", "query_only(1)")
-		q.Add("_pragma", "cache_size(-4096)")
-	}
-	u := url.URL{Path: abs}
-	return "file:" + u.EscapedPath() + "?" + q.Encode()
-}
-
 // Path returns the absolute path of the store file.
 func (db *DB) Path() string { return db.path }
 
@@ -553,12 +432,6 @@ func (db *DB) isClosed() bool {
 	default:
 		return false
 	}
-}
-
-// readOnly reports whether err is SQLite's refusal to write the file.
-func readOnly(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY
 }
 
 // danglingLink says what is wrong with a path that is a symbolic link
