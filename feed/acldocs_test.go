@@ -24,7 +24,8 @@ import (
 // not, each sending a grant of the rule that nothing else sends: the
 // keep-alive of entries in hand and the pause's forgiving of a delivery
 // (XCLAIM, in scripts), the idle-consumer cleanup of the census (SCRIPT
-// LOAD of its script, XGROUP DELCONSUMER), the cap of the dead positions
+// LOAD of its script, XGROUP DELCONSUMER; on one node and on a cluster,
+// where the script is loaded on every master), the cap of the dead positions
 // (ZREMRANGEBYRANK, in the dead-letter script and in the confirm of the
 // single-key steps), a stale claim of a dead letter settled (the claim
 // script's XINFO GROUPS, XPENDING and ZREM) and the dead letter in single-key steps while the
@@ -106,27 +107,41 @@ func TestACLRendererRarePaths(t *testing.T) {
 		}
 	})
 
-	t.Run("census SCRIPT LOAD and XGROUP DELCONSUMER", func(t *testing.T) {
-		nodes, admin, rdb := asDocsRenderer(t)
-		s := stream("acl-idle")
-		if err := admin.XGroupCreateMkStream(ctx, s, group, "0").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := admin.XGroupCreateConsumer(ctx, s, group, "idler").Err(); err != nil {
-			t.Fatal(err)
-		}
-		add(t, admin, s) // the census looks at the work set, which a stream joins by an entry to read
-		cfg := baseConfig(t, rdb, "r1", s)
-		cfg.ConsumerMaxIdle = 200 * time.Millisecond
-		cfg.Handler = func(context.Context, feed.Message) error { return nil }
-		c := mustOpen(t, cfg)
-		// A new server has no script loaded: the cleanup's EVALSHA meets
-		// NOSCRIPT, the census loads it (SCRIPT LOAD), the next removes.
-		waitFor(t, 10*time.Second, "the idle consumer removed, or a refusal", func() bool {
-			return c.Stats().ConsumersDeleted == 1 || len(acldocs.Log(t, nodes)) > 0
+	// The census's script is loaded on every node of a cluster (go-redis
+	// sends SCRIPT LOAD to each shard), and its EVALSHA goes to the
+	// stream's node: both as the docs' user.
+	for _, on := range []struct {
+		name  string
+		start func(t *testing.T) ([]*redistest.Server, redis.UniversalClient, redis.UniversalClient)
+	}{
+		{"single node", func(t *testing.T) ([]*redistest.Server, redis.UniversalClient, redis.UniversalClient) {
+			nodes, admin, rdb := asDocsRenderer(t)
+			return nodes, admin, rdb
+		}},
+		{"cluster", asDocsRendererOnCluster},
+	} {
+		t.Run("census SCRIPT LOAD and XGROUP DELCONSUMER/"+on.name, func(t *testing.T) {
+			nodes, admin, rdb := on.start(t)
+			s := stream("acl-idle")
+			if err := admin.XGroupCreateMkStream(ctx, s, group, "0").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.XGroupCreateConsumer(ctx, s, group, "idler").Err(); err != nil {
+				t.Fatal(err)
+			}
+			add(t, admin, s) // the census looks at the work set, which a stream joins by an entry to read
+			cfg := baseConfig(t, rdb, "r1", s)
+			cfg.ConsumerMaxIdle = 200 * time.Millisecond
+			cfg.Handler = func(context.Context, feed.Message) error { return nil }
+			c := mustOpen(t, cfg)
+			// A new server has no script loaded: the cleanup's EVALSHA meets
+			// NOSCRIPT, the census loads it (SCRIPT LOAD), the next removes.
+			waitFor(t, 10*time.Second, "the idle consumer removed, or a refusal", func() bool {
+				return c.Stats().ConsumersDeleted == 1 || len(acldocs.Log(t, nodes)) > 0
+			})
+			wantWalked(t, nodes, "script|load", "xgroup|delconsumer")
 		})
-		wantWalked(t, nodes, "script|load", "xgroup|delconsumer")
-	})
+	}
 
 	t.Run("dead positions cap ZREMRANGEBYRANK", func(t *testing.T) {
 		nodes, admin, rdb := asDocsRenderer(t)
@@ -222,6 +237,16 @@ func asDocsRenderer(t *testing.T) ([]*redistest.Server, *redis.Client, redis.Uni
 	nodes := []*redistest.Server{srv}
 	acldocs.SetUsers(t, nodes)
 	return nodes, admin, openAsRenderer(t, srv.Addr)
+}
+
+// asDocsRendererOnCluster is asDocsRenderer on a cluster of three masters:
+// the users are set on every node, and the renderer's client is opened at
+// one node's address, as an operator's URL names one.
+func asDocsRendererOnCluster(t *testing.T) ([]*redistest.Server, redis.UniversalClient, redis.UniversalClient) {
+	t.Helper()
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	acldocs.SetUsers(t, rc.Nodes)
+	return rc.Nodes, rc.Client(t), openAsRenderer(t, rc.Nodes[0].Addr)
 }
 
 // openAsRenderer opens a client of addr as the docs' feed-renderer, as the
