@@ -210,7 +210,7 @@ func RedactArgs(args, secret []string) []string {
 // DefaultRedisURL. The usage shows $REDIS_URL with its password as
 // "xxxxx".
 func (s *Set) Redis(p *string) {
-	s.String(p, "redis", "REDIS_URL", DefaultRedisURL, "Redis or Valkey URL: redis://HOST:PORT[/DB]; a cluster, redis://H1:P1?addr=H2:P2; Sentinel, redis://S1:P1?master_name=NAME&addr=S2:P2; TLS, rediss://, a private CA ?cacert=FILE, a client certificate ?cert=FILE&key=FILE, servers whose certificates name another host ?sni=NAME")
+	s.String(p, "redis", "REDIS_URL", DefaultRedisURL, "Redis or Valkey URL: redis://HOST:PORT[/DB]; a cluster, redis://H1:P1?addr=H2:P2; Sentinel, redis://S1:P1?master_name=NAME&addr=S2:P2; TLS, rediss://, a private CA ?cacert=FILE or ?cacertdir=DIR, a client certificate ?cert=FILE&key=FILE, servers whose certificates name another host ?sni=NAME")
 	f := s.Lookup("redis")
 	f.DefValue = redisconn.Redact(f.DefValue)
 }

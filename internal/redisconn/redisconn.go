@@ -65,8 +65,10 @@ const minPoolSize = 16
 // Over TLS (rediss://) the server's certificate is verified against the
 // system's CA pool, which SSL_CERT_FILE and SSL_CERT_DIR extend on Linux
 // (docs/operations.md, "Redis over TLS"), or, when the URL names one with
-// cacert= (a PEM file, as redis-cli's --cacert; since 7 Dec 2026), against
-// that CA alone, read again at each new connection (caCert). The URL's
+// cacert= (a PEM file, as redis-cli's --cacert; since 7 Dec 2026) or
+// cacertdir= (a directory of them, as redis-cli's --cacertdir; since 7
+// Dec 2026), against those CAs alone, read again at each new connection
+// (caCert). The URL's
 // cert= and key= (PEM files, as redis-cli's --cert and --key) name the
 // client certificate of every form, for a server that asks for one
 // (mutual TLS; since 7 Dec 2026), read again at each new connection

@@ -114,7 +114,7 @@ func checkCluster(ctx context.Context, cc *redis.ClusterClient, rawURL string) e
 // that client too, whose calls then failed with the bare error, and the
 // renderer started and stayed not ready.
 func tlsMismatch(err error, useTLS bool) string {
-	const trust = "name its CA in the URL, cacert=FILE (in place of the system's CAs), or trust it through SSL_CERT_FILE or SSL_CERT_DIR; see docs/operations.md, \"Redis over TLS\""
+	const trust = "name its CA in the URL, cacert=FILE or cacertdir=DIR (in place of the system's CAs), or trust it through SSL_CERT_FILE or SSL_CERT_DIR; see docs/operations.md, \"Redis over TLS\""
 	var (
 		unknown  x509.UnknownAuthorityError
 		hostname x509.HostnameError
