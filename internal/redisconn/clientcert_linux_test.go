@@ -114,7 +114,8 @@ func TestOpenMutualTLS(t *testing.T) {
 // Check (what can be known without a server) or Open, at once, saying
 // why: cert= on a URL without TLS, one of cert= and key= without the
 // other, a file that is not there, a certificate and a key that are not
-// a pair; and a certificate the server refuses: of a CA it does not
+// a pair, a key encrypted with a passphrase (until 7 Dec 2026 said only
+// as "failed to parse private key"); and a certificate the server refuses: of a CA it does not
 // trust, expired, or for servers only (a server's certificate reused).
 func TestOpenClientCertRefused(t *testing.T) {
 	ca := redistest.TrustedCA(t)
@@ -137,6 +138,12 @@ func TestOpenClientCertRefused(t *testing.T) {
 			[]string{"private key does not match public key"}},
 		{"cluster URL, not a pair", "rediss://" + srv.Addr + "?addr=" + srv.Addr + "&" + certQuery(own.CertFile, other.KeyFile),
 			[]string{"private key does not match public key"}},
+		// Keys encrypted by OpenSSL 3.0 (testdata: genpkey -aes-256-cbc,
+		// then ec -aes256 for the older form), passphrase feed-test.
+		{"key encrypted, PKCS #8", srv.URL() + "?" + certQuery(own.CertFile, "testdata/encrypted-pkcs8.key"),
+			[]string{"key=testdata/encrypted-pkcs8.key: the key is encrypted", "openssl pkey -in testdata/encrypted-pkcs8.key -out NEWFILE"}},
+		{"key encrypted, older PEM form", srv.URL() + "?" + certQuery(own.CertFile, "testdata/encrypted-legacy.key"),
+			[]string{"the key is encrypted (it asks for a passphrase)", "openssl pkey"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) { wantRefusedAtOnce(t, tt.url, tt.want...) })
 	}
