@@ -59,6 +59,49 @@ func TestACLRefusedDoorSaidAndRetried(t *testing.T) {
 	waitFor(t, 5*time.Second, "ready", func() bool { return c.Ready() == nil })
 }
 
+// Every game's group door refused (a user without +xgroup|create, and no
+// game's group created yet): the consumer reads nothing, says so at ERROR,
+// and stays ready while the registry answers, for longer than a silent
+// Redis is tolerated (2 Block + 5 s). That is a decision, not an accident
+// (docs/operations.md, "A Redis with ACL users"): a renderer serves its
+// store's pages and websockets meanwhile, and the replicas share one ACL,
+// so a 503 would take every game off the load balancer for a grant that
+// only games without a group need; the refusal is for the logs and
+// codemojex_feed_group_errors_total{code="NOPERM"}.
+func TestACLEveryDoorRefusedStaysReady(t *testing.T) {
+	ctx := context.Background()
+	srv, admin := mustStart(t)
+	s := stream("acldoorall")
+	add(t, admin, s) // no group on it
+	if err := admin.ZAdd(ctx, event.RegistryKey, redisZ("acldoorall")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	user := userWithout(t, srv, admin, "-xgroup|create")
+	var rec recorder
+	cfg := baseConfig(t, user, "r1")
+	cfg.Streams, cfg.Registry = nil, event.RegistryKey
+	cfg.WakeEvery = 50 * time.Millisecond
+	logs := captureLogs(t, &cfg)
+	cfg.Handler = rec.handler
+	c := mustOpen(t, cfg)
+	const said = "the server's ACL refuses XGROUP CREATE"
+	waitFor(t, 10*time.Second, "a refused door said", func() bool { return len(waits(logs, said, "retry_in")) >= 1 })
+	stale := 2*cfg.Block + 5*time.Second
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(stale + time.Second); time.Now().Before(end); <-tick.C {
+		if err := c.Ready(); err != nil {
+			t.Fatalf("not ready while every door is refused and the registry answers: %v", err)
+		}
+	}
+	if n := aclLogged(t, admin, "xgroup|create"); n < 2 {
+		t.Errorf("the door was refused %d times in %v, want it retried", n, stale)
+	}
+	if got := rec.ids(); len(got) != 0 {
+		t.Errorf("handled %v from a stream whose group could not be created", got)
+	}
+}
+
 // logText returns what logs holds so far.
 func logText(logs *logBuffer) string {
 	logs.mu.Lock()
