@@ -69,37 +69,54 @@ func TestACLRefusedDoorSaidAndRetried(t *testing.T) {
 // only games without a group need; the refusal is for the logs and
 // codemojex_feed_group_errors_total{code="NOPERM"}.
 func TestACLEveryDoorRefusedStaysReady(t *testing.T) {
-	ctx := context.Background()
 	srv, admin := mustStart(t)
 	s := stream("acldoorall")
 	add(t, admin, s) // no group on it
-	if err := admin.ZAdd(ctx, event.RegistryKey, redisZ("acldoorall")).Err(); err != nil {
-		t.Fatal(err)
-	}
-	user := userWithout(t, srv, admin, "-xgroup|create")
-	var rec recorder
-	cfg := baseConfig(t, user, "r1")
-	cfg.Streams, cfg.Registry = nil, event.RegistryKey
-	cfg.WakeEvery = 50 * time.Millisecond
-	logs := captureLogs(t, &cfg)
-	cfg.Handler = rec.handler
-	c := mustOpen(t, cfg)
+	r := openOnRegistry(t, admin, userWithout(t, srv, admin, "-xgroup|create"), "acldoorall")
 	const said = "the server's ACL refuses XGROUP CREATE"
-	waitFor(t, 10*time.Second, "a refused door said", func() bool { return len(waits(logs, said, "retry_in")) >= 1 })
-	stale := 2*cfg.Block + 5*time.Second
+	waitFor(t, 10*time.Second, "a refused door said", func() bool { return len(waits(r.logs, said, "retry_in")) >= 1 })
+	stale := 2*r.cfg.Block + 5*time.Second
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for end := time.Now().Add(stale + time.Second); time.Now().Before(end); <-tick.C {
-		if err := c.Ready(); err != nil {
+		if err := r.c.Ready(); err != nil {
 			t.Fatalf("not ready while every door is refused and the registry answers: %v", err)
 		}
 	}
 	if n := aclLogged(t, admin, "xgroup|create"); n < 2 {
 		t.Errorf("the door was refused %d times in %v, want it retried", n, stale)
 	}
-	if got := rec.ids(); len(got) != 0 {
+	if got := r.rec.ids(); len(got) != 0 {
 		t.Errorf("handled %v from a stream whose group could not be created", got)
 	}
+}
+
+// registryRun is a consumer opened by openOnRegistry, with what it was
+// opened with, its logs and what its handler was handed.
+type registryRun struct {
+	c    *feed.Consumer
+	cfg  feed.Config
+	logs *logBuffer
+	rec  *recorder
+}
+
+// openOnRegistry lists game in the registry and opens consumer r1 as user
+// on the registry's games, its beat every 50 ms: the beat answers while
+// the commands on a game's stream are refused, so the consumer is not
+// left with nothing answering.
+func openOnRegistry(t *testing.T, admin, user *redis.Client, game string) registryRun {
+	t.Helper()
+	if err := admin.ZAdd(context.Background(), event.RegistryKey, redisZ(game)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := registryRun{rec: &recorder{}}
+	r.cfg = baseConfig(t, user, "r1")
+	r.cfg.Streams, r.cfg.Registry = nil, event.RegistryKey
+	r.cfg.WakeEvery = 50 * time.Millisecond
+	r.logs = captureLogs(t, &r.cfg)
+	r.cfg.Handler = r.rec.handler
+	r.c = mustOpen(t, r.cfg)
+	return r
 }
 
 // logText returns what logs holds so far.
@@ -123,17 +140,8 @@ func TestACLRefusedReadSaidRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{add(t, admin, s), add(t, admin, s)}
-	if err := admin.ZAdd(ctx, event.RegistryKey, redisZ("aclread")).Err(); err != nil {
-		t.Fatal(err)
-	}
-	user := userWithout(t, srv, admin, "-xreadgroup")
-	var rec recorder
-	cfg := baseConfig(t, user, "r1")
-	cfg.Streams, cfg.Registry = nil, event.RegistryKey
-	cfg.WakeEvery = 50 * time.Millisecond // the beat answers while the reads are refused
-	logs := captureLogs(t, &cfg)
-	cfg.Handler = rec.handler
-	mustOpen(t, cfg)
+	r := openOnRegistry(t, admin, userWithout(t, srv, admin, "-xreadgroup"), "aclread")
+	rec, logs := r.rec, r.logs
 	const said = "streams refused by the server's ACL"
 	waitFor(t, 10*time.Second, "the refused streams said", func() bool { return logs.count(said) >= 2 })
 	for l := range strings.Lines(logText(logs)) {
@@ -170,17 +178,8 @@ func TestACLRefusedPingIsAnAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{add(t, admin, s), add(t, admin, s)}
-	if err := admin.ZAdd(ctx, event.RegistryKey, redisZ("aclping")).Err(); err != nil {
-		t.Fatal(err)
-	}
-	user := userWithout(t, srv, admin, "-xreadgroup", "-ping")
-	var rec recorder
-	cfg := baseConfig(t, user, "r1")
-	cfg.Streams, cfg.Registry = nil, event.RegistryKey
-	cfg.WakeEvery = 50 * time.Millisecond
-	logs := captureLogs(t, &cfg)
-	cfg.Handler = rec.handler
-	c := mustOpen(t, cfg)
+	r := openOnRegistry(t, admin, userWithout(t, srv, admin, "-xreadgroup", "-ping"), "aclping")
+	c, rec, logs := r.c, r.rec, r.logs
 	waitFor(t, 10*time.Second, "three refused PINGs", func() bool { return aclLogged(t, admin, "ping") >= 3 })
 	if n := feed.LoopErrorsOf(c, "probe"); n != 0 {
 		t.Errorf("%d probe failures counted for refused PINGs: the node answered", n)

@@ -1,7 +1,9 @@
 package redisconn_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -33,9 +35,7 @@ func readFile(t *testing.T, name string) []byte {
 // copyFile writes the bytes of the file from to the file to, or fails t.
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
-	if err := os.WriteFile(to, readFile(t, from), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, to, readFile(t, from))
 }
 
 // mustOpenForm checks that Check takes u and OpenContext opens it, as a
@@ -60,13 +60,16 @@ func mustOpenForm(t *testing.T, u string, cluster bool) redis.UniversalClient {
 }
 
 // TestOpenCACert: every form of a rediss:// URL verifies the servers'
-// certificates against the CA its cacert= names, one this process does
-// not otherwise trust (SSL_CERT_FILE names another): a single node, the
-// plain URL of a node of a cluster (the probe and every master), go-redis's
+// certificates against the CA its cacert= names, or the CAs of the
+// directory its cacertdir= names (each regular file, links followed; the
+// files without a certificate add nothing), one CA this process does not
+// otherwise trust (SSL_CERT_FILE names another): a single node, the plain
+// URL of a node of a cluster (the probe and every master), go-redis's
 // cluster URL, and the Sentinel form (the Sentinels and the master they
 // name); and with a client certificate as well, for a server that asks
-// for one; and each reads the file again for each new connection. The URL's CA replaces the system's pool rather than adding to
-// it: a server of the CA that the process trusts is refused under
+// for one; and each reads the file or the directory again for each new
+// connection. The URL's CAs replace the system's pool rather than adding
+// to it: a server of the CA that the process trusts is refused under
 // another's cacert=. Until 7 Dec 2026 a private CA could only be trusted
 // for the whole process, through SSL_CERT_FILE or SSL_CERT_DIR.
 func TestOpenCACert(t *testing.T) {
@@ -76,42 +79,59 @@ func TestOpenCACert(t *testing.T) {
 	c := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1, Node: redistest.Options{TLS: ca.TLSFiles(t, "no")}})
 	s := redistest.MustStartSentinel(t, redistest.SentinelOptions{Node: redistest.Options{TLS: ca.TLSFiles(t, "no")}})
 	other := redistest.NewCA(t)
+	// A place for the CAs: it returns the URL's parameter naming a new
+	// one that holds the CA of caFile, and a function that puts another
+	// CA, of otherFile, in place of that one.
+	type place func(t *testing.T, caFile string) (param string, swap func(otherFile string))
+	var (
+		file place = func(t *testing.T, caFile string) (string, func(string)) {
+			f := filepath.Join(t.TempDir(), "ca.pem")
+			copyFile(t, caFile, f)
+			return "cacert=" + url.QueryEscape(f), func(otherFile string) { copyFile(t, otherFile, f) }
+		}
+		dir place = func(t *testing.T, caFile string) (string, func(string)) {
+			d := mustCADir(t, caFile)
+			return "cacertdir=" + url.QueryEscape(d), func(otherFile string) {
+				if err := os.Remove(filepath.Join(d, caDirLink)); err != nil {
+					t.Fatal(err)
+				}
+				copyFile(t, otherFile, filepath.Join(d, "other.pem"))
+			}
+		}
+	)
 	for _, tt := range []struct {
 		name    string
 		url     string
 		cluster bool
 		nodes   []*redistest.Server // the data nodes
+		at      place
 	}{
-		{"single node", single.URL(), false, []*redistest.Server{single}},
-		{"plain URL of a cluster node", "rediss://" + c.Nodes[0].Addr, true, c.Nodes},
-		{"cluster URL", c.URL(), true, c.Nodes},
-		{"Sentinel URL", s.URL(), false, s.Nodes},
-		{"single node, with a client certificate", withCert(mutual.URL(), ca.TLSFiles(t, "yes")), false, []*redistest.Server{mutual}},
+		{"single node", single.URL(), false, []*redistest.Server{single}, file},
+		{"plain URL of a cluster node", "rediss://" + c.Nodes[0].Addr, true, c.Nodes, file},
+		{"cluster URL", c.URL(), true, c.Nodes, file},
+		{"Sentinel URL", s.URL(), false, s.Nodes, file},
+		{"single node, with a client certificate", withCert(mutual.URL(), ca.TLSFiles(t, "yes")), false, []*redistest.Server{mutual}, file},
+		{"single node, cacertdir=", single.URL(), false, []*redistest.Server{single}, dir},
+		{"cluster URL, cacertdir=", c.URL(), true, c.Nodes, dir},
+		{"Sentinel URL, cacertdir=", s.URL(), false, s.Nodes, dir},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			// Without the CA, the system's pool does not trust the
-			// servers, and the hint names cacert=.
-			wantOpenRefused(t, tt.url, "certificate signed by unknown authority", "cacert=FILE")
+			// servers, and the hint names the URL's parameters; nor
+			// does a place that holds another CA.
+			wantOpenRefused(t, tt.url, "certificate signed by unknown authority", "cacert=FILE or cacertdir=DIR")
+			param, _ := tt.at(t, other.File)
+			wantOpenRefused(t, withQuery(tt.url, param), "certificate signed by unknown authority")
 
-			file := filepath.Join(t.TempDir(), "ca.pem")
-			copyFile(t, ca.File, file)
-			rdb := mustOpenForm(t, withCA(tt.url, file), tt.cluster)
+			param, swap := tt.at(t, ca.File)
+			rdb := mustOpenForm(t, withQuery(tt.url, param), tt.cluster)
 			writeEveryMaster(t, rdb)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
 
-			// The file, not what Open read, verifies every new
-			// connection: with another CA in it, the next dial fails,
-			// whichever node it goes to (TestCACertRenewed).
-			copyFile(t, other.File, file)
-			for _, n := range tt.nodes {
-				if err := n.Client(t).ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := rdb.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
-				t.Fatalf("PING after the file changed to another CA: %v, want unknown authority", err)
-			}
+			// The place, not what Open read, verifies every new
+			// connection: with another CA in place of the CA, the next
+			// dial fails, whichever node it goes to (TestCACertRenewed).
+			swap(other.File)
+			wantRedialUntrusted(t, rdb, tt.nodes)
 		})
 	}
 
@@ -124,6 +144,23 @@ func TestOpenCACert(t *testing.T) {
 		rdb.Close()
 	}
 	wantOpenRefused(t, withCA(trusted.URL(), ca.File), "certificate signed by unknown authority")
+}
+
+// wantRedialUntrusted drops every client connection of nodes (CLIENT
+// KILL), so that rdb's next PING dials anew, and checks that the dial
+// fails the server's certificate as signed by an unknown authority.
+func wantRedialUntrusted(t *testing.T, rdb redis.UniversalClient, nodes []*redistest.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if err := n.Client(t).ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Fatalf("PING after the CAs changed to another: %v, want unknown authority", err)
+	}
 }
 
 // TestOpenCACertRefused: a cacert= that cannot work fails Check, before
@@ -150,50 +187,89 @@ func TestOpenCACertRefused(t *testing.T) {
 	}
 }
 
-// TestCACertRenewed: the CA file of cacert= is read again for every new
-// connection, so a CA added to it (a rotation: the servers' certificates
-// then issued by the new CA) is trusted without a restart, and a file
-// rewritten half-way (no certificate in it yet) leaves the last CAs read
-// in use.
+// TestCACertRenewed: the CA file of cacert=, and the directory of
+// cacertdir=, are read again for every new connection, so a CA added (a
+// rotation: the servers' certificates then issued by the new CA; a file
+// added to the directory) is trusted without a restart, and a place that
+// holds no certificate for a moment (a file rewritten half-way, a
+// directory emptied to be filled again) leaves the last CAs read in use.
 func TestCACertRenewed(t *testing.T) {
-	oldCA, newCA := redistest.NewCA(t), redistest.NewCA(t)
-	srv := redistest.MustStart(t, redistest.Options{TLS: oldCA.TLSFiles(t, "no")})
-	file := filepath.Join(t.TempDir(), "ca.pem")
-	put := func(pem []byte) {
-		t.Helper()
-		if err := os.WriteFile(file, pem, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	copyFile(t, oldCA.File, file)
-	rdb, err := redisconn.Open(withCA(srv.URL(), file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	admin := srv.Client(t)
-	if err := pingAnew(t, admin, rdb); err != nil {
-		t.Fatalf("PING with the first CA: %v", err)
-	}
+	for _, form := range []struct {
+		name string
+		// at makes a place for the CAs and returns the URL's parameter
+		// that names it, and a function that makes it hold pems (none: a
+		// rewrite half done).
+		at func(t *testing.T) (param string, hold func(pems ...[]byte))
+	}{
+		{"cacert= file", func(t *testing.T) (string, func(...[]byte)) {
+			file := filepath.Join(t.TempDir(), "ca.pem")
+			return "cacert=" + url.QueryEscape(file), func(pems ...[]byte) {
+				b := []byte("-----BEGIN CERT") // rewritten half-way
+				if len(pems) > 0 {
+					b = bytes.Join(pems, nil)
+				}
+				writeFile(t, file, b)
+			}
+		}},
+		{"cacertdir= directory", func(t *testing.T) (string, func(...[]byte)) {
+			dir := t.TempDir()
+			return "cacertdir=" + url.QueryEscape(dir), func(pems ...[]byte) {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				for i, pem := range pems {
+					writeFile(t, filepath.Join(dir, fmt.Sprintf("ca%d.pem", i)), pem)
+				}
+			}
+		}},
+	} {
+		t.Run(form.name, func(t *testing.T) {
+			oldCA, newCA := redistest.NewCA(t), redistest.NewCA(t)
+			srv := redistest.MustStart(t, redistest.Options{TLS: oldCA.TLSFiles(t, "no")})
+			param, hold := form.at(t)
+			hold(readFile(t, oldCA.File))
+			rdb, err := redisconn.Open(withQuery(srv.URL(), param))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rdb.Close()
+			admin := srv.Client(t)
+			if err := pingAnew(t, admin, rdb); err != nil {
+				t.Fatalf("PING with the first CA: %v", err)
+			}
 
-	// The server takes a certificate of the new CA, which the file does
-	// not hold yet: refused, so the file is what verifies.
-	renewed := newCA.TLSFiles(t, "no")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := admin.Do(ctx, "CONFIG", "SET", "tls-cert-file", renewed.CertFile, "tls-key-file", renewed.KeyFile).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := pingAnew(t, admin, rdb); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
-		t.Fatalf("PING of a server whose CA the file does not hold: %v, want unknown authority", err)
-	}
+			// The server takes a certificate of the new CA, which the
+			// place does not hold yet: refused, so the place is what
+			// verifies.
+			renewed := newCA.TLSFiles(t, "no")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := admin.Do(ctx, "CONFIG", "SET", "tls-cert-file", renewed.CertFile, "tls-key-file", renewed.KeyFile).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := pingAnew(t, admin, rdb); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+				t.Fatalf("PING of a server whose CA is not held: %v, want unknown authority", err)
+			}
 
-	put(append(readFile(t, oldCA.File), readFile(t, newCA.File)...)) // the rotation: both CAs
-	if err := pingAnew(t, admin, rdb); err != nil {
-		t.Fatalf("PING once the file holds the new CA too: %v", err)
+			hold(readFile(t, oldCA.File), readFile(t, newCA.File)) // the rotation: both CAs
+			if err := pingAnew(t, admin, rdb); err != nil {
+				t.Fatalf("PING once the new CA is held too: %v", err)
+			}
+			hold()
+			if err := pingAnew(t, admin, rdb); err != nil {
+				t.Fatalf("PING while no certificate is held: %v (want the last CAs read)", err)
+			}
+		})
 	}
-	put([]byte("-----BEGIN CERT")) // rewritten half-way
-	if err := pingAnew(t, admin, rdb); err != nil {
-		t.Fatalf("PING while the file holds no certificate: %v (want the last CAs read)", err)
+}
+
+// writeFile writes b to the file name, or fails t.
+func writeFile(t *testing.T, name string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(name, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
