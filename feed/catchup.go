@@ -124,7 +124,7 @@ func (c *Consumer) catchUp(st *streamState, budget int) (n, pages int, done bool
 		rcancel()
 		if err != nil {
 			c.fail("catchup", err)
-			return n, pages, false, c.setAside([]*streamState{st}, err)
+			return n, pages, false, c.catchFailed(st, err)
 		}
 		c.ok()
 		if len(msgs) == 0 {
@@ -163,6 +163,24 @@ func (c *Consumer) catchUp(st *streamState, budget int) (n, pages int, done bool
 	return n, pages, false, nil
 }
 
+// catchFailed takes a failed call of st's catch-up. A reply error of
+// the server (another type under the key, WRONGTYPE; a command the ACL
+// refuses) is the game's alone: st goes back to the group door, which
+// says so loudly and tries it again with backoff, and its catch-up is
+// planned afresh once it opens, while the other games go on. Returned, the
+// error failed every turn at the same stream, first in line with its
+// catch-up begun, and no game was read again (until 7 Dec 2026; the plan's
+// XINFO GROUPS already went to the door). Any other error sets st aside
+// (setAside) until its node answers.
+func (c *Consumer) catchFailed(st *streamState, err error) error {
+	if !serverError(err) {
+		return c.setAside([]*streamState{st}, err)
+	}
+	st.catchNext, st.catchLast = "", ""
+	c.reopen(st, err)
+	return nil
+}
+
 // catchUpPlan decides whether st's store is behind its group and from
 // where a catch-up starts: behind reports a range to re-read (start, last);
 // otherwise done is false when the stream must be tried again (its group
@@ -183,11 +201,7 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 	groups, err := c.rdb.XInfoGroups(ctx, st.key).Result()
 	if err != nil {
 		c.fail("catchup", err)
-		if serverError(err) {
-			c.reopen(st, err)
-			return "", "", false, false, nil
-		}
-		return "", "", false, false, c.setAside([]*streamState{st}, err)
+		return "", "", false, false, c.catchFailed(st, err)
 	}
 	for _, g := range groups {
 		if g.Name == c.cfg.Group {
@@ -200,7 +214,7 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 	info, err := c.rdb.XInfoStream(ctx, st.key).Result()
 	if err != nil {
 		c.fail("catchup", err)
-		return "", "", false, false, c.setAside([]*streamState{st}, err)
+		return "", "", false, false, c.catchFailed(st, err)
 	}
 	c.ok()
 	if trimmedPast(info, pos) {
@@ -220,7 +234,7 @@ func (c *Consumer) catchUpPlan(st *streamState) (start, last string, behind, don
 		acked, fits, err := c.ackedAfter(ctx, st.key, pos, last)
 		if err != nil {
 			c.fail("catchup", err)
-			return "", "", false, false, c.setAside([]*streamState{st}, err)
+			return "", "", false, false, c.catchFailed(st, err)
 		}
 		only := fits
 		if fits && len(acked) > 0 {

@@ -183,3 +183,56 @@ func mustPeerRead(tb testing.TB, rdb *redis.Client, s string, n int) (evts, ids 
 	}
 	return evts, readAs(tb, rdb, s, "peer", int64(n))
 }
+
+// TestCatchUpServerErrorHoldsNoGame: a game whose key stops being a
+// stream in the middle of its catch-up (replaced by another type: its
+// next page meets WRONGTYPE) goes back to the group door, and the other
+// games are read on; once its key is a stream again it is read too.
+// Until 7 Dec 2026 the error failed the turn, and every later turn at the
+// same place, since a catch-up begun comes first: no game was read again.
+func TestCatchUpServerErrorHoldsNoGame(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := mustStart(t)
+	s, other := stream("catchwrongtype"), stream("catchwrongother")
+	old := []string{add(t, rdb, s), add(t, rdb, s), add(t, rdb, s)}
+	for _, k := range []string{s, other} {
+		if err := rdb.XGroupCreateMkStream(ctx, k, group, "$").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var rec recorder
+	cfg := baseConfig(t, rdb, "r1", s, other)
+	// A page an entry: the catch-up of s calls XRANGE again after old[0].
+	cfg.Count = 1
+	// The store lacks every entry.
+	cfg.Position = func(context.Context, string) (string, error) { return "", nil }
+	cfg.Handler = func(ctx context.Context, m feed.Message) error {
+		if m.ID == old[0] {
+			once.Do(func() { close(held); <-release })
+		}
+		return rec.handler(ctx, m)
+	}
+	mustOpen(t, cfg)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the catch-up of s never handed its first entry")
+	}
+	if err := rdb.Del(ctx, s).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, s, "not a stream", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	live := add(t, rdb, other)
+	waitFor(t, 10*time.Second, "the other game read on", func() bool { return rec.count(live) == 1 })
+
+	if err := rdb.Del(ctx, s).Err(); err != nil {
+		t.Fatal(err)
+	}
+	back := add(t, rdb, s)
+	waitFor(t, 15*time.Second, "the game read again once its key is a stream", func() bool { return rec.count(back) == 1 })
+}

@@ -39,6 +39,15 @@ func parseSentinel(rawURL string, u *url.URL) (*redis.FailoverOptions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisconn: %w", redactErr(err))
 	}
+	if opt.TLSConfig != nil {
+		// go-redis names the first Sentinel's host as the server name of
+		// every dial: the other Sentinels and the master, which is dialled
+		// at the address the Sentinels give, were then verified for that
+		// host, and a master with a certificate of its own could not be
+		// reached (until 7 Dec 2026). Without a name, each dial verifies
+		// its server for the host it dials; sni= sets one for all.
+		opt.TLSConfig.ServerName = ""
+	}
 	switch {
 	case opt.MasterName == "":
 		return nil, fmt.Errorf("redisconn: %q: master_name= is empty: want the name the Sentinels monitor (sentinel monitor NAME …)", Redact(rawURL))
@@ -78,7 +87,7 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL, files *tlsFile
 // probeSentinels asks every Sentinel at once where the master is
 // (SENTINEL get-master-addr-by-name), within ctx and ProbeTimeout. It
 // returns once one names it, with probeMaster's answer (nil unless the
-// master refuses the URL's master credentials), and nil when none
+// master refuses the URL's master credentials or TLS cannot work with it), and nil when none
 // answers: a binary started while Redis is down waits for it, as with a
 // single node. It
 // fails when Sentinels answered and none named the master (a master_name
@@ -161,13 +170,16 @@ func probeSentinels(ctx context.Context, rawURL string, opt *redis.FailoverOptio
 
 // probeMaster logs in to the master at addr, which the Sentinel sentinel
 // named, as the URL's master user (username= and password=) and sends it
-// PING, within ctx and ProbeTimeout. It fails only when the master
-// refuses those credentials (WRONGPASS, NOAUTH), saying that it is the
-// master, not a Sentinel, that refused them: until 7 Dec 2026 the binary
-// started, and every call failed with the master's refusal, which did not
-// say which of the URL's two credentials was wrong. A master that does
-// not answer, or answers anything else, is left to the client, as a
-// single node is.
+// PING, within ctx and ProbeTimeout. It fails when the master refuses
+// those credentials (WRONGPASS, NOAUTH), saying that it is the master,
+// not a Sentinel, that refused them: until 7 Dec 2026 the binary started,
+// and every call failed with the master's refusal, which did not say
+// which of the URL's two credentials was wrong. It fails too when TLS
+// cannot work with the master (tlsRefusal: its certificate not trusted or
+// not for its address, a plain-text port), as it does with a Sentinel;
+// until 7 Dec 2026 such a start went on and every call failed. A master
+// that does not answer, or answers anything else, is left to the client,
+// as a single node is.
 func probeMaster(ctx context.Context, rawURL string, opt *redis.FailoverOptions, sentinel, addr string) error {
 	probe, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
@@ -176,7 +188,13 @@ func probeMaster(ctx context.Context, rawURL string, opt *redis.FailoverOptions,
 		DisableIdentity: true})
 	defer mc.Close()
 	err := mc.Ping(probe).Err()
-	if err == nil || !badCredentials(err) {
+	if err == nil {
+		return nil
+	}
+	if !badCredentials(err) {
+		if refused := tlsRefusal(ctx, addr, err, opt.TLSConfig != nil); refused != nil {
+			return fmt.Errorf("redisconn: %s: the master %s (named by Sentinel %s): %w", Redact(rawURL), addr, sentinel, refused)
+		}
 		return nil
 	}
 	hint := "username= and password= are the master's credentials, the user information the Sentinels'"

@@ -176,6 +176,38 @@ func TestOpenSentinelTLSRefused(t *testing.T) {
 	}
 }
 
+// TestOpenSentinelTLSEachHost: the Sentinel form verifies each server
+// for the host it is dialled at: the first Sentinel for the URL's host
+// (a name here, localhost), the master for the address the Sentinels
+// give, 127.0.0.1, which its certificate alone names. go-redis names the
+// first Sentinel's host as every dial's server name, so until 7 Dec 2026
+// the master was verified for localhost: the start went on, and every
+// call failed. A master whose certificate is not for its address now
+// fails the start, naming the master.
+func TestOpenSentinelTLSEachHost(t *testing.T) {
+	ca := redistest.TrustedCA(t)
+	sentinels := ca.TLSFilesFor(t, "no", "localhost", "127.0.0.1")
+	for _, tt := range []struct {
+		name   string
+		master []string // the hosts the data nodes' certificate names
+		want   []string // what the refusal says; nil: the URL works
+	}{
+		{"master certificate for its address", []string{"127.0.0.1"}, nil},
+		{"master certificate for another name", []string{"redis.test"}, []string{"the master 127.0.0.1:", "named by Sentinel", "not for the host"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := redistest.MustStartSentinel(t, redistest.SentinelOptions{
+				Node: redistest.Options{TLS: ca.TLSFilesFor(t, "no", tt.master...)}, SentinelTLS: sentinels})
+			u := strings.Replace(s.URL(), "rediss://127.0.0.1:", "rediss://localhost:", 1)
+			if tt.want != nil {
+				wantOpenRefused(t, u, tt.want...)
+				return
+			}
+			writeEveryMaster(t, mustOpenForm(t, u, false))
+		})
+	}
+}
+
 // TestSentinelTLSRefusedAtRunTime: Sentinels that come back, after Open,
 // with a certificate of a CA this process does not trust (a renewal
 // signed by another CA) fail the next dial with an error, on one line,
