@@ -166,9 +166,18 @@ func (c *Consumer) entryAttrs(d delivery, more ...any) []any {
 // withAttempts fills each entry's delivery count from XPENDING (extended
 // form, one call per stream of the batch) and drops the entries that are no
 // longer in this consumer's pending list (a peer took them meanwhile).
+//
+// Each call has a deadline of its own. One deadline for the whole batch
+// (until 7 Dec 2026) was spent by a batch of many streams over a slow
+// network (a claim after a peer died holding a thousand games, at a
+// millisecond or two a call), and by a hung node's first call on a
+// cluster: every later stream then failed at once, set aside with its
+// node, the healthy ones too (TestAttemptsEachCallItsDeadline). A stream
+// whose node failed a call meanwhile is not asked: set aside, as the
+// failed call's own stream is, its entries left pending.
 func (c *Consumer) withAttempts(batch []delivery) ([]delivery, error) {
-	ctx, cancel := c.callCtx(c.ctx, 5*time.Second)
-	defer cancel()
+	_, cluster := c.rdb.(*redis.ClusterClient)
+	var unanswered error // a call that met no reply (a node down, hung or slow)
 	byStream := map[string][]int{}
 	var order []string
 	for i, d := range batch {
@@ -180,6 +189,15 @@ func (c *Consumer) withAttempts(batch []delivery) ([]delivery, error) {
 	counts := make(map[string]int64, len(batch)) // stream+"\x00"+pos → count
 streams:
 	for _, stream := range order {
+		if st := c.streams[stream]; st != nil && (st.down(time.Now()) || unanswered != nil && !cluster) {
+			// A single node that did not answer is not asked again in this
+			// batch; a cluster node's streams were set aside with it.
+			if !st.down(time.Now()) && c.setAside([]*streamState{st}, unanswered) != nil {
+				return nil, unanswered
+			}
+			c.markPending(stream)
+			continue
+		}
 		idx := byStream[stream]
 		lo, hi := batch[idx[0]].x.ID, batch[idx[0]].x.ID
 		wanted := make(map[string]bool, len(idx))
@@ -203,10 +221,12 @@ streams:
 		page := int64(len(idx)) + 1000
 		found := map[string]int64{} // counted only once the stream is read whole
 		for start := lo; ; {
+			ctx, cancel := c.callCtx(c.ctx, 5*time.Second)
 			pend, err := c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
 				Stream: stream, Group: c.cfg.Group, Start: start, End: hi,
 				Count: page, Consumer: c.cfg.Consumer,
 			}).Result()
+			cancel()
 			if err != nil {
 				c.fail("xpending", err)
 				if serverError(err) {
@@ -215,6 +235,7 @@ streams:
 					}
 					continue streams
 				}
+				unanswered = err
 				if st := c.streams[stream]; st != nil && c.setAside([]*streamState{st}, err) == nil {
 					// Its entries stay pending, for a claim or recovery:
 					// marked, as a failure marks them, so that the claim
