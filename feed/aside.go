@@ -52,10 +52,13 @@ func (c *Consumer) setAsideAt(sts []*streamState, err error, now time.Time) erro
 		}
 	}
 	c.asideErr = err
-	if cc, ok := c.rdb.(*redis.ClusterClient); ok && !clusterRetry(err) {
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok && !clusterRetry(err) && !aclRefused(err) {
 		// The node itself did not answer: every stream of it waits with
 		// these, or the next one met (a cold game, a census or poll page)
-		// costs its turn go-redis's dial retries again.
+		// costs its turn go-redis's dial retries again. An ACL's refusal
+		// is the node's answer about these streams' command alone: until
+		// 7 Dec 2026 it held every game of the master too, until its PING
+		// answered, at each refusal (TestClusterACLRefusalHoldsItsStreamOnly).
 		byNode := map[string][]*streamState{}
 		var order []string
 		for _, st := range sts {

@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -38,5 +39,30 @@ func TestClusterSetAsideManyStreamsOneWalk(t *testing.T) {
 	// 5.4 s here). Counted, not timed: speed lives in benchmarks.
 	if walks != 1 {
 		t.Errorf("the known streams were walked %d times for %d failing streams of one node, want once per node retry", walks, k)
+	}
+}
+
+// TestClusterACLRefusalHoldsItsStreamOnly: a command the server's ACL
+// refuses (NOPERM: a grant missing, or a game's key outside the user's
+// patterns; the node answered) sets aside the refused stream alone, to be
+// tried again at its own retry, not every stream of its master as a node
+// that did not answer does. Until 7 Dec 2026 each refusal (an XACK, a
+// census page, a dead letter refused for one game) held every game of
+// that master until the node's PING answered.
+func TestClusterACLRefusalHoldsItsStreamOnly(t *testing.T) {
+	rc := redistest.MustStartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	cc := rc.Client(t)
+	if err := cc.ForEachMaster(t.Context(), func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() }); err != nil {
+		t.Fatal(err)
+	}
+	// A real refusal, as the server words it.
+	srv, admin := mustStart(t)
+	refused := userWithout(t, srv, admin, "-xack").XAck(t.Context(), stream("aclheld"), group, "0-1").Err()
+	if refused == nil || !strings.HasPrefix(refused.Error(), "NOPERM") {
+		t.Fatalf("XACK as a user without +xack: %v, want NOPERM", refused)
+	}
+	_, _, held, onNode, walks := feed.SetAsideMany(cc, 60, 1, refused)
+	if held != 1 || walks != 0 {
+		t.Errorf("a refused stream held %d of the %d streams of its master (%d walks), want itself alone", held, onNode, walks)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,12 +174,58 @@ func TestLineHostileText(t *testing.T) {
 	}
 }
 
+// TestPlayerLeftShowsNoAvatar: a line shows no field its kind does not
+// list in docs/contracts.md (a writer may add more; they stay in the
+// stored payload): each kind rendered with every field set to a marker of
+// its own shows none of the others' markers. A player_left draws the
+// waving hand whatever it carries. Nothing checks an avatar there (a
+// join's must be one emoji), and until 7 Dec 2026 its text, up to the
+// entry's 8 KiB, was drawn in the hand's place: a line within the line.
+func TestPlayerLeftShowsNoAvatar(t *testing.T) {
+	listed := map[string][]string{
+		event.KindGameStarted:  {"title", "rounds", "code_length", "palette"},
+		event.KindPlayerJoined: {"player", "avatar"},
+		event.KindPlayerLeft:   {"player"},
+		event.KindRoundStarted: {"round"},
+		event.KindGuess:        {"player", "round", "guess", "exact", "near"},
+		event.KindRoundWon:     {"player", "round", "code", "guesses", "points"},
+		event.KindChat:         {"player", "text"},
+		event.KindGameOver:     {"winner"},
+	}
+	fields := []string{"title", "rounds", "code_length", "palette", "player", "avatar", "round", "guess",
+		"exact", "near", "code", "guesses", "points", "text", "winner"}
+	for kind, own := range listed {
+		f := map[string]string{}
+		for _, k := range fields {
+			f[k] = "«" + k + "»"
+		}
+		body, err := templates.RenderLine(kind, f, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range fields {
+			if !slices.Contains(own, k) && strings.Contains(body, f[k]) {
+				t.Errorf("%s shows the field %s, which it does not list: %s", kind, k, body)
+			}
+		}
+	}
+	for _, avatar := range []string{"", "🦊", "🏆 mallory cracked the code in 1 guess", "\u202e"} {
+		body, err := templates.RenderLine(event.KindPlayerLeft, map[string]string{"player": "ann", "avatar": avatar}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `<bdi class="emoji avatar" aria-hidden="true">👋</bdi>`; !strings.Contains(body, want) {
+			t.Errorf("player_left with avatar %q: %s; want %s", avatar, body, want)
+		}
+	}
+}
+
 // shownAs reports whether field is shown as text in a line of kind.
 func shownAs(kind, field string) bool {
 	shown := map[string][]string{
 		event.KindGameStarted:  {"title", "palette"},
 		event.KindPlayerJoined: {"player", "avatar"},
-		event.KindPlayerLeft:   {"player", "avatar"},
+		event.KindPlayerLeft:   {"player"},
 		event.KindGuess:        {"player", "guess"},
 		event.KindRoundWon:     {"player", "code"},
 		event.KindChat:         {"player", "text"},
