@@ -215,6 +215,9 @@ func TestCatchUpServerErrorHoldsNoGame(t *testing.T) {
 		return rec.handler(ctx, m)
 	}
 	mustOpen(t, cfg)
+	var freed sync.Once
+	free := func() { freed.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the consumer's Close, which waits for the handler
 	select {
 	case <-held:
 	case <-time.After(10 * time.Second):
@@ -226,7 +229,7 @@ func TestCatchUpServerErrorHoldsNoGame(t *testing.T) {
 	if err := rdb.Set(ctx, s, "not a stream", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	close(release)
+	free()
 	live := add(t, rdb, other)
 	waitFor(t, 10*time.Second, "the other game read on", func() bool { return rec.count(live) == 1 })
 

@@ -87,10 +87,9 @@ func openSentinel(ctx context.Context, rawURL string, u *url.URL, files *tlsFile
 // probeSentinels asks every Sentinel at once where the master is
 // (SENTINEL get-master-addr-by-name), within ctx and ProbeTimeout. It
 // returns once one names it, with probeMaster's answer (nil unless the
-// master refuses the URL's master credentials or TLS cannot work with it), and nil when none
-// answers: a binary started while Redis is down waits for it, as with a
-// single node. It
-// fails when Sentinels answered and none named the master (a master_name
+// master refuses the URL's master credentials or TLS cannot work with
+// it), and nil when none answers: a binary started while Redis is down
+// waits for it, as with a single node. It fails when Sentinels answered and none named the master (a master_name
 // they do not monitor, an address that is no Sentinel), saying what they
 // monitor; when a Sentinel refuses the URL's user (refusesUser), saying
 // so; when TLS cannot work with a Sentinel (its certificate not
