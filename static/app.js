@@ -83,6 +83,7 @@
     var heldN = 0;
     var gap = false;
     var flushes = 0; // pill clicks, so that a page of older lines asked for before one is let go
+    var leftOut = 0; // live lines left to "older lines" (place), so that a page read before one came is asked again
 
     function headerBottom() {
       var h = document.querySelector('header.top');
@@ -113,6 +114,7 @@
       var lo = slot(li.id);
       var full = items.length >= cap;
       if (full && lo >= items.length) {
+        leftOut++;
         pushedOut();
         return false;
       }
@@ -281,7 +283,7 @@
       if (!a || a.dataset.busy) return;
       a.dataset.busy = '1';
       press = press || { pages: 0, lines: 0, shown: false };
-      var from = a.dataset.before, asked = flushes, again = false, on = false;
+      var from = a.dataset.before, asked = flushes, outs = leftOut, again = false, on = false;
       var url = gamePath + '/older?before=' + encodeURIComponent(from);
       fetch(url, { cache: 'no-store' }).then(function (r) {
         // A 404 is a game the store no longer has (pruned while the page
@@ -299,8 +301,13 @@
         // the lines pushed out, no longer joins the list. Put in, it would
         // leave them out for good, a gap no paging fills. It is dropped and
         // asked for again from where the link now pages, unless the reader
-        // went to the newest lines meanwhile (the pill).
-        if (older !== a || a.dataset.before !== from) {
+        // went to the newest lines meanwhile (the pill). So is a page asked
+        // for before a live line was left to "older lines" (it came late,
+        // older than every line of a full list): the line sits below the
+        // link, and the page, read before it was stored, may lack it. Put in,
+        // it moved the link past the line, never shown (until 7 Dec 2026;
+        // TestBrowserLateLineDuringOlderPage).
+        if (older !== a || a.dataset.before !== from || leftOut !== outs) {
           again = older === a && asked === flushes;
           return;
         }
@@ -484,12 +491,18 @@
       old.querySelectorAll('li[data-player]').forEach(function (li) {
         rows.set(li.getAttribute('data-player'), li);
       });
+      // Every stub is looked up before any row moves: a row moved into the
+      // new panel leaves the page's, and a frame found wanting half-way
+      // left the scoreboard without those players until the new socket's
+      // whole panel (until 7 Dec 2026; TestBrowserBoardPatches).
       var stubs = next.querySelectorAll('li[data-keep]');
+      var kept = [];
       for (var i = 0; i < stubs.length; i++) {
         var row = rows.get(stubs[i].getAttribute('data-player'));
         if (!row) return false;
-        stubs[i].replaceWith(row);
+        kept.push(row);
       }
+      for (var j = 0; j < stubs.length; j++) stubs[j].replaceWith(kept[j]);
       replaceBoard(next);
       return true;
     }

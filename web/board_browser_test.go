@@ -64,10 +64,25 @@ func TestBrowserBoardPatches(t *testing.T) {
 		t.Fatalf("no board frame encoded for %d changes of one row or two", len(steps))
 	}
 
-	// The page loses a row: the next patch keeps it, and cannot be applied.
-	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('li[data-player="ada"]').remove()`))
+	// The page loses a row, its last: the next patch keeps it, and cannot
+	// be applied. The rows its stubs keep above that one stay in the
+	// panel shown meanwhile: until 7 Dec 2026 they were moved into the
+	// patch before the missing row was found, and that was thrown away,
+	// leaving the scoreboard without them until the new socket's panel.
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+		const rows = Array.from(document.querySelectorAll('#scoreboard li[data-player]')).filter(r => r.dataset.player !== 'chloé');
+		rows[rows.length - 1].remove();
+		window.__left = 0;
+		new MutationObserver(ms => ms.forEach(m => m.removedNodes.forEach(n => {
+			if (n.nodeType === 1 && n.matches('li[data-player]')) window.__left++;
+		}))).observe(document.getElementById('scoreboard'), {childList: true, subtree: true});
+	})()`))
+	rowsBefore := b.num(`document.querySelectorAll('#scoreboard li[data-player]').length`)
 	e.upsert(g.ev(t, event.KindGuess, "player", "chloé", "guess", "🍒🥝🍋🫐", "exact", "4", "near", "0"))
 	b.until("a new socket", `document.getElementById('game').dataset.closeCode !== undefined`)
+	if n := b.num(`window.__left`); n != 0 {
+		t.Errorf("a patch that could not be applied took %v of the %v rows out of the panel shown", n, rowsBefore)
+	}
 	b.until("the whole panel again", boardIs(e.boardHTML("g1")))
 	b.until("live again", `document.querySelector('#conn').dataset.state === 'live'`)
 	if n := b.num(`window.__mark || 0`); n != 1 {
