@@ -269,12 +269,14 @@ func (f *chaosFaults) supervise(now time.Time) {
 				n.state, n.nextTry = nodeDown, now.Add(restartBackoff(n.tries))
 				break
 			}
-			if resp, err := healthClient.Get(n.r.url("/healthz")); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					n.state = nodeUp
-					break
-				}
+			// Up once it serves, by its own log: /healthz answers from the
+			// moment the port is bound, while the start may still wait for
+			// the name (docs/operations.md), and a start refused at the end
+			// of that wait (a Redis SIGSTOP within it) was taken for a
+			// renderer up, then exited by itself (a CI run, 7 Dec 2026).
+			if _, ok := servingSince(n.r.Output()); ok {
+				n.state = nodeUp
+				break
 			}
 			if now.Sub(n.downAt) > 30*time.Second {
 				// This process's probe can miss a renderer that serves: with
